@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Absolute paths for linker flags: SwiftPM does not run the linker from the package root.
+let packageRoot = String(#filePath.dropLast("/Package.swift".count))
+
+/// ABI major version: bump only with an incompatible change to include/syncstore.h.
+let abiMajor = "1"
+
+let package = Package(
+    name: "SyncStore",
+    products: [
+        // libsyncstore.so: the C ABI. The Swift runtime is linked statically so hosts need no toolchain.
+        .library(name: "syncstore", type: .dynamic, targets: ["SyncStoreC"]),
+        .executable(name: "syncstore-devserver", targets: ["syncstore-devserver"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "CJansson", path: "Sources/CJansson"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
+        .systemLibrary(name: "CSyncStoreABI", path: "Sources/CSyncStoreABI"),
+        .target(
+            name: "SyncStoreCore",
+            dependencies: ["CSQLite", "CJansson", "CCurl"]
+        ),
+        .target(
+            name: "SyncStoreC",
+            dependencies: ["SyncStoreCore", "CSyncStoreABI"],
+            linkerSettings: [
+                .unsafeFlags([
+                    "-static-stdlib",
+                    "-Xlinker", "-soname=libsyncstore.so.\(abiMajor)",
+                    "-Xlinker", "--version-script=\(packageRoot)/Sources/SyncStoreC/exports.map",
+                ]),
+            ]
+        ),
+        .executableTarget(
+            name: "syncstore-devserver",
+            dependencies: [
+                "CSQLite", "CJansson",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "SyncStoreCoreTests",
+            dependencies: ["SyncStoreCore", "CJansson", "CSQLite"]
+        ),
+    ]
+)

@@ -1,0 +1,271 @@
+/*
+ * syncstore.h — the C ABI of libsyncstore: an embeddable JSON document store (SmartStore
+ * semantics) with Salesforce-compatible sync (MobileSync semantics).
+ *
+ * Conventions that hold for every function below
+ * ------------------------------------------------
+ * Status.     Every function that can fail returns an int status: SYNCSTORE_OK (0) or one of the
+ *             SYNCSTORE_ERR_* codes. Codes are stable across releases; decide on codes, never on
+ *             messages.
+ * Errors.     The last parameter `err` is optional (may be NULL). When given it is caller-owned
+ *             storage that the call fills on failure (code, retryable flag, message) and clears
+ *             (code 0, empty message) on success.
+ * Strings.    Every `const char *` argument is UTF-8, NUL-terminated and borrowed for the duration
+ *             of the call only. Every `char **out` result is allocated by the library and must be
+ *             released with syncstore_free(). On failure `*out` is set to NULL.
+ * JSON.       Configurations, entries, query specs and results are JSON text. Invalid JSON or
+ *             invalid UTF-8 is rejected with SYNCSTORE_ERR_ARGUMENT and changes nothing.
+ * Handles.    syncstore_store is opaque. A handle stays valid until syncstore_close(); using a
+ *             closed handle returns SYNCSTORE_ERR_STATE (never undefined behaviour).
+ * Threads.    Every function may be called from any thread, concurrently, on the same handle.
+ *             Writes to one store are serialized; reads run in parallel with a write (SQLite WAL)
+ *             and see the last committed state.
+ * Atomicity.  Every call that writes is one SQLite transaction: on error the store is unchanged.
+ * Traps.      No input makes the library abort the host process.
+ */
+#ifndef SYNCSTORE_H
+#define SYNCSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Major version of this ABI; also the soname suffix (libsyncstore.so.1). */
+#define SYNCSTORE_ABI_VERSION 1
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------------- */
+
+/** Success. */
+#define SYNCSTORE_OK 0
+/** An argument is invalid: NULL where text is required, malformed JSON or UTF-8, a bad index
+ *  spec, query spec or Smart SQL statement, a value of the wrong type. Fix the input. */
+#define SYNCSTORE_ERR_ARGUMENT 1
+/** A named thing does not exist: soup, entry, store, cursor, sync. */
+#define SYNCSTORE_ERR_NOT_FOUND 2
+/** A thing that must be new already exists (e.g. a sync name). */
+#define SYNCSTORE_ERR_EXISTS 3
+/** The resource is in use: a store opened elsewhere in this process, a sync already running.
+ *  Retry later. */
+#define SYNCSTORE_ERR_BUSY 4
+/** The network failed (connect, timeout, dropped connection). Retryable. */
+#define SYNCSTORE_ERR_NETWORK 5
+/** The server refused the credentials and they could not be refreshed. Set new credentials. */
+#define SYNCSTORE_ERR_AUTH 6
+/** The server answered with an error. Retryable when the server said so (5xx). */
+#define SYNCSTORE_ERR_SERVER 7
+/** A write conflicts with the stored state (e.g. several entries match an external id). */
+#define SYNCSTORE_ERR_CONFLICT 8
+/** The database file failed: disk full, I/O error, corrupt file, cannot open. */
+#define SYNCSTORE_ERR_STORAGE 9
+/** A bug inside the library. Please report it with the message. */
+#define SYNCSTORE_ERR_INTERNAL 10
+/** The call is not valid now: a closed or unknown handle, a call in the wrong order. */
+#define SYNCSTORE_ERR_STATE 11
+
+/** Capacity of syncstore_error.message, including the terminating NUL. */
+#define SYNCSTORE_ERROR_MESSAGE_SIZE 512
+
+/** Error details. Caller-owned; pass NULL where details are not wanted. */
+typedef struct syncstore_error {
+    /** One of the SYNCSTORE_ERR_* codes, or SYNCSTORE_OK. */
+    int code;
+    /** 1 when the same call may succeed if retried later unchanged (network, busy, 5xx). */
+    int retryable;
+    /** What was wrong and what to do, UTF-8, NUL-terminated, truncated to fit. */
+    char message[SYNCSTORE_ERROR_MESSAGE_SIZE];
+} syncstore_error;
+
+/** An open store (one SQLite database). Opaque. */
+typedef struct syncstore_store syncstore_store;
+
+/* ---------------------------------------------------------------------------------------------
+ * Library
+ * ------------------------------------------------------------------------------------------- */
+
+/** Library version, e.g. "0.1.0". Static storage: do not free. Any thread. Never fails. */
+const char *syncstore_version(void);
+
+/** The ABI major version the library was built with; compare with SYNCSTORE_ABI_VERSION. */
+int syncstore_abi_version(void);
+
+/** Releases a string (or any buffer) returned by this library. NULL is ignored. Any thread. */
+void syncstore_free(void *ptr);
+
+/** Name of a status code ("SYNCSTORE_ERR_NOT_FOUND"). Static storage: do not free. */
+const char *syncstore_status_name(int status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Stores
+ *
+ * A store is named by a storeConfig JSON: {"isGlobalStore": false, "storeName": "MyStore"}.
+ * `true` / `false` alone mean {"isGlobalStore": true|false}; NULL, "" or "null" mean the default
+ * user store ("smartstore"). User and global stores with the same name are different databases.
+ * Stores live under a root directory the host chooses: <root>/user/<name>.db and
+ * <root>/global/<name>.db. Store names are 1-128 characters of [A-Za-z0-9_.-], not starting
+ * with '.'.
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Opens (creating if needed) the store named by `store_config` under `root_dir`.
+ * root_dir:     directory for all stores; created if missing.
+ * store_config: storeConfig JSON (see above), may be NULL.
+ * out:          receives the handle; release it with syncstore_close().
+ * Opening a store that is already open in this process returns another handle to the same
+ * store (they share connections and caches). Syncs left RUNNING by a crash become STOPPED.
+ * Errors: ARGUMENT (bad config or name), STORAGE (cannot create or open the file).
+ */
+int syncstore_open(const char *root_dir, const char *store_config, syncstore_store **out,
+                   syncstore_error *err);
+
+/**
+ * Closes a handle. Open cursors of this handle are closed. When the last handle of a store
+ * closes, its connections close. Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
+ */
+int syncstore_close(syncstore_store *store, syncstore_error *err);
+
+/**
+ * Lists store names under root_dir as a JSON array of strings, sorted.
+ * is_global: 0 = user stores, 1 = global stores.
+ */
+int syncstore_list_stores(const char *root_dir, int is_global, char **out_json,
+                          syncstore_error *err);
+
+/**
+ * Deletes one store's database files. Errors: BUSY if the store is open in this process,
+ * NOT_FOUND if it does not exist, ARGUMENT for a bad config.
+ */
+int syncstore_remove_store(const char *root_dir, const char *store_config, syncstore_error *err);
+
+/** Deletes every user (is_global=0) or global (1) store under root_dir that is not open.
+ *  Errors: BUSY (nothing removed) if one of them is open in this process. */
+int syncstore_remove_all_stores(const char *root_dir, int is_global, syncstore_error *err);
+
+/** Size of the store's database in bytes (pages in use times page size, plus the WAL). */
+int syncstore_database_size(syncstore_store *store, int64_t *out_bytes, syncstore_error *err);
+
+/**
+ * Registers the soups of a userstore.json / globalstore.json file:
+ * {"soups": [{"soupName": "accounts", "indexes": [{"path": "Id", "type": "string"}, ...]}]}.
+ * Existing soups are skipped. All soups are registered in one transaction.
+ * Errors: ARGUMENT (bad file content), NOT_FOUND (no such file), STORAGE.
+ */
+int syncstore_load_store_config(syncstore_store *store, const char *path, syncstore_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Soups
+ *
+ * A soup is a named collection of JSON objects; any non-empty string is a valid name.
+ * Index specs: [{"path": "a.b", "type": "string|integer|floating|full_text|json1"}].
+ * ------------------------------------------------------------------------------------------- */
+
+/** Creates a soup with its indexes. Registering an existing soup is a no-op (OK).
+ *  Errors: ARGUMENT (empty name, empty or invalid spec list, duplicate path). */
+int syncstore_register_soup(syncstore_store *store, const char *soup, const char *index_specs_json,
+                            syncstore_error *err);
+
+/** Sets *out_exists to 1 if the soup exists, else 0. */
+int syncstore_soup_exists(syncstore_store *store, const char *soup, int *out_exists,
+                          syncstore_error *err);
+
+/** Drops a soup and its entries. Removing a soup that does not exist is a no-op (OK). */
+int syncstore_remove_soup(syncstore_store *store, const char *soup, syncstore_error *err);
+
+/** Deletes every entry of a soup; keeps its indexes. Errors: NOT_FOUND. */
+int syncstore_clear_soup(syncstore_store *store, const char *soup, syncstore_error *err);
+
+/** The soup's index specs as a JSON array, in registration order. Errors: NOT_FOUND. */
+int syncstore_get_soup_index_specs(syncstore_store *store, const char *soup, char **out_json,
+                                   syncstore_error *err);
+
+/**
+ * Replaces a soup's index specs. Entries and their _soupEntryId are kept. With reindex=1 every
+ * index is rebuilt from the entries; with reindex=0 indexes on paths that were not indexed
+ * before stay empty for existing entries until syncstore_reindex_soup(). One transaction.
+ * Errors: NOT_FOUND, ARGUMENT.
+ */
+int syncstore_alter_soup(syncstore_store *store, const char *soup, const char *index_specs_json,
+                         int reindex, syncstore_error *err);
+
+/** Recomputes the index values of `paths_json` (JSON array of indexed paths) for every entry.
+ *  Errors: NOT_FOUND (soup), ARGUMENT (a path that is not indexed). */
+int syncstore_reindex_soup(syncstore_store *store, const char *soup, const char *paths_json,
+                           syncstore_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Entries
+ *
+ * Stored entries carry "_soupEntryId" (integer, from 1 in a new soup) and
+ * "_soupLastModifiedDate" (epoch ms). The local-change flags "__local__", "__locally_created__",
+ * "__locally_updated__", "__locally_deleted__" are ordinary fields that hosts set; booleans and
+ * the strings "true"/"1" are treated alike by sync.
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Inserts or updates entries (JSON array of objects, or one object) in one transaction.
+ * external_id_path: NULL or "_soupEntryId" — an entry with _soupEntryId updates that entry
+ *   (NOT_FOUND if it does not exist), one without is created. Another path — the path must be
+ *   indexed; its value is looked up: no match creates, one match updates; several matches
+ *   (CONFLICT) or a null/missing value (ARGUMENT) fail the whole call.
+ * out_json: the stored entries (JSON array, same order), may be NULL when not wanted.
+ * Errors: NOT_FOUND (soup), ARGUMENT, CONFLICT.
+ */
+int syncstore_upsert(syncstore_store *store, const char *soup, const char *entries_json,
+                     const char *external_id_path, char **out_json, syncstore_error *err);
+
+/** The entries with the given ids (JSON array of integers) as a JSON array, in the order of
+ *  the ids; ids that do not exist are skipped. Errors: NOT_FOUND (soup), ARGUMENT. */
+int syncstore_retrieve(syncstore_store *store, const char *soup, const char *ids_json,
+                       char **out_json, syncstore_error *err);
+
+/** Deletes the entries with the given ids (JSON array of integers). Missing ids are ignored.
+ *  Errors: NOT_FOUND (soup), ARGUMENT. */
+int syncstore_remove_entries(syncstore_store *store, const char *soup, const char *ids_json,
+                             syncstore_error *err);
+
+/** Deletes every entry matching a query spec (all of them, not only the first page; smart
+ *  specs are refused). *out_count (may be NULL) receives the number deleted. */
+int syncstore_remove_by_query(syncstore_store *store, const char *soup, const char *query_spec_json,
+                              int64_t *out_count, syncstore_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Queries and cursors
+ *
+ * Query spec JSON keys: queryType ("exact"|"range"|"like"|"match"|"smart"), indexPath, matchKey,
+ * beginKey, endKey, likeKey, smartSql, orderPath, order ("ascending"|"descending"), pageSize
+ * (default 10), selectPaths. Paths may be indexed or not (unindexed paths are read from the
+ * JSON); "_soupEntryId", "_soupCreatedDate" and "_soupLastModifiedDate" are always available.
+ *
+ * A cursor result is JSON: {"cursorId", "currentPageIndex", "pageSize", "totalEntries",
+ * "totalPages", "currentPageOrderedEntries": [...]}. Entries are whole objects, or arrays of
+ * values for selectPaths and Smart SQL. totalEntries is counted when the cursor opens; each
+ * page is re-queried when moved to.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Runs a non-smart query spec against a soup and opens a cursor on its first page.
+ *  Close the cursor with syncstore_cursor_close(). Errors: NOT_FOUND (soup), ARGUMENT. */
+int syncstore_query_soup(syncstore_store *store, const char *soup, const char *query_spec_json,
+                         char **out_cursor_json, syncstore_error *err);
+
+/** Runs a smart query spec ({"queryType":"smart","smartSql":..., "pageSize":...}) and opens a
+ *  cursor. Only one SELECT statement is accepted; anything else is ARGUMENT. */
+int syncstore_run_smart_query(syncstore_store *store, const char *query_spec_json,
+                              char **out_cursor_json, syncstore_error *err);
+
+/** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON.
+ *  Errors: NOT_FOUND (unknown or closed cursor). */
+int syncstore_cursor_move_to_page(syncstore_store *store, int64_t cursor_id, int64_t page_index,
+                                  char **out_cursor_json, syncstore_error *err);
+
+/** Closes a cursor. Closing an unknown cursor is a no-op (OK). */
+int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCSTORE_H */
