@@ -1,1 +1,0 @@
-// C ABI entry points.

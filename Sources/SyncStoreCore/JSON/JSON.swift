@@ -1,0 +1,186 @@
+import CJansson
+import Glibc
+
+enum JSONFlags {
+    static let decode = Int(JSON_DECODE_ANY | JSON_ALLOW_NUL)
+    static let encode = Int(JSON_COMPACT | JSON_ENCODE_ANY)
+}
+
+/// A borrowed view of a jansson value. It never owns a reference: whoever created the value
+/// (usually a `JSONDocument`) keeps it alive. Cheap to copy, no allocation.
+public struct JSON {
+    public let raw: UnsafeMutablePointer<json_t>
+
+    public init(_ raw: UnsafeMutablePointer<json_t>) { self.raw = raw }
+
+    public enum Kind { case object, array, string, integer, real, bool, null }
+
+    public var kind: Kind {
+        switch raw.pointee.type {
+        case JSON_OBJECT: return .object
+        case JSON_ARRAY: return .array
+        case JSON_STRING: return .string
+        case JSON_INTEGER: return .integer
+        case JSON_REAL: return .real
+        case JSON_TRUE, JSON_FALSE: return .bool
+        default: return .null
+        }
+    }
+
+    public var isNull: Bool { raw.pointee.type == JSON_NULL }
+    public var isObject: Bool { raw.pointee.type == JSON_OBJECT }
+    public var isArray: Bool { raw.pointee.type == JSON_ARRAY }
+
+    public subscript(key: String) -> JSON? {
+        guard isObject, let value = json_object_get(raw, key) else { return nil }
+        return JSON(value)
+    }
+
+    public var count: Int { isArray ? json_array_size(raw) : 0 }
+
+    public subscript(index: Int) -> JSON? {
+        guard isArray, index >= 0, let value = json_array_get(raw, index) else { return nil }
+        return JSON(value)
+    }
+
+    public var elements: [JSON] {
+        guard isArray else { return [] }
+        var result: [JSON] = []
+        result.reserveCapacity(count)
+        for i in 0..<count { if let v = json_array_get(raw, i) { result.append(JSON(v)) } }
+        return result
+    }
+
+    /// Keys and values of an object, in insertion order.
+    public var members: [(String, JSON)] {
+        guard isObject else { return [] }
+        var result: [(String, JSON)] = []
+        var iter = json_object_iter(raw)
+        while let it = iter {
+            if let key = json_object_iter_key(it), let value = json_object_iter_value(it) {
+                result.append((String(cString: key), JSON(value)))
+            }
+            iter = json_object_iter_next(raw, it)
+        }
+        return result
+    }
+
+    public var string: String? {
+        guard raw.pointee.type == JSON_STRING, let p = json_string_value(raw) else { return nil }
+        let length = json_string_length(raw)
+        return p.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+
+    public var int64: Int64? {
+        raw.pointee.type == JSON_INTEGER ? Int64(json_integer_value(raw)) : nil
+    }
+
+    public var double: Double? {
+        switch raw.pointee.type {
+        case JSON_REAL: return json_real_value(raw)
+        case JSON_INTEGER: return Double(json_integer_value(raw))
+        default: return nil
+        }
+    }
+
+    public var bool: Bool? {
+        switch raw.pointee.type {
+        case JSON_TRUE: return true
+        case JSON_FALSE: return false
+        default: return nil
+        }
+    }
+
+    /// Compact serialization. Objects keep their insertion order.
+    public func dump() -> String {
+        guard let text = json_dumps(raw, JSONFlags.encode) else { return "null" }
+        defer { free(text) }
+        return String(cString: text)
+    }
+
+    /// Serialization into a malloc'd C string the caller frees (no Swift String round trip).
+    public func dumpCString() -> UnsafeMutablePointer<CChar>? {
+        json_dumps(raw, JSONFlags.encode)
+    }
+
+    // MARK: mutation (the receiver must be an object/array owned by the caller)
+
+    /// Sets `key`, taking ownership of `value` (a new reference).
+    public func set(_ key: String, owned value: UnsafeMutablePointer<json_t>?) {
+        guard let value else { return }
+        json_object_set_new(raw, key, value)
+    }
+
+    public func remove(_ key: String) { json_object_del(raw, key) }
+
+    /// Appends, taking ownership of `value`.
+    public func append(owned value: UnsafeMutablePointer<json_t>?) {
+        guard let value else { return }
+        json_array_append_new(raw, value)
+    }
+}
+
+/// An owning reference to a parsed or built jansson value.
+public final class JSONDocument {
+    public let root: JSON
+
+    /// Takes ownership of one reference to `raw`.
+    public init(owning raw: UnsafeMutablePointer<json_t>) { root = JSON(raw) }
+
+    deinit { cjansson_decref(root.raw) }
+
+    /// Parses JSON text. Rejects invalid UTF-8 and trailing garbage.
+    public static func parse(_ text: String, what: String = "JSON") throws -> JSONDocument {
+        var error = json_error_t()
+        let parsed = text.withCString { json_loads($0, JSONFlags.decode, &error) }
+        guard let parsed else { throw parseError(error, what: what) }
+        return JSONDocument(owning: parsed)
+    }
+
+    /// Parses a C string without copying it into Swift first.
+    public static func parse(cString: UnsafePointer<CChar>, what: String = "JSON") throws -> JSONDocument {
+        var error = json_error_t()
+        guard let parsed = json_loads(cString, JSONFlags.decode, &error) else {
+            throw parseError(error, what: what)
+        }
+        return JSONDocument(owning: parsed)
+    }
+
+    /// Parses `length` bytes (not NUL-terminated).
+    public static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON") throws -> JSONDocument {
+        var error = json_error_t()
+        guard let parsed = json_loadb(bytes.assumingMemoryBound(to: CChar.self), length,
+                                      JSONFlags.decode, &error) else {
+            throw parseError(error, what: what)
+        }
+        return JSONDocument(owning: parsed)
+    }
+
+    private static func parseError(_ error: json_error_t, what: String) -> StoreError {
+        var e = error
+        let text = withUnsafePointer(to: &e.text) {
+            $0.withMemoryRebound(to: CChar.self, capacity: Int(JSON_ERROR_TEXT_LENGTH)) { String(cString: $0) }
+        }
+        return .argument("Malformed \(what) at line \(e.line), column \(e.column): \(text)")
+    }
+
+    public static func object() -> JSONDocument { JSONDocument(owning: json_object()) }
+    public static func array() -> JSONDocument { JSONDocument(owning: json_array()) }
+}
+
+/// Constructors for new jansson values (each returns a new reference).
+public enum JSONMake {
+    /// A JSON string; invalid UTF-8 is repaired with U+FFFD so output is always valid JSON.
+    public static func string(_ s: String) -> UnsafeMutablePointer<json_t>? {
+        s.withCString { json_stringn_nocheck($0, s.utf8.count) }
+    }
+    public static func int(_ v: Int64) -> UnsafeMutablePointer<json_t>? { json_integer(json_int_t(v)) }
+    public static func real(_ v: Double) -> UnsafeMutablePointer<json_t>? {
+        // JSON has no NaN/Infinity; jansson refuses them.
+        v.isFinite ? json_real(v) : json_null()
+    }
+    public static func bool(_ v: Bool) -> UnsafeMutablePointer<json_t>? { v ? json_true() : json_false() }
+    public static func null() -> UnsafeMutablePointer<json_t>? { json_null() }
+}

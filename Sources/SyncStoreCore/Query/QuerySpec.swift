@@ -1,0 +1,119 @@
+/// A parsed query spec (semantics §4).
+public struct QuerySpec {
+    public enum QueryType: String { case exact, range, like, match, smart }
+    public enum Order: String { case ascending, descending }
+
+    public var queryType: QueryType
+    public var indexPath: String?
+    public var matchKey: SQLKey?
+    public var beginKey: SQLKey?
+    public var endKey: SQLKey?
+    public var likeKey: SQLKey?
+    public var smartSql: String?
+    public var orderPath: String?
+    public var order: Order = .ascending
+    public var pageSize: Int = 10
+    public var selectPaths: [String]?
+
+    /// A key value from the spec, kept with its JSON type.
+    public enum SQLKey {
+        case text(String), int(Int64), real(Double), bool(Bool)
+        /// The bound value; booleans match how the index stores them ("true" in text columns).
+        func sql(textual: Bool) -> SQLValue {
+            switch self {
+            case .text(let s): return .text(s)
+            case .int(let i): return .int(i)
+            case .real(let d): return .real(d)
+            case .bool(let b): return textual ? .text(b ? "true" : "false") : .int(b ? 1 : 0)
+            }
+        }
+        var text: String {
+            switch self {
+            case .text(let s): return s
+            case .int(let i): return String(i)
+            case .real(let d): return String(d)
+            case .bool(let b): return b ? "true" : "false"
+            }
+        }
+    }
+
+    public static let maxPageSize = 100_000
+
+    public static func parse(_ json: JSON) throws -> QuerySpec {
+        guard json.isObject else { throw StoreError.argument("A query spec must be a JSON object with a \"queryType\"") }
+        let typeName = json["queryType"]?.string ?? "range"
+        guard let type = QueryType(rawValue: typeName) else {
+            throw StoreError.argument("Unknown queryType '\(typeName)': use exact, range, like, match or smart")
+        }
+        var spec = QuerySpec(queryType: type)
+        spec.indexPath = try optionalString(json, "indexPath")
+        spec.matchKey = try key(json, "matchKey")
+        spec.beginKey = try key(json, "beginKey")
+        spec.endKey = try key(json, "endKey")
+        spec.likeKey = try key(json, "likeKey")
+        spec.smartSql = try optionalString(json, "smartSql")
+        spec.orderPath = try optionalString(json, "orderPath")
+        if let orderName = try optionalString(json, "order") {
+            guard let order = Order(rawValue: orderName) else {
+                throw StoreError.argument("Unknown order '\(orderName)': use ascending or descending")
+            }
+            spec.order = order
+        }
+        if let size = json["pageSize"], !size.isNull {
+            guard let n = size.int64, n >= 1, n <= Int64(maxPageSize) else {
+                throw StoreError.argument("pageSize must be an integer from 1 to \(maxPageSize)")
+            }
+            spec.pageSize = Int(n)
+        }
+        if let paths = json["selectPaths"], !paths.isNull {
+            guard paths.isArray else { throw StoreError.argument("selectPaths must be an array of paths") }
+            var list: [String] = []
+            for p in paths.elements {
+                guard let s = p.string else { throw StoreError.argument("selectPaths must contain only strings") }
+                try SoupPath.validate(s)
+                list.append(s)
+            }
+            if !list.isEmpty { spec.selectPaths = list }
+        }
+        for path in [spec.indexPath, spec.orderPath].compactMap({ $0 }) { try SoupPath.validate(path) }
+        try spec.check()
+        return spec
+    }
+
+    private func check() throws {
+        switch queryType {
+        case .exact:
+            guard indexPath != nil else { throw StoreError.argument("An exact query needs \"indexPath\"") }
+            guard matchKey != nil else { throw StoreError.argument("An exact query needs a non-null \"matchKey\"") }
+        case .like:
+            guard indexPath != nil else { throw StoreError.argument("A like query needs \"indexPath\"") }
+            guard likeKey != nil else { throw StoreError.argument("A like query needs a non-null \"likeKey\"") }
+        case .match:
+            guard matchKey != nil else { throw StoreError.argument("A match query needs a non-null \"matchKey\"") }
+        case .smart:
+            guard let sql = smartSql, !sql.isEmpty else { throw StoreError.argument("A smart query needs \"smartSql\"") }
+        case .range:
+            if (beginKey != nil || endKey != nil) && indexPath == nil {
+                throw StoreError.argument("A range query with beginKey or endKey needs \"indexPath\"")
+            }
+        }
+    }
+
+    private static func optionalString(_ json: JSON, _ key: String) throws -> String? {
+        guard let v = json[key], !v.isNull else { return nil }
+        guard let s = v.string else { throw StoreError.argument("\"\(key)\" must be a string") }
+        return s
+    }
+
+    private static func key(_ json: JSON, _ name: String) throws -> SQLKey? {
+        guard let v = json[name] else { return nil }
+        switch v.kind {
+        case .null: return nil
+        case .string: return .text(v.string ?? "")
+        case .integer: return .int(v.int64 ?? 0)
+        case .real: return .real(v.double ?? 0)
+        case .bool: return .bool(v.bool ?? false)
+        case .object, .array: return .text(v.dump())
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import CSQLite
+
+/// Makes sure Smart SQL from a host can only read: one SELECT, no parameters, no PRAGMA,
+/// ATTACH, writes, schema changes or recursive CTEs (an unbounded WITH RECURSIVE would hang).
+enum SmartSqlGuard {
+    private static let authorizer: @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+        UnsafePointer<CChar>?, UnsafePointer<CChar>?
+    ) -> Int32 = { _, action, _, _, _, _ in
+        switch action {
+        case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION: return SQLITE_OK
+        default: return SQLITE_DENY
+        }
+    }
+
+    /// Prepares `sql` with the read-only authorizer in force.
+    static func prepare(_ sql: String, on db: Connection) throws -> Statement {
+        sqlite3_set_authorizer(db.db, authorizer, nil)
+        defer { sqlite3_set_authorizer(db.db, nil, nil) }
+        do {
+            return try db.prepare(sql)
+        } catch let error as StoreError {
+            throw StoreError.argument("Smart SQL refused: \(error.message). Only a single SELECT reading soups is allowed")
+        }
+    }
+
+    /// Checks translated Smart SQL and returns it without trailing `;` and blanks, ready to be
+    /// wrapped in `SELECT ... FROM ( ... )`.
+    static func vet(_ sql: String, on db: Connection) throws -> String {
+        var body = Substring(sql)
+        while let last = body.last, last == ";" || last == " " || last == "\n" || last == "\t" || last == "\r" {
+            body = body.dropLast()
+        }
+        let firstWord = body.drop(while: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" || $0 == "(" })
+            .prefix(while: { $0.isLetter }).uppercased()
+        guard firstWord == "SELECT" || firstWord == "WITH" else {
+            throw StoreError.argument("Smart SQL must be a single SELECT statement; got '\(firstWord.isEmpty ? String(body.prefix(20)) : firstWord)'")
+        }
+        var handle: OpaquePointer?
+        let bodyText = String(body)
+        sqlite3_set_authorizer(db.db, authorizer, nil)
+        let (rc, consumed) = bodyText.withCString { base -> (Int32, Int) in
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v2(db.db, base, -1, &handle, &tail)
+            return (rc, tail.map { base.distance(to: $0) } ?? 0)
+        }
+        sqlite3_set_authorizer(db.db, nil, nil)
+        defer { sqlite3_finalize(handle) }
+        guard rc == SQLITE_OK, let handle else {
+            throw StoreError.argument("Smart SQL refused: \(db.errorMessage). Only a single SELECT reading soups is allowed")
+        }
+        let rest = bodyText.utf8.dropFirst(consumed)
+        if rest.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x09 && $0 != 0x0D && $0 != 0x3B }) {
+            throw StoreError.argument("Smart SQL must be one statement; found more after position \(consumed)")
+        }
+        guard sqlite3_stmt_readonly(handle) != 0 else {
+            throw StoreError.argument("Smart SQL must only read; the statement writes")
+        }
+        guard sqlite3_bind_parameter_count(handle) == 0 else {
+            throw StoreError.argument("Smart SQL cannot have parameters (?, :name); put the values in the SQL")
+        }
+        return String(body)
+    }
+}

@@ -1,0 +1,138 @@
+import CJansson
+import Glibc
+
+/// Writes the entries of one upsert call with statements prepared once for the batch
+/// (semantics §3). Runs inside the caller's transaction on the writer connection.
+final class EntryWriter {
+    private let soup: SoupInfo
+    private let columns: [IndexColumn]
+    private let externalIdPath: String?
+    private let insert: Statement
+    private let update: Statement
+    private let exists: Statement
+    private let lookup: Statement?
+    private let textDelete: Statement?
+    private let textInsert: Statement?
+    private let db: Connection
+    private(set) var nextId: Int64
+
+    init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?) throws {
+        self.db = db
+        self.soup = soup
+        self.externalIdPath = externalIdPath
+        columns = soup.columnIndexes
+        let table = soup.table
+        let names = columns.map(\.columnName)
+        let insertColumns = (["id", "soup", "created", "lastModified"] + names).joined(separator: ", ")
+        let marks = Array(repeating: "?", count: 4 + names.count).joined(separator: ", ")
+        insert = try db.cached("INSERT INTO \(table) (\(insertColumns)) VALUES (\(marks))")
+        let sets = (["soup = ?", "lastModified = ?"] + names.map { "\($0) = ?" }).joined(separator: ", ")
+        update = try db.cached("UPDATE \(table) SET \(sets) WHERE id = ?")
+        exists = try db.cached("SELECT 1 FROM \(table) WHERE id = ?")
+        if let path = externalIdPath {
+            guard let index = soup.index(for: path) else {
+                throw StoreError.argument("External id path '\(path)' is not indexed on soup '\(soup.name)'; index it or use _soupEntryId")
+            }
+            lookup = try db.cached("SELECT id FROM \(table) WHERE \(index.expression()) = ? LIMIT 2")
+        } else {
+            lookup = nil
+        }
+        let text = soup.fullTextIndexes.map(\.columnName)
+        if text.isEmpty {
+            textDelete = nil
+            textInsert = nil
+        } else {
+            textDelete = try db.cached("DELETE FROM \(soup.ftsTable) WHERE rowid = ?")
+            let marks = Array(repeating: "?", count: text.count + 1).joined(separator: ", ")
+            textInsert = try db.cached("INSERT INTO \(soup.ftsTable) (rowid, \(text.joined(separator: ", "))) VALUES (\(marks))")
+        }
+        if let cached {
+            nextId = cached
+        } else {
+            // AUTOINCREMENT semantics: never reuse an id, even of a deleted last entry.
+            let sequence = try db.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(table)]) ?? 0
+            let maxId = try db.scalarInt("SELECT max(id) FROM \(table)") ?? 0
+            nextId = max(sequence, maxId) + 1
+        }
+    }
+
+    /// Stores one entry (mutating it: _soupEntryId, _soupLastModifiedDate) and appends its text.
+    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer) throws {
+        let existing = try existingId(entry, index: index)
+        let id = existing ?? nextId
+        entry.set(SoupPath.entryId, owned: JSONMake.int(id))
+        entry.set(SoupPath.lastModified, owned: JSONMake.int(now))
+        guard let text = entry.dumpCString() else {
+            throw StoreError.argument("Entry \(index) cannot be serialized (NaN or invalid value)")
+        }
+        defer { free(text) }
+        let length = strlen(text)
+        let values = columns.map { SoupPath.sqlValue(SoupPath.project(entry, $0.path).json, for: $0.type) }
+        if existing != nil {
+            update.reset()
+            try update.bindText(text, length: length, at: 1)
+            try update.bind(.int(now), at: 2)
+            try update.bind(values, from: 3)
+            try update.bind(.int(id), at: Int32(3 + values.count))
+            try update.run()
+            if let textDelete {
+                textDelete.reset()
+                try textDelete.bind([.int(id)])
+                try textDelete.run()
+            }
+        } else {
+            insert.reset()
+            try insert.bind(.int(id), at: 1)
+            try insert.bindText(text, length: length, at: 2)
+            try insert.bind(.int(now), at: 3)
+            try insert.bind(.int(now), at: 4)
+            try insert.bind(values, from: 5)
+            try insert.run()
+            nextId = id + 1
+        }
+        if let textInsert {
+            textInsert.reset()
+            try textInsert.bind(.int(id), at: 1)
+            var position: Int32 = 2
+            for (column, value) in zip(columns, values) where column.type == .fullText {
+                try textInsert.bind(value, at: position)
+                position += 1
+            }
+            try textInsert.run()
+        }
+        out.append(cString: text)
+    }
+
+    /// The id of the stored entry this one replaces, or nil to create.
+    private func existingId(_ entry: JSON, index: Int) throws -> Int64? {
+        guard let lookup, let path = externalIdPath else {
+            guard let value = entry[SoupPath.entryId], !value.isNull else { return nil }
+            guard let id = value.int64 else {
+                throw StoreError.argument("Entry \(index) has a _soupEntryId that is not an integer")
+            }
+            exists.reset()
+            try exists.bind([.int(id)])
+            let found = try exists.step()
+            exists.reset()
+            guard found else {
+                throw StoreError.notFound("Entry \(index) has _soupEntryId \(id), which does not exist in soup '\(soup.name)'; remove _soupEntryId to create it")
+            }
+            return id
+        }
+        let index0 = soup.index(for: path)
+        guard let value = SoupPath.project(entry, path).json else {
+            throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
+        }
+        lookup.reset()
+        try lookup.bind([SoupPath.sqlValue(value, for: index0?.type ?? .string)])
+        var ids: [Int64] = []
+        while try lookup.step() { ids.append(lookup.int64(0)) }
+        lookup.reset()
+        switch ids.count {
+        case 0: return nil
+        case 1: return ids[0]
+        default:
+            throw StoreError(.conflict, "Entry \(index): several entries of soup '\(soup.name)' have the same value at '\(path)'; the external id must be unique")
+        }
+    }
+}

@@ -1,0 +1,407 @@
+import CJansson
+import CSQLite
+import Glibc
+
+/// One store: a SQLite database of soups (semantics §1-6). Thread-safe: writes are serialized
+/// on one writer connection, each in one transaction; reads use a pool of read-only
+/// connections and run beside a write (WAL).
+public final class SmartStore: @unchecked Sendable {
+    public let path: String
+    let writer: Connection
+    private let writeLock = Lock()
+    let readers: ReaderPool
+    private let catalogLock = Lock()
+    private var soups: [String: SoupInfo]
+    /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
+    private var nextIds: [String: Int64] = [:]
+    let cursors = CursorTable()
+
+    public init(path: String) throws {
+        self.path = path
+        writer = try Connection(path: path, readOnly: false)
+        try SoupCatalog.createMetadataTables(writer)
+        soups = try SoupCatalog.loadAll(writer)
+        readers = ReaderPool(path: path)
+    }
+
+    // MARK: plumbing
+
+    func soup(_ name: String) -> SoupInfo? { catalogLock.withLock { soups[name] } }
+
+    func requireSoup(_ name: String) throws -> SoupInfo {
+        guard let info = soup(name) else { throw StoreError.soupNotFound(name) }
+        return info
+    }
+
+    private func setSoup(_ name: String, _ info: SoupInfo?) {
+        catalogLock.withLock { soups[name] = info }
+    }
+
+    /// Runs `body` in one write transaction. On failure the catalog and id caches are reloaded
+    /// from the database so memory matches what was rolled back.
+    func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try writeLock.withLock {
+            do {
+                return try writer.transaction { try body(writer) }
+            } catch {
+                nextIds.removeAll()
+                writer.clearCache()
+                if let reloaded = try? SoupCatalog.loadAll(writer) { catalogLock.withLock { soups = reloaded } }
+                throw error
+            }
+        }
+    }
+
+    private func schemaChanged() {
+        writer.clearCache()
+        readers.drain()
+    }
+
+    // MARK: soups
+
+    public func registerSoup(_ name: String, specsJSON: String) throws {
+        let doc = try JSONDocument.parse(specsJSON, what: "index specs")
+        try registerSoup(name, specs: try IndexSpec.parseList(doc.root))
+    }
+
+    public func registerSoup(_ name: String, specs: [IndexSpec]) throws {
+        guard !name.isEmpty else { throw StoreError.argument("A soup name must not be empty") }
+        guard !specs.isEmpty else { throw StoreError.argument("Index specs must not be empty") }
+        let created: SoupInfo? = try write { db in
+            if self.soup(name) != nil { return nil }
+            return try SoupCatalog.create(db, name: name, specs: specs)
+        }
+        if let created { setSoup(name, created) }
+    }
+
+    public func soupExists(_ name: String) -> Bool { soup(name) != nil }
+
+    public var soupNames: [String] { catalogLock.withLock { soups.keys.sorted() } }
+
+    public func removeSoup(_ name: String) throws {
+        guard soup(name) != nil else { return }
+        try write { db in
+            guard let info = self.soup(name) else { return }
+            try SoupCatalog.drop(db, info)
+            self.nextIds[info.table] = nil
+        }
+        setSoup(name, nil)
+        schemaChanged()
+    }
+
+    public func clearSoup(_ name: String) throws {
+        try write { db in
+            let info = try self.requireSoup(name)
+            try db.execute("DELETE FROM \(info.table)")
+            if !info.fullTextIndexes.isEmpty { try db.execute("DELETE FROM \(info.ftsTable)") }
+        }
+    }
+
+    public func indexSpecs(_ name: String) throws -> [IndexSpec] { try requireSoup(name).specs }
+
+    public func alterSoup(_ name: String, specsJSON: String, reIndexData: Bool) throws {
+        let doc = try JSONDocument.parse(specsJSON, what: "index specs")
+        try alterSoup(name, specs: try IndexSpec.parseList(doc.root), reIndexData: reIndexData)
+    }
+
+    public func alterSoup(_ name: String, specs: [IndexSpec], reIndexData: Bool) throws {
+        let info: SoupInfo = try write { db in
+            let old = try self.requireSoup(name)
+            let (info, _) = try SoupCatalog.alter(db, old, specs: specs)
+            // New statements must see the altered table before re-indexing uses them.
+            db.clearCache()
+            if reIndexData {
+                try self.reindex(db, info, indexes: info.columnIndexes)
+            }
+            try self.refillFullText(db, info)
+            return info
+        }
+        setSoup(name, info)
+        schemaChanged()
+    }
+
+    public func reIndexSoup(_ name: String, pathsJSON: String) throws {
+        let doc = try JSONDocument.parse(pathsJSON, what: "path list")
+        guard doc.root.isArray else { throw StoreError.argument("reIndexSoup takes a JSON array of indexed paths") }
+        var paths: [String] = []
+        for p in doc.root.elements {
+            guard let s = p.string else { throw StoreError.argument("reIndexSoup paths must be strings") }
+            paths.append(s)
+        }
+        try reIndexSoup(name, paths: paths)
+    }
+
+    public func reIndexSoup(_ name: String, paths: [String]) throws {
+        try write { db in
+            let info = try self.requireSoup(name)
+            var indexes: [IndexColumn] = []
+            for path in paths {
+                guard let index = info.index(for: path) else {
+                    throw StoreError.argument("Path '\(path)' is not indexed on soup '\(name)'; only indexed paths can be re-indexed")
+                }
+                if index.hasColumn { indexes.append(index) }
+            }
+            try self.reindex(db, info, indexes: indexes)
+            if indexes.contains(where: { $0.type == .fullText }) { try self.refillFullText(db, info) }
+        }
+    }
+
+    /// Recomputes index columns from each entry's JSON.
+    private func reindex(_ db: Connection, _ info: SoupInfo, indexes: [IndexColumn]) throws {
+        guard !indexes.isEmpty else { return }
+        let assignments = indexes.map { "\($0.columnName) = ?" }.joined(separator: ", ")
+        let update = try db.prepare("UPDATE \(info.table) SET \(assignments) WHERE id = ?")
+        let scan = try db.prepare("SELECT id, soup FROM \(info.table)")
+        // Collect first: updating rows while scanning the same table is undefined in SQLite.
+        var rows: [(Int64, [SQLValue])] = []
+        while try scan.step() {
+            let bytes = scan.textBytes(1)
+            guard let base = bytes.baseAddress else { continue }
+            let doc = try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
+            rows.append((scan.int64(0), indexes.map { SoupPath.sqlValue(SoupPath.project(doc.root, $0.path).json, for: $0.type) }))
+        }
+        for (id, values) in rows {
+            update.reset()
+            try update.bind(values)
+            try update.bind(.int(id), at: Int32(values.count + 1))
+            try update.run()
+        }
+    }
+
+    private func refillFullText(_ db: Connection, _ info: SoupInfo) throws {
+        let columns = info.fullTextIndexes.map(\.columnName)
+        guard !columns.isEmpty else { return }
+        let list = columns.joined(separator: ", ")
+        try db.execute("DELETE FROM \(info.ftsTable)")
+        try db.execute("INSERT INTO \(info.ftsTable) (rowid, \(list)) SELECT id, \(list) FROM \(info.table)")
+    }
+
+    /// Registers the soups of a userstore.json / globalstore.json document; existing soups are skipped.
+    public func loadStoreConfig(json: String) throws {
+        let doc = try JSONDocument.parse(json, what: "store config")
+        guard let list = doc.root["soups"], list.isArray else {
+            throw StoreError.argument("A store config must be {\"soups\": [{\"soupName\", \"indexes\"}]}")
+        }
+        var definitions: [(String, [IndexSpec])] = []
+        for (i, item) in list.elements.enumerated() {
+            guard let name = item["soupName"]?.string, !name.isEmpty else {
+                throw StoreError.argument("Soup \(i) of the store config needs a non-empty \"soupName\"")
+            }
+            guard let indexes = item["indexes"] else {
+                throw StoreError.argument("Soup '\(name)' of the store config needs \"indexes\"")
+            }
+            definitions.append((name, try IndexSpec.parseList(indexes)))
+        }
+        let created: [SoupInfo] = try write { db in
+            var created: [SoupInfo] = []
+            for (name, specs) in definitions where self.soup(name) == nil && !created.contains(where: { $0.name == name }) {
+                created.append(try SoupCatalog.create(db, name: name, specs: specs))
+            }
+            return created
+        }
+        for info in created { setSoup(info.name, info) }
+    }
+
+    // MARK: entries
+
+    /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
+    /// the stored entries as a JSON array.
+    public func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
+        let doc = try JSONDocument.parse(entriesJSON, what: "entries")
+        return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath)
+    }
+
+    public func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil) throws -> TextBuffer {
+        let list: [JSON] = entries.isArray ? entries.elements : [entries]
+        for (i, entry) in list.enumerated() where !entry.isObject {
+            throw StoreError.argument("Entry \(i) is not a JSON object; soup entries must be objects")
+        }
+        let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
+        return try write { db in
+            let info = try self.requireSoup(name)
+            let writer = try EntryWriter(db: db, soup: info, externalIdPath: externalPath,
+                                         nextId: self.nextIds[info.table])
+            var out = TextBuffer(capacity: 64 + list.count * 256)
+            out.append(UInt8(ascii: "["))
+            let now = Clock.nowMillis()
+            for (i, entry) in list.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                try writer.upsert(entry, index: i, now: now, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+            self.nextIds[info.table] = writer.nextId
+            return out
+        }
+    }
+
+    public func retrieve(soup name: String, idsJSON: String) throws -> TextBuffer {
+        try retrieve(soup: name, ids: try parseIds(idsJSON))
+    }
+
+    public func retrieve(soup name: String, ids: [Int64]) throws -> TextBuffer {
+        let info = try requireSoup(name)
+        return try readers.withReader { db in
+            let statement = try db.cached("SELECT soup FROM \(info.table) WHERE id = ?")
+            defer { statement.reset() }
+            var out = TextBuffer()
+            out.append(UInt8(ascii: "["))
+            var first = true
+            for id in ids {
+                statement.reset()
+                try statement.bind([.int(id)])
+                guard try statement.step() else { continue }
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out.append(statement.textBytes(0))
+            }
+            out.append(UInt8(ascii: "]"))
+            return out
+        }
+    }
+
+    public func removeEntries(soup name: String, idsJSON: String) throws {
+        try removeEntries(soup: name, ids: try parseIds(idsJSON))
+    }
+
+    public func removeEntries(soup name: String, ids: [Int64]) throws {
+        try write { db in
+            let info = try self.requireSoup(name)
+            let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
+            let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
+            for id in ids {
+                delete.reset()
+                try delete.bind([.int(id)])
+                try delete.run()
+                if let deleteText {
+                    deleteText.reset()
+                    try deleteText.bind([.int(id)])
+                    try deleteText.run()
+                }
+            }
+        }
+    }
+
+    /// Deletes every entry the spec selects (not just one page, unlike the SDK).
+    @discardableResult
+    public func removeByQuery(soup name: String, specJSON: String) throws -> Int {
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        return try write { db in
+            let info = try self.requireSoup(name)
+            let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
+            let whereSQL = condition.isEmpty ? "" : " WHERE \(condition)"
+            if !info.fullTextIndexes.isEmpty {
+                let deleteText = try db.prepare("DELETE FROM \(info.ftsTable) WHERE rowid IN (SELECT id FROM \(info.table)\(whereSQL))")
+                try deleteText.bind(bindings)
+                try deleteText.run()
+            }
+            let delete = try db.prepare("DELETE FROM \(info.table)\(whereSQL)")
+            try delete.bind(bindings)
+            try delete.run()
+            return db.changes
+        }
+    }
+
+    private func parseIds(_ json: String) throws -> [Int64] {
+        let doc = try JSONDocument.parse(json, what: "id list")
+        let items: [JSON] = doc.root.isArray ? doc.root.elements : [doc.root]
+        return try items.map {
+            guard let id = $0.int64 else { throw StoreError.argument("Soup entry ids must be integers") }
+            return id
+        }
+    }
+
+    // MARK: queries
+
+    public func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        guard spec.queryType != .smart else {
+            throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
+        }
+        let info = try requireSoup(name)
+        let plan = try SoupQueryBuilder.plan(spec, soup: info)
+        return try openCursor(plan, pageSize: spec.pageSize, owner: owner)
+    }
+
+    public func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        guard spec.queryType == .smart, let sql = spec.smartSql else {
+            throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
+        }
+        let plan = try smartPlan(sql)
+        return try openCursor(plan, pageSize: spec.pageSize, owner: owner)
+    }
+
+    /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
+    func smartPlan(_ smartSql: String) throws -> QueryPlan {
+        let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)
+        let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
+        return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",
+                         countSQL: "SELECT count(*) FROM (\n\(body)\n)",
+                         bindings: [], rows: .values, isSmart: true)
+    }
+
+    private func openCursor(_ plan: QueryPlan, pageSize: Int, owner: Int) throws -> TextBuffer {
+        let (total, page) = try readers.withReader { db -> (Int64, TextBuffer) in
+            let count = try statement(plan.countSQL, smart: plan.isSmart, on: db)
+            defer { count.reset() }
+            try count.bind(plan.bindings)
+            let total = try count.step() ? count.int64(0) : 0
+            return (total, try readPage(plan, pageSize: pageSize, page: 0, on: db))
+        }
+        let cursor = cursors.open(plan: plan, pageSize: pageSize, totalEntries: total, owner: owner)
+        return cursor.json(page: 0, entries: page)
+    }
+
+    public func moveCursor(_ id: Int64, toPage page: Int64) throws -> TextBuffer {
+        guard let cursor = cursors.get(id) else {
+            throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
+        }
+        let index = cursor.clamp(page)
+        let entries = try readers.withReader { db in
+            try readPage(cursor.plan, pageSize: cursor.pageSize, page: index, on: db)
+        }
+        return cursor.json(page: index, entries: entries)
+    }
+
+    public func closeCursor(_ id: Int64) { cursors.close(id) }
+    public func closeCursors(owner: Int) { cursors.closeAll(owner: owner) }
+
+    private func statement(_ sql: String, smart: Bool, on db: Connection) throws -> Statement {
+        smart ? try SmartSqlGuard.prepare(sql, on: db) : try db.cached(sql)
+    }
+
+    private func readPage(_ plan: QueryPlan, pageSize: Int, page: Int64, on db: Connection) throws -> TextBuffer {
+        let statement = try statement(plan.pageSQL, smart: plan.isSmart, on: db)
+        defer { statement.reset() }
+        try statement.bind(plan.bindings)
+        let next = Int32(plan.bindings.count + 1)
+        try statement.bind(.int(Int64(pageSize)), at: next)
+        try statement.bind(.int(page * Int64(pageSize)), at: next + 1)
+        var out = TextBuffer(capacity: 256 * min(pageSize, 1000))
+        try ResultWriter.writeRows(statement, rows: plan.rows, into: &out)
+        return out
+    }
+
+    // MARK: store facts
+
+    /// Bytes used by the database: pages in use (including those still in the WAL).
+    public func databaseSize() throws -> Int64 {
+        try writeLock.withLock {
+            let pages = try writer.scalarInt("PRAGMA page_count") ?? 0
+            let size = try writer.scalarInt("PRAGMA page_size") ?? 0
+            return pages * size
+        }
+    }
+}
+
+extension SmartStore {
+    public func indexSpecsJSON(_ name: String) throws -> String { IndexSpec.listJSON(try indexSpecs(name)) }
+
+    /// Reads a userstore.json / globalstore.json file and registers its soups.
+    public func loadStoreConfig(path: String) throws {
+        try loadStoreConfig(json: try FileSystem.readFile(path))
+    }
+}

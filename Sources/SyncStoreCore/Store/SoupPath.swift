@@ -1,0 +1,98 @@
+import CJansson
+
+/// Dot-separated paths into soup entries ("Account.Name") and their projection (semantics §2).
+enum SoupPath {
+    static let entryId = "_soupEntryId"
+    static let lastModified = "_soupLastModifiedDate"
+    static let created = "_soupCreatedDate"
+    static let soupItself = "_soup"
+
+    static func validate(_ path: String) throws {
+        guard !path.isEmpty else { throw StoreError.argument("A path must not be empty") }
+        for part in path.split(separator: ".", omittingEmptySubsequences: false) {
+            guard !part.isEmpty else { throw StoreError.argument("Path '\(path)' has an empty component; use dot-separated field names") }
+        }
+        for scalar in path.unicodeScalars where scalar == "\"" || scalar.value < 0x20 {
+            throw StoreError.argument("Path '\(path)' contains a double quote or control character")
+        }
+    }
+
+    /// `json_extract(<soupColumn>, '$."a"."b"')` — the SQL that reads `path` from the JSON text.
+    /// Quoting each key lets keys hold spaces or punctuation; `'` is doubled for the literal.
+    static func jsonExtract(_ path: String, soupColumn: String = "soup") -> String {
+        var jsonPath = "$"
+        for part in path.split(separator: ".") { jsonPath += ".\"\(part)\"" }
+        return "json_extract(\(soupColumn), '\(jsonPath.replacingAll("'", with: "''"))')"
+    }
+
+    /// The value at `path`. Going through an array collects the projection of every element
+    /// (nulls skipped), so "cats.color" over [{color:a},{color:b}] is ["a","b"].
+    static func project(_ entry: JSON, _ path: String) -> Projected {
+        let parts = path.split(separator: ".").map(String.init)
+        return project(entry, parts[...])
+    }
+
+    private static func project(_ node: JSON, _ parts: ArraySlice<String>) -> Projected {
+        guard let first = parts.first else { return .borrowed(node) }
+        switch node.kind {
+        case .object:
+            guard let child = node[first] else { return .missing }
+            return project(child, parts.dropFirst())
+        case .array:
+            let collected = JSONDocument.array()
+            for element in node.elements {
+                switch project(element, parts) {
+                case .missing: continue
+                case .borrowed(let v):
+                    if v.isNull { continue }
+                    collected.root.append(owned: cjansson_incref(v.raw))
+                case .owned(let doc):
+                    collected.root.append(owned: cjansson_incref(doc.root.raw))
+                }
+            }
+            return .owned(collected)
+        default:
+            return .missing
+        }
+    }
+
+    enum Projected {
+        case missing
+        case borrowed(JSON)
+        case owned(JSONDocument)
+
+        var json: JSON? {
+            switch self {
+            case .missing: return nil
+            case .borrowed(let v): return v.isNull ? nil : v
+            case .owned(let d): return d.root
+            }
+        }
+    }
+
+    /// The SQL value an index column stores for a projected JSON value. Column affinity then
+    /// converts (numbers to text in string columns, numeric text to numbers in integer columns).
+    static func sqlValue(_ value: JSON?, for type: IndexType) -> SQLValue {
+        guard let value else { return .null }
+        switch value.kind {
+        case .null: return .null
+        case .string: return .text(value.string ?? "")
+        case .integer: return .int(value.int64 ?? 0)
+        case .real: return .real(value.double ?? 0)
+        case .bool:
+            let b = value.bool ?? false
+            return type == .string || type == .fullText ? .text(b ? "true" : "false") : .int(b ? 1 : 0)
+        case .object, .array: return .text(value.dump())
+        }
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        guard contains(target) else { return self }
+        var out = ""
+        out.reserveCapacity(utf8.count + 8)
+        for c in self { if c == target { out += replacement } else { out.append(c) } }
+        return out
+    }
+}

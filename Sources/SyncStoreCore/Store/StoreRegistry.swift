@@ -1,0 +1,153 @@
+import Glibc
+
+/// The process-wide table of open stores and the handles hosts hold on them. One SmartStore per
+/// database file, shared by every handle that opens it, so writes stay serialized and caches
+/// agree. Handles are numbers, never pointers, so a stale handle is an error, not a crash.
+public final class StoreRegistry: @unchecked Sendable {
+    public static let shared = StoreRegistry()
+
+    private struct OpenStore {
+        let store: SmartStore
+        var handles: Set<Int>
+    }
+
+    private let lock = Lock()
+    private var byPath: [String: OpenStore] = [:]
+    private var handles: [Int: String] = [:]
+    private var nextHandle = 1
+
+    public init() {}
+
+    public static func path(root: String, config: StoreConfig) -> String {
+        "\(root)/\(config.folder)/\(config.name).db"
+    }
+
+    /// Opens the store and returns a new handle to it.
+    public func open(root: String, config: StoreConfig) throws -> Int {
+        guard !root.isEmpty else { throw StoreError.argument("The root directory must not be empty") }
+        let path = StoreRegistry.path(root: root, config: config)
+        return try lock.withLock {
+            let store: SmartStore
+            if let open = byPath[path] {
+                store = open.store
+            } else {
+                try FileSystem.makeDirectories("\(root)/\(config.folder)")
+                store = try SmartStore(path: path)
+            }
+            let handle = nextHandle
+            nextHandle += 1
+            var entry = byPath[path] ?? OpenStore(store: store, handles: [])
+            entry.handles.insert(handle)
+            byPath[path] = entry
+            handles[handle] = path
+            return handle
+        }
+    }
+
+    public func store(_ handle: Int) throws -> SmartStore {
+        try lock.withLock {
+            guard let path = handles[handle], let open = byPath[path] else {
+                throw StoreError(.state, "The store handle is closed or invalid; open the store again")
+            }
+            return open.store
+        }
+    }
+
+    /// Closes a handle; the store's connections close with its last handle.
+    public func close(_ handle: Int) throws {
+        let store: SmartStore = try lock.withLock {
+            guard let path = handles.removeValue(forKey: handle), var open = byPath[path] else {
+                throw StoreError(.state, "The store handle is already closed or invalid")
+            }
+            open.handles.remove(handle)
+            byPath[path] = open.handles.isEmpty ? nil : open
+            return open.store
+        }
+        store.closeCursors(owner: handle)
+    }
+
+    public func isOpen(path: String) -> Bool { lock.withLock { byPath[path] != nil } }
+
+    public func listStores(root: String, global: Bool) throws -> [String] {
+        let folder = "\(root)/\(global ? "global" : "user")"
+        return try FileSystem.list(folder).filter { $0.hasSuffix(".db") }.map { String($0.dropLast(3)) }.sorted()
+    }
+
+    public func removeStore(root: String, config: StoreConfig) throws {
+        let path = StoreRegistry.path(root: root, config: config)
+        try lock.withLock {
+            guard byPath[path] == nil else {
+                throw StoreError(.busy, "Store '\(config.name)' is open; close every handle before removing it")
+            }
+            guard FileSystem.exists(path) else { throw StoreError.notFound("Store '\(config.name)' does not exist") }
+            try FileSystem.removeDatabase(path)
+        }
+    }
+
+    public func removeAllStores(root: String, global: Bool) throws {
+        let names = try listStores(root: root, global: global)
+        let paths = try names.map { StoreRegistry.path(root: root, config: try StoreConfig(isGlobal: global, name: $0)) }
+        try lock.withLock {
+            if let open = paths.first(where: { byPath[$0] != nil }) {
+                throw StoreError(.busy, "Store file '\(open)' is open; close it before removing all stores")
+            }
+            for path in paths { try FileSystem.removeDatabase(path) }
+        }
+    }
+}
+
+/// The few file operations the store needs, on libc (no Foundation).
+enum FileSystem {
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    static func makeDirectories(_ path: String) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/\(part)"
+            if mkdir(current, 0o755) != 0 && errno != EEXIST {
+                throw StoreError(.storage, "Cannot create directory '\(current)': \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    static func list(_ folder: String) throws -> [String] {
+        guard let dir = opendir(folder) else {
+            if errno == ENOENT { return [] }
+            throw StoreError(.storage, "Cannot list '\(folder)': \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    static func removeDatabase(_ path: String) throws {
+        for suffix in ["-wal", "-shm", "-journal"] { unlink(path + suffix) }
+        if unlink(path) != 0 && errno != ENOENT {
+            throw StoreError(.storage, "Cannot delete '\(path)': \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func readFile(_ path: String) throws -> String {
+        guard let file = fopen(path, "rb") else {
+            throw StoreError(errno == ENOENT ? .notFound : .storage, "Cannot read '\(path)': \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            if n > 0 { bytes.append(contentsOf: chunk[0..<n]) }
+            if n < chunk.count { break }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw StoreError.argument("File '\(path)' is not valid UTF-8")
+        }
+        return text
+    }
+}
