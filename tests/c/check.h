@@ -19,4 +19,8 @@ void check_fresh_dir(const char *path);
 
 #define CHECK(cond) check_true((cond) != 0, #cond, __FILE__, __LINE__)
 #define EXPECT(status, expected, err) check_status((status), (expected), (err), #status, __FILE__, __LINE__)
+
+
+/* A JSON string's text, or "" for anything else. */
+#define str_or_empty(value) (json_string_value(value) ? json_string_value(value) : "")
 #endif

@@ -264,19 +264,20 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     public func removeEntries(soup name: String, ids: [Int64]) throws {
-        try write { db in
-            let info = try self.requireSoup(name)
-            let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
-            let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
-            for id in ids {
-                delete.reset()
-                try delete.bind([.int(id)])
-                try delete.run()
-                if let deleteText {
-                    deleteText.reset()
-                    try deleteText.bind([.int(id)])
-                    try deleteText.run()
-                }
+        try write { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
+    }
+
+    private func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
+        let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
+        let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
+        for id in ids {
+            delete.reset()
+            try delete.bind([.int(id)])
+            try delete.run()
+            if let deleteText {
+                deleteText.reset()
+                try deleteText.bind([.int(id)])
+                try deleteText.run()
             }
         }
     }
@@ -290,15 +291,13 @@ public final class SmartStore: @unchecked Sendable {
             let info = try self.requireSoup(name)
             let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
             let whereSQL = condition.isEmpty ? "" : " WHERE \(condition)"
-            if !info.fullTextIndexes.isEmpty {
-                let deleteText = try db.prepare("DELETE FROM \(info.ftsTable) WHERE rowid IN (SELECT id FROM \(info.table)\(whereSQL))")
-                try deleteText.bind(bindings)
-                try deleteText.run()
-            }
-            let delete = try db.prepare("DELETE FROM \(info.table)\(whereSQL)")
-            try delete.bind(bindings)
-            try delete.run()
-            return db.changes
+            // Collect ids first: the condition may read the FTS table this removal also edits.
+            let select = try db.prepare("SELECT id FROM \(info.table)\(whereSQL)")
+            try select.bind(bindings)
+            var ids: [Int64] = []
+            while try select.step() { ids.append(select.int64(0)) }
+            try self.deleteRows(db, info, ids: ids)
+            return ids.count
         }
     }
 
