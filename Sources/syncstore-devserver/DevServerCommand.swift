@@ -1,0 +1,114 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import HummingbirdTLS
+import HummingbirdCore
+import HTTPTypes
+import Logging
+import NIOCore
+
+@main
+struct DevServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "syncstore-devserver",
+        abstract: "A local Salesforce REST API emulator (SQLite-backed) for developing, testing and benchmarking SyncStore.",
+        discussion: """
+        The first line printed on stdout is the base URL (e.g. https://127.0.0.1:40123).
+        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0): sobjects, describe,
+        query, queryAll, search, composite, composite/sobjects, connect/briefcase/priming-records,
+        ui-api/layout. Authenticate with --token, or POST /services/oauth2/token
+        (grant_type=password with --user, or grant_type=refresh_token).
+
+        FAULT SPEC (--faults, or PUT /__devserver/faults with --admin):
+          SPEC := PART (';' PART)*        PART := seed=N | RULE
+          RULE := [METHOD] [PATH-GLOB] ITEM...   (items separated by spaces)
+          ITEM := latency=MS[-MS] | status=CODE | drop=before|after|mid
+                | unauthorized | expire-tokens | rate=P | times=N | after=N
+        '*' in PATH-GLOB matches anything, '/' included. drop=after handles (commits) the
+        request, then closes the connection without answering; drop=mid sends half the body.
+        Examples:
+          --faults 'latency=20ms'
+          --faults 'POST */sobjects/* drop=after times=1'
+          --faults 'seed=7; GET */query* status=503 rate=0.1; * unauthorized after=10 times=3'
+        """)
+
+    @Option(help: "Address to bind (127.0.0.1 or ::1).") var host = "127.0.0.1"
+    @Option(help: "Port; 0 picks a free one.") var port = 0
+    @Option(help: "SQLite database file (data survives restarts); default: in memory.") var db: String?
+    @Option(help: "JSON schema file; default: built-in Account, Contact, Opportunity, Widget__c.") var schema: String?
+    @Option(help: "Deterministic sample data, e.g. Contact=100000,Account=1000 (only into empty types).") var seed: String?
+    @Option(name: .customLong("import"), help: "JSON file {\"Type\": [records...]} to load at start.") var importPath: String?
+    @Option(help: "A fixed bearer token that never expires.") var token: String?
+    @Option(help: "username:password accepted by the password grant.") var user = "dev@example.com:devpassword"
+    @Option(help: "Lifetime of issued access tokens, in seconds.") var tokenLifetime = 7200
+    @Option(help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
+    @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
+    @Option(help: "Fault injection spec (see below).") var faults: String?
+    @Flag(help: "Enable /__devserver/faults to change faults at run time.") var admin = false
+    @Flag(help: "Log requests to stderr.") var verbose = false
+
+    func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard user.contains(":") else { throw ValidationError("--user must be username:password") }
+        if let faults { _ = try Faults.parse(faults) }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "syncstore-devserver")
+        logger.logLevel = verbose ? .info : .warning
+
+        let schemaJSON: JSON
+        if let schema {
+            schemaJSON = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: schema))))
+        } else {
+            schemaJSON = try JSON.parse(Schema.builtInJSON)
+        }
+        let loadedSchema = try Schema.load(json: schemaJSON)
+        let store = try Store(schema: loadedSchema, path: db ?? ":memory:")
+        if let importPath {
+            let n = try Seeder(store: store).importFile(try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: importPath)))))
+            logger.info("imported \(n) records")
+        }
+        if let seed {
+            for (obj, count) in try Seeder.parseSpec(seed, schema: loadedSchema) {
+                let n = try Seeder(store: store).seed(obj, count: count)
+                logger.info("seeded \(n) \(obj.name)")
+            }
+        }
+        let userParts = user.split(separator: ":", maxSplits: 1).map(String.init)
+        let auth = Auth(fixedToken: token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: tokenLifetime)
+        let api = API(store: store, auth: auth)
+        let faultState = Faults()
+        if let faults { try faultState.set(faults) }
+
+        let server: HTTPServerBuilder
+        let scheme: String
+        if let tlsCert, let tlsKey {
+            let chain = try NIOSSLCertificate.fromPEMFile(tlsCert)
+            let key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
+            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+            server = try .tls(.http1(), tlsConfiguration: tls)
+            scheme = "https"
+        } else {
+            server = .http1()
+            scheme = "http"
+        }
+        let hostForURL = host.contains(":") ? "[\(host)]" : host
+        let app = Application(
+            responder: DevResponder(api: api, faults: faultState, adminEnabled: admin),
+            server: server,
+            configuration: .init(address: .hostname(host, port: port), serverName: "syncstore-devserver"),
+            onServerRunning: { channel in
+                let boundPort = channel.localAddress?.port ?? port
+                let url = "\(scheme)://\(hostForURL):\(boundPort)"
+                api.store.locked { api.baseURL = url }
+                print(url)
+                fflush(nil)
+            },
+            logger: logger)
+        try await app.runService()
+    }
+}
+

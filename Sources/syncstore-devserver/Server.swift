@@ -1,0 +1,122 @@
+import Foundation
+import Hummingbird
+import HummingbirdTLS
+import HummingbirdCore
+import HTTPTypes
+import NIOCore
+
+/// Request context that keeps the connection's channel, so faults can drop the connection.
+struct DevContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+
+    var maxUploadSize: Int { 64 << 20 }
+}
+
+struct ConnectionDropped: Error {}
+
+/// The HTTP front: admin endpoints, fault injection, then the API (synchronous, under the store lock).
+struct DevResponder: HTTPResponder {
+    typealias Context = DevContext
+    let api: API
+    let faults: Faults
+    let adminEnabled: Bool
+    static let maxBody = 64 << 20
+
+    func respond(to request: Request, context: DevContext) async throws -> Response {
+        var request = request
+        let method = request.method.rawValue
+        let path = request.uri.path
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: DevResponder.maxBody)
+        } catch {
+            return makeResponse(APIResponse(error: APIError(413, "REQUEST_TOO_LARGE", "Request body exceeds \(DevResponder.maxBody) bytes")))
+        }
+        let bytes = Array(body.readableBytesView)
+        if path.hasPrefix("/__devserver/") {
+            return makeResponse(admin(method: method, path: path, body: bytes))
+        }
+        let decision = faults.decide(method: method, path: path)
+        if decision.latencyMillis > 0 { try await Task.sleep(nanoseconds: UInt64(decision.latencyMillis) * 1_000_000) }
+        switch decision.action {
+        case .status(let code)?:
+            let errorCode = code == 503 ? "SERVER_UNAVAILABLE" : (code >= 500 ? "UNKNOWN_EXCEPTION" : "REQUEST_LIMIT_EXCEEDED")
+            return makeResponse(APIResponse(error: APIError(code, errorCode, "Injected fault: HTTP \(code) for \(method) \(path)")))
+        case .unauthorized?:
+            return makeResponse(APIResponse(error: .invalidSession))
+        case .expireTokens?:
+            api.auth.expireAll()
+            return makeResponse(APIResponse(error: .invalidSession))
+        case .dropBefore?:
+            return try await drop(context)
+        default:
+            break
+        }
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        let apiRequest = APIRequest(method: method, rawPath: path, rawQuery: request.uri.query, headers: headers, body: bytes)
+        let resp = api.handle(apiRequest)
+        switch decision.action {
+        case .dropAfter?:
+            // The request was handled (and committed); the client never hears about it.
+            return try await drop(context)
+        case .dropMid?:
+            var r = makeResponse(resp, streamed: false)
+            let half = Array(resp.body.prefix(max(resp.body.count / 2, 1)))
+            let channel = context.channel
+            r.headers[.contentLength] = String(max(resp.body.count, 2))
+            r.body = ResponseBody { writer in
+                try await writer.write(ByteBuffer(bytes: half))
+                channel.close(promise: nil)
+                throw ConnectionDropped()
+            }
+            return r
+        default:
+            return makeResponse(resp)
+        }
+    }
+
+    private func drop(_ context: DevContext) async throws -> Response {
+        context.channel.close(promise: nil)
+        throw ConnectionDropped()
+    }
+
+    private func makeResponse(_ r: APIResponse, streamed: Bool = false) -> Response {
+        var fields = HTTPFields()
+        for (name, value) in r.headers {
+            if let n = HTTPField.Name(name) { fields.append(HTTPField(name: n, value: value)) }
+        }
+        let status = HTTPResponse.Status(code: r.status)
+        if r.body.isEmpty { return Response(status: status, headers: fields) }
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: r.body)))
+    }
+
+    /// `/__devserver/faults`: GET shows the rules and counters, PUT replaces the spec, DELETE clears it.
+    private func admin(method: String, path: String, body: [UInt8]) -> APIResponse {
+        guard adminEnabled else { return APIResponse(error: .notFound) }
+        guard path == "/__devserver/faults" else { return APIResponse(error: .notFound) }
+        let text: [(String, String)] = [("Content-Type", "text/plain; charset=utf-8")]
+        switch method {
+        case "GET":
+            return APIResponse(status: 200, headers: text, body: Array(faults.describe().utf8))
+        case "PUT", "POST":
+            do {
+                try faults.set(String(decoding: body, as: UTF8.self))
+                return APIResponse(status: 200, headers: text, body: Array(faults.describe().utf8))
+            } catch {
+                return APIResponse(status: 400, headers: text, body: Array("\(error)\n".utf8))
+            }
+        case "DELETE":
+            try? faults.set("")
+            return APIResponse(status: 204, body: [])
+        default:
+            return APIResponse(error: APIError.methodNotAllowed(method, allowed: ["GET", "PUT", "DELETE"]))
+        }
+    }
+}

@@ -1,6 +1,0 @@
-import Hummingbird
-import HummingbirdTLS
-import ArgumentParser
-import CSQLite
-import CJansson
-print("devserver placeholder")
