@@ -67,7 +67,7 @@ final class EntryWriter {
         }
         defer { free(text) }
         let length = strlen(text)
-        let values = columns.map { SoupPath.sqlValue(SoupPath.project(entry, $0.path).json, for: $0.type) }
+        let values = columns.map { SoupPath.indexValue(entry, $0.path, for: $0.type) }
         if existing != nil {
             update.reset()
             try update.bindText(text, length: length, at: 1)
@@ -120,11 +120,12 @@ final class EntryWriter {
             return id
         }
         let index0 = soup.index(for: path)
-        guard let value = SoupPath.project(entry, path).json else {
+        let key = SoupPath.indexValue(entry, path, for: index0?.type ?? .string)
+        if case .null = key {
             throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
         }
         lookup.reset()
-        try lookup.bind([SoupPath.sqlValue(value, for: index0?.type ?? .string)])
+        try lookup.bind([key])
         var ids: [Int64] = []
         while try lookup.step() { ids.append(lookup.int64(0)) }
         lookup.reset()

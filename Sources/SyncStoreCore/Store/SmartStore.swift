@@ -158,7 +158,7 @@ public final class SmartStore: @unchecked Sendable {
             let bytes = scan.textBytes(1)
             guard let base = bytes.baseAddress else { continue }
             let doc = try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
-            rows.append((scan.int64(0), indexes.map { SoupPath.sqlValue(SoupPath.project(doc.root, $0.path).json, for: $0.type) }))
+            rows.append((scan.int64(0), indexes.map { SoupPath.indexValue(doc.root, $0.path, for: $0.type) }))
         }
         for (id, values) in rows {
             update.reset()

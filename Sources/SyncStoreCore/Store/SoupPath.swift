@@ -70,6 +70,13 @@ enum SoupPath {
         }
     }
 
+    /// The index value of `path` in `entry`. A collected projection (through an array) owns its
+    /// JSON, so it is kept alive until the value is read.
+    static func indexValue(_ entry: JSON, _ path: String, for type: IndexType) -> SQLValue {
+        let projected = project(entry, path)
+        return withExtendedLifetime(projected) { sqlValue(projected.json, for: type) }
+    }
+
     /// The SQL value an index column stores for a projected JSON value. Column affinity then
     /// converts (numbers to text in string columns, numeric text to numbers in integer columns).
     static func sqlValue(_ value: JSON?, for type: IndexType) -> SQLValue {
