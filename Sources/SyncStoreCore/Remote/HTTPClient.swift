@@ -1,0 +1,137 @@
+import CCurl
+import Glibc
+
+/// One HTTP exchange.
+struct HTTPRequest {
+    var method: String
+    var url: String
+    var headers: [String] = []
+    var body: [UInt8]? = nil
+}
+
+struct HTTPResponse {
+    let status: Int
+    let body: [UInt8]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var isSuccess: Bool { status >= 200 && status < 300 }
+}
+
+/// A cancellation flag shared between the sync that owns a transfer and whoever stops it.
+public final class CancelFlag: @unchecked Sendable {
+    private let lock = Lock()
+    private var cancelled = false
+    public init() {}
+    public var isCancelled: Bool { lock.withLock { cancelled } }
+    public func cancel() { lock.withLock { cancelled = true } }
+}
+
+/// Transport settings of a remote.
+struct HTTPSettings {
+    var connectTimeoutMs = 10_000
+    /// A transfer slower than 1 byte/s for this long is abandoned.
+    var stallTimeoutMs = 30_000
+    var verifyTLS = true
+    var caBundle: String? = nil
+    var userAgent = "SyncStore/\(SyncStoreVersion.string)"
+}
+
+/// libcurl's process-wide setup must run once before any handle exists.
+private let curlGlobal: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+/// A reusable libcurl easy handle: its connection cache keeps the TCP/TLS connection alive
+/// between requests to the same host. Used by one thread at a time.
+final class HTTPClient {
+    private let handle: UnsafeMutableRawPointer
+
+    init() throws {
+        guard curlGlobal, let handle = curl_easy_init() else {
+            throw StoreError(.internal, "libcurl could not be initialised")
+        }
+        self.handle = handle
+    }
+
+    deinit { curl_easy_cleanup(handle) }
+
+    /// Performs the request. Any HTTP status is returned; transport failures throw NETWORK
+    /// (retryable), a cancelled transfer throws STATE.
+    func perform(_ request: HTTPRequest, settings: HTTPSettings, cancel: CancelFlag?) throws -> HTTPResponse {
+        curl_easy_reset(handle)
+        let sink = ResponseSink(cancel: cancel)
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        var headers: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(headers) }
+        for header in request.headers { headers = curl_slist_append(headers, header) }
+
+        var rc = CURLE_OK
+        func set(_ option: CURLoption, _ value: Int) { if rc == CURLE_OK { rc = ccurl_setopt_long(handle, option, value) } }
+        func set(_ option: CURLoption, _ value: String) { if rc == CURLE_OK { rc = value.withCString { ccurl_setopt_ptr(handle, option, $0) } } }
+
+        set(CURLOPT_URL, request.url)
+        set(CURLOPT_USERAGENT, settings.userAgent)
+        set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding curl supports (gzip, deflate)
+        set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMs)
+        set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        set(CURLOPT_LOW_SPEED_TIME, max(1, settings.stallTimeoutMs / 1000))
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_TCP_KEEPALIVE, 1)
+        set(CURLOPT_SSL_VERIFYPEER, settings.verifyTLS ? 1 : 0)
+        set(CURLOPT_SSL_VERIFYHOST, settings.verifyTLS ? 2 : 0)
+        if let ca = settings.caBundle { set(CURLOPT_CAINFO, ca) }
+        if rc == CURLE_OK { rc = ccurl_setopt_ptr(handle, CURLOPT_HTTPHEADER, headers) }
+        if rc == CURLE_OK { rc = ccurl_set_writer(handle, responseWriter, context) }
+        if rc == CURLE_OK { rc = ccurl_set_progress(handle, transferProgress, context) }
+        switch request.method {
+        case "GET": set(CURLOPT_HTTPGET, 1)
+        case "POST": set(CURLOPT_POST, 1)
+        default: set(CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        guard rc == CURLE_OK else {
+            throw StoreError(.internal, "libcurl refused an option: \(String(cString: curl_easy_strerror(rc)))")
+        }
+
+        let body = request.body ?? []
+        let result: CURLcode = body.withUnsafeBytes { raw -> CURLcode in
+            if request.body != nil || request.method == "POST" || request.method == "PATCH" {
+                _ = ccurl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+                _ = ccurl_setopt_ptr(handle, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+            }
+            return curl_easy_perform(handle)
+        }
+        if result == CURLE_ABORTED_BY_CALLBACK || (cancel?.isCancelled ?? false) {
+            throw StoreError(.state, "The transfer was cancelled because the sync was stopped")
+        }
+        guard result == CURLE_OK else {
+            throw StoreError(.network, "\(request.method) \(RemoteURL.redacted(request.url)) failed: \(String(cString: curl_easy_strerror(result)))",
+                             retryable: true)
+        }
+        var status = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return HTTPResponse(status: status, body: sink.bytes)
+    }
+}
+
+/// Collects the body; carries the cancel flag to the progress callback.
+private final class ResponseSink {
+    var bytes: [UInt8] = []
+    let cancel: CancelFlag?
+    init(cancel: CancelFlag?) { self.cancel = cancel }
+}
+
+private let responseWriter: ccurl_write_fn = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let n = size * count
+    data.withMemoryRebound(to: UInt8.self, capacity: n) { sink.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
+    return n
+}
+
+private let transferProgress: ccurl_progress_fn = { context, _, _, _, _ in
+    guard let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    return (sink.cancel?.isCancelled ?? false) ? 1 : 0
+}
+
+public enum SyncStoreVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,148 @@
+import Glibc
+
+/// The Salesforce REST API as the sync engine uses it: bearer auth with one refresh-and-retry
+/// on 401, bounded retries with backoff for idempotent requests, and the API's error shapes
+/// turned into StoreErrors. Holds a few libcurl handles so concurrent requests (the page
+/// prefetch) each keep their own kept-alive connection.
+final class RestClient: @unchecked Sendable {
+    private let lock = Lock()
+    private var config: RemoteConfig
+    private var idle: [HTTPClient] = []
+
+    init(config: RemoteConfig) { self.config = config }
+
+    var current: RemoteConfig { lock.withLock { config } }
+
+    /// A URL for `path`: absolute paths ("/services/...", e.g. nextRecordsUrl) go on the instance,
+    /// others under /services/data/<version>/.
+    func url(_ path: String) -> String {
+        let c = current
+        if path.hasPrefix("http://") || path.hasPrefix("https://") { return path }
+        if path.hasPrefix("/") { return c.instanceURL + path }
+        return "\(c.instanceURL)/services/data/\(c.apiVersion)/\(path)"
+    }
+
+    /// Sends a request and returns the response whatever its status, after auth handling and
+    /// retries. Throws NETWORK when the server cannot be reached, AUTH when the token is
+    /// refused and cannot be refreshed, STATE when cancelled.
+    func send(_ method: String, _ path: String, body: [UInt8]? = nil, headers extra: [String] = [],
+              cancel: CancelFlag? = nil) throws -> HTTPResponse {
+        let idempotent = method != "POST"
+        var refreshed = false
+        var attempt = 0
+        while true {
+            attempt += 1
+            let c = current
+            var request = HTTPRequest(method: method, url: url(path))
+            request.headers = ["Authorization: Bearer \(c.accessToken)", "Accept: application/json"] + extra
+            if body != nil { request.headers.append("Content-Type: application/json") }
+            request.body = body
+            let response: HTTPResponse
+            do {
+                response = try withClient { try $0.perform(request, settings: c.http, cancel: cancel) }
+            } catch let error as StoreError where error.code == .network && idempotent && attempt < c.maxAttempts {
+                try backoff(attempt, c, cancel)
+                continue
+            }
+            if response.status == 401 {
+                guard !refreshed, c.canRefresh else {
+                    throw StoreError(.auth, "The server refused the access token (\(RestClient.describe(response))); set new credentials and run the sync again")
+                }
+                try refreshToken(cancel: cancel)
+                refreshed = true
+                attempt -= 1
+                continue
+            }
+            if response.status >= 500 && idempotent && attempt < c.maxAttempts {
+                try backoff(attempt, c, cancel)
+                continue
+            }
+            return response
+        }
+    }
+
+    /// Sends and parses a JSON answer; any non-2xx status is an error.
+    func json(_ method: String, _ path: String, body: [UInt8]? = nil, headers: [String] = [],
+              cancel: CancelFlag? = nil) throws -> JSONDocument {
+        let response = try send(method, path, body: body, headers: headers, cancel: cancel)
+        guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
+        return try response.body.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress, raw.count > 0 else { return JSONDocument(owning: json_null_value()) }
+            do {
+                return try JSONDocument.parse(bytes: base, length: raw.count, what: "server response")
+            } catch let e as StoreError {
+                throw StoreError(.server, "\(method) \(path): \(e.message)")
+            }
+        }
+    }
+
+    static func error(for response: HTTPResponse, method: String, path: String) -> StoreError {
+        let detail = describe(response)
+        let shortPath = RemoteURL.redacted(path)
+        switch response.status {
+        case 401, 403: return StoreError(.auth, "\(method) \(shortPath): \(detail)")
+        case 404: return StoreError(.notFound, "\(method) \(shortPath): \(detail)")
+        case 409, 412: return StoreError(.conflict, "\(method) \(shortPath): \(detail)")
+        case 500...: return StoreError(.server, "\(method) \(shortPath): \(detail)", retryable: true)
+        default: return StoreError(.server, "\(method) \(shortPath): \(detail)")
+        }
+    }
+
+    /// "HTTP 400 INVALID_FIELD: No such column 'Foo'" from the API's `[{"message","errorCode"}]`.
+    static func describe(_ response: HTTPResponse) -> String {
+        var text = "HTTP \(response.status)"
+        if let doc = try? response.body.withUnsafeBytes({ raw -> JSONDocument? in
+            guard let base = raw.baseAddress, raw.count > 0 else { return nil }
+            return try JSONDocument.parse(bytes: base, length: raw.count)
+        }) {
+            let first = doc.root.isArray ? doc.root[0] : doc.root
+            if let code = first?["errorCode"]?.string ?? first?["error"]?.string { text += " \(code)" }
+            if let message = first?["message"]?.string ?? first?["error_description"]?.string { text += ": \(message)" }
+        }
+        return text
+    }
+
+    private func backoff(_ attempt: Int, _ c: RemoteConfig, _ cancel: CancelFlag?) throws {
+        var remaining = c.retryBaseDelayMs << min(attempt - 1, 6)
+        while remaining > 0 {
+            if cancel?.isCancelled ?? false { throw StoreError(.state, "The sync was stopped while waiting to retry") }
+            let step = min(remaining, 50)
+            usleep(UInt32(step * 1000))
+            remaining -= step
+        }
+    }
+
+    /// OAuth refresh_token grant; stores the new access token (and instance URL if given).
+    private func refreshToken(cancel: CancelFlag?) throws {
+        let c = current
+        guard let refresh = c.refreshToken, let clientId = c.clientId else {
+            throw StoreError(.auth, "No refresh token configured")
+        }
+        var form = [("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", clientId)]
+        if let secret = c.clientSecret { form.append(("client_secret", secret)) }
+        var request = HTTPRequest(method: "POST", url: c.effectiveTokenURL)
+        request.headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+        request.body = Array(RemoteURL.query(form).utf8)
+        let response = try withClient { try $0.perform(request, settings: c.http, cancel: cancel) }
+        guard response.isSuccess else {
+            throw StoreError(.auth, "Refreshing the access token failed (\(RestClient.describe(response))); set new credentials and run the sync again")
+        }
+        let doc = try response.body.withUnsafeBytes { raw -> JSONDocument in
+            guard let base = raw.baseAddress else { throw StoreError(.auth, "Empty token response") }
+            return try JSONDocument.parse(bytes: base, length: raw.count, what: "token response")
+        }
+        guard let token = doc.root["access_token"]?.string else {
+            throw StoreError(.auth, "The token response has no access_token")
+        }
+        lock.withLock {
+            config.accessToken = token
+            if let instance = doc.root["instance_url"]?.string, !instance.isEmpty { config.instanceURL = instance }
+        }
+    }
+
+    private func withClient<T>(_ body: (HTTPClient) throws -> T) throws -> T {
+        let client = try lock.withLock { idle.popLast() } ?? HTTPClient()
+        defer { lock.withLock { if idle.count < 4 { idle.append(client) } } }
+        return try body(client)
+    }
+}
