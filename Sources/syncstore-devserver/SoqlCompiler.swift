@@ -333,28 +333,36 @@ final class SoqlCompiler {
                 guard let v = try sqlValue(lit, for: r.field, ref: ref) else { continue }
                 values.append(bind(v))
             }
+            // Every predicate is two-valued (a null field never matches, `!=`/NOT IN match nulls),
+            // so NOT/AND/OR behave as in SOQL rather than SQL's three-valued logic.
+            let list = values.joined(separator: ",")
+            if negated {
+                var parts: [String] = []
+                if !values.isEmpty { parts.append("(\(r.sql) NOT IN (\(list)) OR \(r.sql) IS NULL)") }
+                if hasNull { parts.append("\(r.sql) IS NOT NULL") }
+                return parts.isEmpty ? "1" : "(" + parts.joined(separator: " AND ") + ")"
+            }
             var parts: [String] = []
-            if !values.isEmpty { parts.append("\(r.sql) \(negated ? "NOT IN" : "IN") (\(values.joined(separator: ",")))") }
-            if hasNull { parts.append("\(r.sql) IS \(negated ? "NOT " : "")NULL") }
-            if parts.isEmpty { return negated ? "1" : "0" }
-            // NOT IN must also exclude nulls only when listed; otherwise SQL NULL semantics match SOQL.
-            return "(" + parts.joined(separator: negated ? " AND " : " OR ") + ")"
+            if !values.isEmpty { parts.append("(\(r.sql) IN (\(list)) AND \(r.sql) IS NOT NULL)") }
+            if hasNull { parts.append("\(r.sql) IS NULL") }
+            return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
         case .inQuery(let ref, let negated, let sub):
             let r = try resolve(ref, scope: scope)
-            return "(\(r.sql) \(negated ? "NOT IN" : "IN") (\(try semiJoin(sub))))"
+            let sub = try semiJoin(sub)
+            return negated ? "(\(r.sql) NOT IN (\(sub)) OR \(r.sql) IS NULL)" : "(\(r.sql) IN (\(sub)) AND \(r.sql) IS NOT NULL)"
         case .like(let ref, let lit):
             let r = try resolve(ref, scope: scope)
             guard r.field.type.isText || r.field.type == .id || r.field.type == .reference, case .string(_, let pattern) = lit.value else {
                 throw SoqlError(kind: .invalidField, offset: ref.offset, message: "invalid operator on field: \(r.field.name)")
             }
-            return "(\(r.sql) LIKE \(bind(.text(pattern))) ESCAPE '\\')"
+            return "(\(r.sql) LIKE \(bind(.text(pattern))) ESCAPE '\\' AND \(r.sql) IS NOT NULL)"
         case .search(let terms, let fields):
             var termParts: [String] = []
             for term in terms {
                 let ors = fields.compactMap { scope.object.field($0) }.map { "\(scope.alias).\"\($0.name)\" LIKE \(bind(.text(term))) ESCAPE '\\'" }
                 termParts.append(ors.isEmpty ? "0" : "(" + ors.joined(separator: " OR ") + ")")
             }
-            return termParts.isEmpty ? "1" : "(" + termParts.joined(separator: " AND ") + ")"
+            return termParts.isEmpty ? "1" : "coalesce(" + termParts.joined(separator: " AND ") + ", 0)"
         }
     }
 
@@ -366,7 +374,8 @@ final class SoqlCompiler {
             throw SoqlError(kind: .malformed, offset: sub.fromOffset, message: "Semi join sub-selects can only select one field")
         }
         let r = try resolve(ref, scope: scope)
-        var whereParts = ["\(alias).\"IsDeleted\" = 0"]
+        // NULLs in a NOT IN list would make the whole predicate NULL.
+        var whereParts = ["\(alias).\"IsDeleted\" = 0", "\(r.sql) IS NOT NULL"]
         if let c = sub.condition { whereParts.append(try condition(c, scope: scope)) }
         var sql = "SELECT \(r.sql) FROM \(obj.tableName) \(alias) \(scope.joinSQL) WHERE \(whereParts.joined(separator: " AND "))"
         if sub.limit != nil { sql += " LIMIT \(sub.limit ?? -1)" }
@@ -389,12 +398,12 @@ final class SoqlCompiler {
             let lo = bind(boundary(day: startDay, r.field))
             let hi = bind(boundary(day: endDay, r.field))
             switch op {
-            case "=": return "(\(r.sql) >= \(lo) AND \(r.sql) < \(hi))"
-            case "!=": return "(\(r.sql) < \(lo) OR \(r.sql) >= \(hi))"
-            case "<": return "(\(r.sql) < \(lo))"
-            case "<=": return "(\(r.sql) < \(hi))"
-            case ">": return "(\(r.sql) >= \(hi))"
-            default: return "(\(r.sql) >= \(lo))"
+            case "=": return "(\(r.sql) >= \(lo) AND \(r.sql) < \(hi) AND \(r.sql) IS NOT NULL)"
+            case "!=": return "(\(r.sql) < \(lo) OR \(r.sql) >= \(hi) OR \(r.sql) IS NULL)"
+            case "<": return "(\(r.sql) < \(lo) AND \(r.sql) IS NOT NULL)"
+            case "<=": return "(\(r.sql) < \(hi) AND \(r.sql) IS NOT NULL)"
+            case ">": return "(\(r.sql) >= \(hi) AND \(r.sql) IS NOT NULL)"
+            default: return "(\(r.sql) >= \(lo) AND \(r.sql) IS NOT NULL)"
             }
         }
         guard let v = try sqlValue(lit, for: r.field, ref: ref) else { return "0" }
@@ -404,7 +413,7 @@ final class SoqlCompiler {
         let placeholder = bind(v)
         // SOQL `!=` matches nulls too (unlike SQL), so add them explicitly.
         if op == "!=" { return "(\(r.sql) != \(placeholder) OR \(r.sql) IS NULL)" }
-        return "(\(r.sql) \(op) \(placeholder))"
+        return "(\(r.sql) \(op) \(placeholder) AND \(r.sql) IS NOT NULL)"
     }
 
     private func boundary(day: Int, _ field: FieldDef) -> SQLValue {
