@@ -1,0 +1,93 @@
+"""Command line behaviour: persistence, deterministic seeds, import, custom schema, help."""
+import json
+import subprocess
+
+import requests
+
+from conftest import TOKEN, binary_path
+
+
+def session():
+    s = requests.Session()
+    s.trust_env = False
+    s.headers["Authorization"] = f"Bearer {TOKEN}"
+    return s
+
+
+def query(server, soql):
+    r = session().get(f"{server.api}/query", params={"q": soql})
+    r.raise_for_status()
+    return r.json()
+
+
+def test_data_survives_restart(start_server, tmp_path):
+    db = str(tmp_path / "org.sqlite")
+    first = start_server("--db", db, "--seed", "Account=5")
+    created = session().post(f"{first.api}/sobjects/Contact", json={"LastName": "Durable"}).json()["id"]
+    stamp = query(first, f"SELECT SystemModstamp FROM Contact WHERE Id = '{created}'")["records"][0]["SystemModstamp"]
+    first.stop()
+    second = start_server("--db", db, "--seed", "Account=5")
+    assert query(second, "SELECT COUNT() FROM Account")["totalSize"] == 5, "seeding skips non-empty types"
+    assert query(second, f"SELECT LastName FROM Contact WHERE Id = '{created}'")["records"][0]["LastName"] == "Durable"
+    newer = session().post(f"{second.api}/sobjects/Contact", json={"LastName": "Later"}).json()["id"]
+    assert newer != created
+    stamp2 = query(second, f"SELECT SystemModstamp FROM Contact WHERE Id = '{newer}'")["records"][0]["SystemModstamp"]
+    assert stamp2 > stamp
+
+
+def test_seed_is_deterministic(start_server):
+    a = start_server("--seed", "Account=20,Contact=200")
+    b = start_server("--seed", "Contact=200,Account=20")
+    soql = "SELECT Id, Name, Email, Account.Name, LastModifiedDate FROM Contact ORDER BY Id"
+    assert query(a, soql) == query(b, soql)
+    assert query(a, "SELECT COUNT() FROM Contact WHERE AccountId = null")["totalSize"] < 200
+
+
+def test_import_file(start_server, tmp_path):
+    data = {
+        "Account": [{"Id": "001000000000XYZ", "Name": "Imported Inc", "LastModifiedDate": "2024-05-01T10:00:00.000+0000"}],
+        "Contact": [{"LastName": "Child", "AccountId": "001000000000XYZ"}],
+    }
+    path = tmp_path / "import.json"
+    path.write_text(json.dumps(data))
+    server = start_server("--import", str(path))
+    rec = query(server, "SELECT LastName, Account.Name FROM Contact")["records"][0]
+    assert rec["Account"]["Name"] == "Imported Inc"
+    acc = query(server, "SELECT Id, LastModifiedDate FROM Account")["records"][0]
+    assert acc == {"attributes": acc["attributes"], "Id": "001000000000XYZAA2", "LastModifiedDate": "2024-05-01T10:00:00.000+0000"}
+
+
+def test_custom_schema(start_server, tmp_path):
+    schema = {"sobjects": [
+        {"name": "Account", "keyPrefix": "001", "fields": [{"name": "Name", "type": "string", "required": True, "nameField": True}]},
+        {"name": "Gadget__c", "keyPrefix": "a0G", "fields": [
+            {"name": "Name", "type": "string", "nameField": True},
+            {"name": "Serial__c", "type": "string", "externalId": True, "unique": True},
+            {"name": "Account__c", "type": "reference", "referenceTo": "Account", "relationshipName": "Account__r", "childRelationshipName": "Gadgets__r"},
+        ]},
+    ]}
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    server = start_server("--schema", str(path), "--seed", "Account=3,Gadget__c=10")
+    res = query(server, "SELECT Name, (SELECT Serial__c FROM Gadgets__r) FROM Account")
+    assert res["totalSize"] == 3
+    linked = query(server, "SELECT COUNT() FROM Gadget__c WHERE Account__c != null")["totalSize"]
+    assert 0 < linked <= 10
+    assert sum((a["Gadgets__r"] or {"totalSize": 0})["totalSize"] for a in res["records"]) == linked
+    assert query(server, "SELECT Id FROM Gadget__c LIMIT 1")["records"][0]["Id"].startswith("a0G")
+    r = session().get(f"{server.api}/query", params={"q": "SELECT Id FROM Contact"})
+    assert r.status_code == 400 and r.json()[0]["errorCode"] == "INVALID_TYPE"
+
+
+def test_bad_schema_fails_fast(tmp_path):
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"sobjects": [{"name": "X", "keyPrefix": "a0X", "fields": [{"name": "L", "type": "reference", "referenceTo": "Nope"}]}]}))
+    r = subprocess.run([binary_path(), "--port", "0", "--schema", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "unknown sobject Nope" in r.stderr
+
+
+def test_help_documents_faults():
+    r = subprocess.run([binary_path(), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0
+    for needle in ["--faults", "drop=before|after|mid", "latency=MS", "--seed", "--tls-cert"]:
+        assert needle in r.stdout
