@@ -41,7 +41,8 @@ public struct QuerySpec {
 
     public static func parse(_ json: JSON) throws -> QuerySpec {
         guard json.isObject else { throw StoreError.argument("A query spec must be a JSON object with a \"queryType\"") }
-        let typeName = json["queryType"]?.string ?? "range"
+        // A missing or null queryType means range; any other non-string is an error, not "all".
+        let typeName = try optionalString(json, "queryType") ?? "range"
         guard let type = QueryType(rawValue: typeName) else {
             throw StoreError.argument("Unknown queryType '\(typeName)': use exact, range, like, match or smart")
         }

@@ -15,13 +15,29 @@ enum SmartSqlGuard {
 
     /// Prepares `sql` with the read-only authorizer in force.
     static func prepare(_ sql: String, on db: Connection) throws -> Statement {
-        sqlite3_set_authorizer(db.db, authorizer, nil)
-        defer { sqlite3_set_authorizer(db.db, nil, nil) }
-        do {
+        func guarded() throws -> Statement {
+            sqlite3_set_authorizer(db.db, authorizer, nil)
+            defer { sqlite3_set_authorizer(db.db, nil, nil) }
             return try db.prepare(sql)
+        }
+        if let statement = try? guarded() { return statement }
+        connectVirtualTables(sql, on: db)
+        do {
+            return try guarded()
         } catch let error as StoreError {
             throw StoreError.argument("Smart SQL refused: \(error.message). Only a single SELECT reading soups is allowed")
         }
+    }
+
+    /// The first use of an FTS5 table on a connection runs FTS5's own internal statements
+    /// (schema reads, PRAGMA data_version), which the authorizer would deny, failing with
+    /// "vtable constructor failed". Preparing (never stepping) the statement without the
+    /// authorizer connects those tables; preparing executes nothing, and the statement is then
+    /// prepared again under the authorizer, which decides.
+    private static func connectVirtualTables(_ sql: String, on db: Connection) {
+        var handle: OpaquePointer?
+        _ = sqlite3_prepare_v2(db.db, sql, -1, &handle, nil)
+        sqlite3_finalize(handle)
     }
 
     /// Checks translated Smart SQL and returns it without trailing `;` and blanks, ready to be
@@ -38,13 +54,22 @@ enum SmartSqlGuard {
         }
         var handle: OpaquePointer?
         let bodyText = String(body)
-        sqlite3_set_authorizer(db.db, authorizer, nil)
-        let (rc, consumed) = bodyText.withCString { base -> (Int32, Int) in
-            var tail: UnsafePointer<CChar>?
-            let rc = sqlite3_prepare_v2(db.db, base, -1, &handle, &tail)
-            return (rc, tail.map { base.distance(to: $0) } ?? 0)
+        func guarded() -> (Int32, Int) {
+            sqlite3_finalize(handle)
+            handle = nil
+            sqlite3_set_authorizer(db.db, authorizer, nil)
+            defer { sqlite3_set_authorizer(db.db, nil, nil) }
+            return bodyText.withCString { base -> (Int32, Int) in
+                var tail: UnsafePointer<CChar>?
+                let rc = sqlite3_prepare_v2(db.db, base, -1, &handle, &tail)
+                return (rc, tail.map { base.distance(to: $0) } ?? 0)
+            }
         }
-        sqlite3_set_authorizer(db.db, nil, nil)
+        var (rc, consumed) = guarded()
+        if rc != SQLITE_OK {
+            connectVirtualTables(bodyText, on: db)
+            (rc, consumed) = guarded()
+        }
         defer { sqlite3_finalize(handle) }
         guard rc == SQLITE_OK, let handle else {
             throw StoreError.argument("Smart SQL refused: \(db.errorMessage). Only a single SELECT reading soups is allowed")

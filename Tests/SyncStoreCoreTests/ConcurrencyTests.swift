@@ -1,0 +1,161 @@
+// Concurrency (semantics §1 "a store is one SQLite database", used from any thread): writers
+// are serialized, readers run beside a write (WAL) and see the last committed state.
+import XCTest
+import Foundation
+import Glibc
+import CSQLite
+@testable import SyncStoreCore
+
+/// A thread-safe list of failures collected from worker threads.
+final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
+}
+
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+final class ConcurrencyTests: StoreTestCase {
+    func testConcurrentUpsertsAndQueries() throws {
+        let s = try store
+        try s.registerSoup("s", specsJSON: #"[{"path":"writer","type":"integer"},{"path":"seq","type":"integer"},{"path":"t","type":"full_text"}]"#)
+        let writers = 4, batches = 25, perBatch = 8
+        let failures = Failures()
+        let group = DispatchGroup()
+        let queue = DispatchQueue(label: "workers", attributes: .concurrent)
+        for w in 0..<writers {
+            group.enter()
+            queue.async {
+                defer { group.leave() }
+                for b in 0..<batches {
+                    let batch = "[" + (0..<perBatch).map { #"{"writer":\#(w),"seq":\#(b * perBatch + $0),"t":"w\#(w) word"}"# }.joined(separator: ",") + "]"
+                    do {
+                        let out = try entries(s.upsert(soup: "s", entriesJSON: batch))
+                        if out.count != perBatch { failures.add("writer \(w) got \(out.count) entries back") }
+                        // Update what was just written (read-modify-write of own entries).
+                        if b % 5 == 0, var first = out.first {
+                            first["updated"] = true
+                            _ = try s.upsert(soup: "s", entriesJSON: try jsonText(first))
+                        }
+                    } catch { failures.add("writer \(w): \(error)") }
+                }
+            }
+        }
+        for r in 0..<3 {
+            group.enter()
+            queue.async {
+                defer { group.leave() }
+                for i in 0..<40 {
+                    do {
+                        let spec = #"{"queryType":"exact","indexPath":"writer","matchKey":\#(i % writers),"pageSize":5}"#
+                        let page = try CursorPage(s.querySoup("s", specJSON: spec))
+                        if page.totalEntries % Int64(perBatch) != 0 { failures.add("reader \(r) saw a partial batch: \(page.totalEntries)") }
+                        if page.totalPages > 1 { _ = try s.moveCursor(page.cursorId, toPage: 1) }
+                        s.closeCursor(page.cursorId)
+                        let smartPage = try CursorPage(s.runSmartQuery(specJSON: #"{"queryType":"smart","smartSql":"select count(*) from {s}","pageSize":1}"#))
+                        if let n = int(smartPage.rows.first?.first), n % Int64(perBatch) != 0 { failures.add("smart reader saw \(n)") }
+                        _ = try s.retrieve(soup: "s", ids: [1, 2, 3])
+                        _ = try CursorPage(s.querySoup("s", specJSON: #"{"queryType":"match","indexPath":"t","matchKey":"word"}"#))
+                    } catch { failures.add("reader \(r): \(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 120), .success, "workers did not finish")
+        XCTAssertEqual(failures.all, [])
+        XCTAssertEqual(try count("s"), Int64(writers * batches * perBatch))
+        for w in 0..<writers {
+            let page = try query("s", #"{"queryType":"exact","indexPath":"writer","matchKey":\#(w),"pageSize":1}"#)
+            XCTAssertEqual(page.totalEntries, Int64(batches * perBatch))
+        }
+        XCTAssertEqual(try query("s", #"{"queryType":"match","matchKey":"word"}"#).totalEntries, Int64(writers * batches * perBatch))
+        XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"updated","matchKey":true}"#).totalEntries, Int64(writers * batches / 5))
+        // Ids are unique and dense: no two writers got the same id.
+        let all = try smart("select count(distinct {s:_soupEntryId}), min({s:_soupEntryId}), max({s:_soupEntryId}) from {s}").rows.first
+        XCTAssertEqual(all?.compactMap { int($0) }, [Int64(writers * batches * perBatch), 1, Int64(writers * batches * perBatch)])
+    }
+
+    func testConcurrentSoupManagementAndQueries() throws {
+        let s = try store
+        let failures = Failures()
+        DispatchQueue.concurrentPerform(iterations: 6) { i in
+            let name = "soup\(i % 3)"
+            for round in 0..<10 {
+                do {
+                    try s.registerSoup(name, specsJSON: #"[{"path":"a","type":"string"}]"#)
+                    _ = try s.upsert(soup: name, entriesJSON: #"{"a":"\#(round)"}"#)
+                    _ = try CursorPage(s.querySoup(name, specJSON: "{}"))
+                    if round % 3 == 2 { try s.removeSoup(name) }
+                } catch let error as StoreError where error.code == .notFound {
+                    // Another thread removed the soup between two calls: expected.
+                } catch { failures.add("\(name): \(error)") }
+            }
+        }
+        XCTAssertEqual(failures.all, [])
+        // The store is consistent afterwards.
+        let reopened = try reopenStore()
+        for name in reopened.soupNames { XCTAssertNoThrow(try count(name, on: reopened)) }
+    }
+
+    func testAReaderIsNotBlockedByALongWrite() throws {
+        let s = try store
+        try s.registerSoup("big", specsJSON: #"[{"path":"k","type":"string"},{"path":"n","type":"integer"}]"#)
+        _ = try s.upsert(soup: "big", entriesJSON: #"[{"k":"seed","n":-1},{"k":"seed","n":-2}]"#)
+        let total = 100_000
+        var text = "["
+        text.reserveCapacity(total * 60)
+        for i in 0..<total {
+            if i > 0 { text += "," }
+            text += #"{"k":"key\#(i)","n":\#(i),"pad":"xxxxxxxxxxxxxxxxxxxxxxxx"}"#
+        }
+        text += "]"
+        let payload = text
+        let done = Flag()
+        let started = Flag()
+        let failures = Failures()
+        let writer = Thread {
+            started.set()
+            do { _ = try s.upsert(soup: "big", entriesJSON: payload) } catch { failures.add("writer: \(error)") }
+            done.set()
+        }
+        writer.stackSize = 8 << 20
+        writer.start()
+        while !started.isSet { usleep(100) }
+        usleep(20_000) // let the write get going
+        // A probe connection tells when the write transaction is really open: BEGIN IMMEDIATE
+        // fails with SQLITE_BUSY while another connection holds the write lock.
+        var probe: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(dbPath, &probe, SQLITE_OPEN_READWRITE, nil), SQLITE_OK)
+        defer { sqlite3_close_v2(probe) }
+        func writeInProgress() -> Bool {
+            let rc = sqlite3_exec(probe, "BEGIN IMMEDIATE", nil, nil, nil)
+            if rc == SQLITE_OK { sqlite3_exec(probe, "ROLLBACK", nil, nil, nil); return false }
+            return rc & 0xff == SQLITE_BUSY
+        }
+        var completedDuringWrite = 0
+        var sawPartial = false
+        var queries = 0
+        while !done.isSet {
+            let before = writeInProgress()
+            let page = try CursorPage(s.querySoup("big", specJSON: #"{"queryType":"range","indexPath":"n","pageSize":5}"#))
+            let smartCount = try CursorPage(s.runSmartQuery(specJSON: #"{"queryType":"smart","smartSql":"select count(*) from {big}"}"#))
+            _ = try s.retrieve(soup: "big", ids: [1])
+            queries += 1
+            if before && writeInProgress() {
+                completedDuringWrite += 1
+                if page.totalEntries != 2 || int(smartCount.rows.first?.first) != 2 { sawPartial = true }
+            }
+            s.closeCursor(page.cursorId)
+            s.closeCursor(smartCount.cursorId)
+        }
+        XCTAssertEqual(failures.all, [])
+        XCTAssertGreaterThan(completedDuringWrite, 0, "no query completed while the write ran (\(queries) queries in all)")
+        XCTAssertFalse(sawPartial, "a reader saw uncommitted rows of the running write")
+        XCTAssertEqual(try count("big"), Int64(total + 2))
+    }
+}

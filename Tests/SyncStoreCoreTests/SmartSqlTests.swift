@@ -1,0 +1,220 @@
+// semantics §5 — Smart SQL: token forms, the SDK example, aliases and self-joins, quoted
+// strings, MATCH literals, error positions, and refusal of anything but one SELECT.
+import XCTest
+@testable import SyncStoreCore
+
+final class SmartSqlTokenTests: StoreTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try register("contacts", #"[{"path":"LastName","type":"string"},{"path":"Title","type":"string"},{"path":"Age","type":"integer"},{"path":"Address.City","type":"json1"}]"#)
+        try upsert("contacts", """
+            [{"FirstName":"Ann","LastName":"Smith","Title":"Engineer","Age":30,"Address":{"City":"Paris"}},
+             {"FirstName":"Ben","LastName":"Smith","Title":"Executive","Age":45,"Address":{"City":"Rome"}},
+             {"FirstName":"Cy","LastName":"Jones","Title":"Editor","Age":9,"Address":{"City":"Paris"}},
+             {"FirstName":"Di","LastName":"Brown","Title":"Manager","Age":10,"Address":{"City":"Oslo"}}]
+            """)
+    }
+
+    func testTheSdkExample() throws {
+        let rows = try smart("select {contacts:LastName}, count(*) from {contacts} where {contacts:Title} like 'E%' group by {contacts:LastName}").rows
+        let result = Dictionary(uniqueKeysWithValues: rows.compactMap { row -> (String, Int64)? in
+            guard let name = row.first as? String, let n = int(row.last) else { return nil }
+            return (name, n)
+        })
+        XCTAssertEqual(result, ["Smith": 2, "Jones": 1])
+        XCTAssertEqual(rows.count, 2)
+    }
+
+    func testSoupToken() throws {
+        XCTAssertEqual(try smart("select count(*) from {contacts}").rows.first.flatMap { int($0.first) }, 4)
+    }
+
+    func testIndexedUnindexedAndJson1Paths() throws {
+        // Indexed (string, integer), unindexed (FirstName), json1 (Address.City), nested unindexed.
+        let rows = try smart("select {contacts:LastName}, {contacts:Age}, {contacts:FirstName}, {contacts:Address.City} from {contacts} where {contacts:Address.City} = 'Paris' order by {contacts:Age}").rows
+        XCTAssertEqual(rows.count, 2)
+        XCTAssertEqual(rows.map { $0[2] as? String }, ["Cy", "Ann"], "integer index orders numerically (9 before 30)")
+        XCTAssertEqual(rows.map { int($0[1]) }, [9, 30])
+        XCTAssertEqual(rows.map { $0[3] as? String }, ["Paris", "Paris"])
+        XCTAssertEqual(try smart("select {contacts:FirstName} from {contacts} where {contacts:Age} >= 10 and {contacts:Age} < 45").rows.map { $0.first as? String }.sorted { ($0 ?? "") < ($1 ?? "") }, ["Ann", "Di"])
+        // The unindexed path compares with JSON values too.
+        XCTAssertEqual(try smart("select {contacts:LastName} from {contacts} where {contacts:FirstName} = 'Di'").rows.first?.first as? String, "Brown")
+    }
+
+    func testSoupTokenReturnsParsedObjects() throws {
+        let rows = try smart("select {contacts:_soup}, {contacts:FirstName} from {contacts} order by {contacts:_soupEntryId}").rows
+        XCTAssertEqual(rows.count, 4)
+        let first = try XCTUnwrap(rows.first?.first as? Entry, "{soup:_soup} must be a JSON object, not a string")
+        XCTAssertEqual(first["FirstName"] as? String, "Ann")
+        XCTAssertEqual(int(first["_soupEntryId"]), 1)
+        XCTAssertEqual((first["Address"] as? Entry)?["City"] as? String, "Paris")
+        XCTAssertEqual(rows.first?.last as? String, "Ann", "other text columns stay strings")
+        // Through an alias too.
+        let aliased = try smart("select c.{contacts:_soup} from {contacts} as c where c.{contacts:_soupEntryId} = 2").rows
+        XCTAssertEqual((aliased.first?.first as? Entry)?["FirstName"] as? String, "Ben")
+    }
+
+    func testSystemColumns() throws {
+        sleepMillis(3) // the setUp entries must be strictly older than `before`
+        let before = nowMillis()
+        try upsert("contacts", #"{"FirstName":"Eve","LastName":"Late"}"#)
+        let rows = try smart("select {contacts:_soupEntryId}, {contacts:_soupCreatedDate}, {contacts:_soupLastModifiedDate}, {contacts:_soup} from {contacts} where {contacts:_soupEntryId} = 5").rows
+        let row = try XCTUnwrap(rows.first)
+        XCTAssertEqual(int(row[0]), 5)
+        XCTAssertGreaterThanOrEqual(int(row[1]) ?? 0, before)
+        XCTAssertEqual(int(row[2]), int((row[3] as? Entry)?["_soupLastModifiedDate"]))
+        XCTAssertEqual(try smart("select max({contacts:_soupEntryId}) from {contacts}").rows.first.flatMap { int($0.first) }, 5)
+        XCTAssertEqual(try smart("select count(*) from {contacts} where {contacts:_soupLastModifiedDate} >= \(before)").rows.first.flatMap { int($0.first) }, 1)
+    }
+
+    func testSelfJoinWithAliases() throws {
+        try register("employees", #"[{"path":"name","type":"string"},{"path":"employeeId","type":"string"},{"path":"managerId","type":"string"}]"#)
+        try upsert("employees", #"[{"name":"Boss","employeeId":"1","dept":"HQ"},{"name":"Alice","employeeId":"2","managerId":"1","dept":"R&D"},{"name":"Bob","employeeId":"3","managerId":"1","dept":"Ops"},{"name":"Carl","employeeId":"4","managerId":"2","dept":"R&D"}]"#)
+        let rows = try smart("select mgr.{employees:name}, e.{employees:name}, e.{employees:dept}, e.{employees:_soupEntryId} from {employees} as mgr, {employees} as e where mgr.{employees:employeeId} = e.{employees:managerId} order by e.{employees:name}").rows
+        XCTAssertEqual(rows.map { "\($0[0] as? String ?? "?")>\($0[1] as? String ?? "?")" }, ["Boss>Alice", "Boss>Bob", "Alice>Carl"])
+        XCTAssertEqual(rows.map { $0[2] as? String }, ["R&D", "Ops", "R&D"], "unindexed paths through an alias")
+        XCTAssertEqual(rows.map { int($0[3]) }, [2, 3, 4])
+        // Quoted alias and a join between two soups.
+        let quoted = try smart(#"select "m".{employees:name} from {employees} "m" where "m".{employees:employeeId} = '4'"#).rows
+        XCTAssertEqual(quoted.first?.first as? String, "Carl")
+        let join = try smart("select {employees:name}, {contacts:LastName} from {employees}, {contacts} where {employees:_soupEntryId} = {contacts:_soupEntryId} order by {employees:_soupEntryId}").rows
+        XCTAssertEqual(join.map { $0[1] as? String }, ["Smith", "Smith", "Jones", "Brown"])
+    }
+
+    func testBracesInsideQuotedStringsAreLeftAlone() throws {
+        try upsert("contacts", #"[{"LastName":"{contacts:Title}","Title":"x"},{"LastName":"{nosuch}","Title":"y"}]"#)
+        XCTAssertEqual(try smart("select {contacts:Title} from {contacts} where {contacts:LastName} = '{contacts:Title}'").rows.first?.first as? String, "x")
+        XCTAssertEqual(try smart("select {contacts:Title} from {contacts} where {contacts:LastName} = '{nosuch}'").rows.first?.first as? String, "y")
+        XCTAssertEqual(try smart("select {contacts:Title} from {contacts} where {contacts:LastName} = 'it''s {a} }{ test'").rows.count, 0)
+        XCTAssertEqual(try smart(#"select {contacts:Title} as "{weird} name" from {contacts} where {contacts:Title} = 'y'"#).rows.first?.first as? String, "y")
+        XCTAssertEqual(try smart("select {contacts:Title} from {contacts} where {contacts:Title} = 'y' -- {not a token}").rows.count, 1)
+        XCTAssertEqual(try smart("select /* {nor} this */ {contacts:Title} from {contacts} where {contacts:Title} = 'y'").rows.count, 1)
+    }
+
+    func testWithClauseThatOnlyReadsIsAllowed() throws {
+        let rows = try smart("with paris as (select {contacts:FirstName} as n from {contacts} where {contacts:Address.City} = 'Paris') select n from paris order by n").rows
+        XCTAssertEqual(rows.map { $0.first as? String }, ["Ann", "Cy"])
+        XCTAssertEqual(try smart("select 1 + 1;").rows.first.flatMap { int($0.first) }, 2, "a trailing ';' is fine")
+    }
+
+    func testSmartQueryPaging() throws {
+        let first = try CursorPage(store.runSmartQuery(specJSON: #"{"queryType":"smart","smartSql":"select {contacts:FirstName} from {contacts} order by {contacts:FirstName}","pageSize":3}"#))
+        XCTAssertEqual(first.totalEntries, 4)
+        XCTAssertEqual(first.totalPages, 2)
+        XCTAssertEqual(first.rows.map { $0.first as? String }, ["Ann", "Ben", "Cy"])
+        let second = try CursorPage(store.moveCursor(first.cursorId, toPage: 1))
+        XCTAssertEqual(second.rows.map { $0.first as? String }, ["Di"])
+    }
+}
+
+final class SmartSqlMatchTests: StoreTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try register("animals", #"[{"path":"name","type":"full_text"},{"path":"color","type":"full_text"},{"path":"legs","type":"integer"}]"#)
+        try upsert("animals", #"[{"name":"grey cat","color":"grey"},{"name":"green frog","color":"green"},{"name":"black dog","color":"black grey"},{"name":"gremlin","color":"black"}]"#)
+    }
+
+    func testMatchLiteralTokensBecomeFtsColumns() throws {
+        let sql = "select {animals:name} from {animals} where {animals:_soupEntryId} in (select rowid from {animals}_fts where {animals}_fts match '{animals:name}:gr*') order by {animals:name}"
+        XCTAssertEqual(try smart(sql).rows.map { $0.first as? String }, ["green frog", "gremlin", "grey cat"])
+        let color = "select {animals:name} from {animals} where {animals:_soupEntryId} in (select rowid from {animals}_fts where {animals}_fts match '{animals:color}:grey') order by {animals:name}"
+        XCTAssertEqual(try smart(color).rows.map { $0.first as? String }, ["black dog", "grey cat"], "the column filter is applied")
+        let not = "select {animals:name} from {animals} where {animals:_soupEntryId} in (select rowid from {animals}_fts where {animals}_fts MATCH '{animals:color}:black NOT {animals:color}:grey')"
+        XCTAssertEqual(try smart(not).rows.map { $0.first as? String }, ["gremlin"])
+    }
+
+    func testMatchLiteralErrors() throws {
+        let notFullText = "select * from {animals}_fts where {animals}_fts match '{animals:legs}:1'"
+        let error = try assertRejected(.argument) { try smart(notFullText) }
+        XCTAssertTrue(error?.message.contains("full_text") ?? false, error?.message ?? "")
+        try assertRejected(.argument) { try smart("select * from {animals}_fts where {animals}_fts match '{nosuch:name}:x'") }
+        try assertRejected(.argument) { try smart("select * from {animals}_fts where {animals}_fts match '{animals:name:x'") }
+    }
+}
+
+final class SmartSqlRefusalTests: StoreTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try register("s", #"[{"path":"name","type":"string"},{"path":"t","type":"full_text"}]"#)
+        try upsert("s", #"[{"name":"a","t":"one"},{"name":"b","t":"two"}]"#)
+    }
+
+    func testUnknownSoupAndMalformedTokensNameThePosition() throws {
+        let cases: [(String, String)] = [
+            ("select * from {nosuch}", "position 14"),
+            ("select {nosuch:name} from {s}", "position 7"),
+            ("select {s:name} from {s} where {s:} = 1", "position 31"),
+            ("select {} from {s}", "position 7"),
+            ("select {s:name from {s}", "position 7"),
+            ("select {s:name} from {s}}", "position 24"),
+            ("select {s:a..b} from {s}", "position 7"),
+            ("select {s:name} from {s", "position 21"),
+            ("select {s:name} from {s} where {s:name} = 'unterminated", "position 42"),
+        ]
+        for (sql, position) in cases {
+            let error = try assertRejected(.argument, sql) { try smart(sql) }
+            XCTAssertTrue(error?.message.contains(position) ?? false, "\(sql): \(error?.message ?? "")")
+        }
+    }
+
+    func testOnlyASingleSelectIsAccepted() throws {
+        let refused = [
+            "select * from {s}; select * from {s}",
+            "select * from {s}; delete from {s}",
+            "select 1; drop table {s}",
+            "delete from {s}",
+            "DELETE FROM {s} WHERE 1",
+            "insert into {s} (soup, created, lastModified) values ('{}', 0, 0)",
+            "update {s} set soup = '{}'",
+            "replace into {s} (id, soup, created, lastModified) values (1, '{}', 0, 0)",
+            "drop table {s}",
+            "create table evil (x)",
+            "alter table {s} add column x",
+            "attach database ':memory:' as evil",
+            "select 1; attach database ':memory:' as evil",
+            "detach database main",
+            "pragma writable_schema = 1",
+            "PRAGMA table_info(soup_attrs)",
+            "vacuum",
+            "reindex",
+            "analyze",
+            "begin",
+            "commit",
+            "savepoint x",
+            "with x as (select 1) delete from {s}",
+            "with x as (select 1) insert into {s} (soup, created, lastModified) select '{}', 0, 0 from x",
+            "with x as (select 1) update {s} set soup = '{}'",
+            "with recursive c(x) as (select 1 union all select x + 1 from c) select x from c limit 5",
+            "with c(x) as (select 1 union all select x + 1 from c) select x from c limit 5",
+            "select * from {s} where {s:name} = ?",
+            "select * from {s} where {s:name} = ?1",
+            "select * from {s} where {s:name} = :name",
+            "select * from {s} where {s:name} = @name",
+            "select * from {s} where {s:name} = $name",
+            "select load_extension('/tmp/evil.so')",
+            "select {s:name} from {s",
+            "select {s:name}} from {s}",
+            "select * from {s} where 1 = 1) union all select * from (select 1",
+            "/* comment */ delete from {s}",
+            "",
+            "   ",
+            ";",
+        ]
+        for sql in refused {
+            if sql.trimmingCharacters(in: .whitespaces).isEmpty {
+                // An empty smartSql is refused at the spec level.
+                try assertRejected(.argument, "empty") { try store.runSmartQuery(specJSON: try spec(["queryType": "smart", "smartSql": sql])) }
+                continue
+            }
+            try assertRejected(.argument, sql) { try smart(sql) }
+        }
+        XCTAssertEqual(try count("s"), 2)
+        XCTAssertEqual(try store.soupNames, ["s"])
+    }
+
+    func testStringsThatLookLikeStatementsAreData() throws {
+        try upsert("s", #"{"name":"x; delete from s; attach"}"#)
+        XCTAssertEqual(try smart("select {s:name} from {s} where {s:name} = 'x; delete from s; attach'").rows.count, 1)
+        XCTAssertEqual(try count("s"), 3)
+    }
+}
