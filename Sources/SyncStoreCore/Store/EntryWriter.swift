@@ -14,10 +14,13 @@ final class EntryWriter {
     private let textDelete: Statement?
     private let textInsert: Statement?
     private let db: Connection
+    /// Sync down with LEAVE_IF_CHANGED: entries whose stored copy is locally dirty are skipped.
+    private let leaveIfChanged: Bool
     private(set) var nextId: Int64
 
-    init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?) throws {
+    init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?, leaveIfChanged: Bool = false) throws {
         self.db = db
+        self.leaveIfChanged = leaveIfChanged
         self.soup = soup
         self.externalIdPath = externalIdPath
         columns = soup.columnIndexes
@@ -33,7 +36,7 @@ final class EntryWriter {
             guard let index = soup.index(for: path) else {
                 throw StoreError.argument("External id path '\(path)' is not indexed on soup '\(soup.name)'; index it or use _soupEntryId")
             }
-            lookup = try db.cached("SELECT id FROM \(table) WHERE \(index.expression()) = ? LIMIT 2")
+            lookup = try db.cached("SELECT id, \(LocalFlags.dirtyCondition) FROM \(table) WHERE \(index.expression()) = ? LIMIT 2")
         } else {
             lookup = nil
         }
@@ -56,9 +59,13 @@ final class EntryWriter {
         }
     }
 
-    /// Stores one entry (mutating it: _soupEntryId, _soupLastModifiedDate) and appends its text.
-    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer) throws {
-        let existing = try existingId(entry, index: index)
+    /// Stores one entry (mutating it: _soupEntryId, _soupLastModifiedDate) and appends its text
+    /// to `out` when given. Returns false when the entry was skipped (leaveIfChanged and the
+    /// stored copy is dirty).
+    @discardableResult
+    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?) throws -> Bool {
+        let (existing, dirty) = try existingId(entry, index: index)
+        if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
         entry.set(SoupPath.lastModified, owned: JSONMake.int(now))
@@ -100,13 +107,14 @@ final class EntryWriter {
             }
             try textInsert.run()
         }
-        out.append(cString: text)
+        out?.append(cString: text)
+        return true
     }
 
-    /// The id of the stored entry this one replaces, or nil to create.
-    private func existingId(_ entry: JSON, index: Int) throws -> Int64? {
+    /// The id of the stored entry this one replaces (nil to create), and whether it is dirty.
+    private func existingId(_ entry: JSON, index: Int) throws -> (Int64?, Bool) {
         guard let lookup, let path = externalIdPath else {
-            guard let value = entry[SoupPath.entryId], !value.isNull else { return nil }
+            guard let value = entry[SoupPath.entryId], !value.isNull else { return (nil, false) }
             guard let id = value.int64 else {
                 throw StoreError.argument("Entry \(index) has a _soupEntryId that is not an integer")
             }
@@ -117,7 +125,7 @@ final class EntryWriter {
             guard found else {
                 throw StoreError.notFound("Entry \(index) has _soupEntryId \(id), which does not exist in soup '\(soup.name)'; remove _soupEntryId to create it")
             }
-            return id
+            return (id, false)
         }
         let index0 = soup.index(for: path)
         let key = SoupPath.indexValue(entry, path, for: index0?.type ?? .string)
@@ -126,11 +134,11 @@ final class EntryWriter {
         }
         lookup.reset()
         try lookup.bind([key])
-        var ids: [Int64] = []
-        while try lookup.step() { ids.append(lookup.int64(0)) }
+        var ids: [(Int64, Bool)] = []
+        while try lookup.step() { ids.append((lookup.int64(0), lookup.int64(1) != 0)) }
         lookup.reset()
         switch ids.count {
-        case 0: return nil
+        case 0: return (nil, false)
         case 1: return ids[0]
         default:
             throw StoreError(.conflict, "Entry \(index): several entries of soup '\(soup.name)' have the same value at '\(path)'; the external id must be unique")

@@ -14,6 +14,9 @@ public final class SmartStore: @unchecked Sendable {
     private var soups: [String: SoupInfo]
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     private var nextIds: [String: Int64] = [:]
+    /// The sync engine of this store, created on first use.
+    private var syncManagerStorage: SyncManager?
+    private let syncManagerLock = Lock()
     let cursors = CursorTable()
 
     public init(path: String) throws {
@@ -55,6 +58,32 @@ public final class SmartStore: @unchecked Sendable {
     private func schemaChanged() {
         writer.clearCache()
         readers.drain()
+    }
+
+    /// Writes entries inside a write transaction the caller holds (see `write`).
+    func withEntryWriter<T>(_ db: Connection, soup info: SoupInfo, externalIdPath: String?,
+                            leaveIfChanged: Bool = false, _ body: (EntryWriter) throws -> T) throws -> T {
+        let writer = try EntryWriter(db: db, soup: info, externalIdPath: externalIdPath,
+                                     nextId: nextIds[info.table], leaveIfChanged: leaveIfChanged)
+        let result = try body(writer)
+        nextIds[info.table] = writer.nextId
+        return result
+    }
+
+    /// The store's sync engine (one per store, shared by all handles).
+    public func syncManager() throws -> SyncManager {
+        try syncManagerLock.withLock {
+            if let manager = syncManagerStorage { return manager }
+            let manager = try SyncManager(store: self)
+            syncManagerStorage = manager
+            return manager
+        }
+    }
+
+    /// Stops syncs and waits for their terminal callbacks (called when the last handle closes).
+    public func shutdown() {
+        let manager = syncManagerLock.withLock { syncManagerStorage }
+        manager?.close()
     }
 
     // MARK: soups
@@ -219,18 +248,17 @@ public final class SmartStore: @unchecked Sendable {
         let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
         return try write { db in
             let info = try self.requireSoup(name)
-            let writer = try EntryWriter(db: db, soup: info, externalIdPath: externalPath,
-                                         nextId: self.nextIds[info.table])
-            var out = TextBuffer(capacity: 64 + list.count * 256)
-            out.append(UInt8(ascii: "["))
-            let now = Clock.nowMillis()
-            for (i, entry) in list.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                try writer.upsert(entry, index: i, now: now, into: &out)
+            return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
+                var out: TextBuffer? = TextBuffer(capacity: 64 + list.count * 256)
+                out?.append(UInt8(ascii: "["))
+                let now = Clock.nowMillis()
+                for (i, entry) in list.enumerated() {
+                    if i > 0 { out?.append(UInt8(ascii: ",")) }
+                    _ = try writer.upsert(entry, index: i, now: now, into: &out)
+                }
+                out?.append(UInt8(ascii: "]"))
+                return out ?? TextBuffer()
             }
-            out.append(UInt8(ascii: "]"))
-            self.nextIds[info.table] = writer.nextId
-            return out
         }
     }
 
@@ -267,7 +295,7 @@ public final class SmartStore: @unchecked Sendable {
         try write { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
     }
 
-    private func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
+    func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
         let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
         let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
         for id in ids {

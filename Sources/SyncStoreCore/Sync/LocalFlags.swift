@@ -1,0 +1,37 @@
+/// The local-change flags hosts set on entries they edit offline (semantics §6). Booleans and
+/// the strings "true"/"1" count alike (the JS StoreCache helper writes strings).
+enum LocalFlags {
+    static let local = "__local__"
+    static let created = "__locally_created__"
+    static let updated = "__locally_updated__"
+    static let deleted = "__locally_deleted__"
+    static let lastError = "__last_error__"
+    static let syncId = "__sync_id__"
+    /// Set while a create is in flight, so a retry after a lost response can find the record
+    /// the first attempt created instead of creating a second one.
+    static let pendingCreate = "__sync_create_sent__"
+
+    static func isSet(_ value: JSON?) -> Bool {
+        guard let value else { return false }
+        switch value.kind {
+        case .bool: return value.bool ?? false
+        case .integer: return (value.int64 ?? 0) != 0
+        case .string: return value.string == "true" || value.string == "1"
+        default: return false
+        }
+    }
+
+    /// SQL (1 or 0) telling whether the entry in `soup` is dirty.
+    static var dirtyCondition: String { "(\(SoupPath.jsonExtract(local)) IN (1, 'true', '1'))" }
+
+    /// Marks an entry clean, as written by a sync.
+    static func clear(_ entry: JSON, syncId: Int64?) {
+        entry.set(local, owned: JSONMake.bool(false))
+        entry.set(created, owned: JSONMake.bool(false))
+        entry.set(updated, owned: JSONMake.bool(false))
+        entry.set(deleted, owned: JSONMake.bool(false))
+        entry.remove(lastError)
+        entry.remove(pendingCreate)
+        if let syncId { entry.set(self.syncId, owned: JSONMake.int(syncId)) }
+    }
+}

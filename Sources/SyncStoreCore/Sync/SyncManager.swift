@@ -1,0 +1,295 @@
+/// Status updates: the whole state as JSON text, valid during the call.
+public typealias SyncCallback = @Sendable (String) -> Void
+
+/// MobileSync for one store (semantics §7-9): creates and runs syncs on one serial worker
+/// thread, persists their state in the store, reports every change through the run's callback
+/// (never while a store lock is held) and ends every run with exactly one terminal callback.
+public final class SyncManager: @unchecked Sendable {
+    let store: SmartStore
+    let states: SyncStateStore
+    let customTargets = CustomTargetRegistry()
+    private let worker = SerialWorker()
+    private let tracker = RunTracker()
+    private let lock = Lock()
+    private var rest: RestClient?
+    /// After stop(), new runs are refused until restart() (as in the SDK).
+    private var paused = false
+    private var closed = false
+
+    init(store: SmartStore) throws {
+        self.store = store
+        states = try SyncStateStore(store: store)
+        try states.stopOrphans()
+    }
+
+    // MARK: configuration
+
+    public func setRemote(_ config: RemoteConfig) {
+        lock.withLock { rest = RestClient(config: config) }
+    }
+
+    public func registerCustomTarget(_ type: String, _ callbacks: CustomTargetCallbacks) throws {
+        try customTargets.register(type, callbacks)
+    }
+
+    // MARK: creating
+
+    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+        let (_, options) = try SyncOptions.parse(optionsJSON)
+        let target = try JSONDocument.parse(targetJSON, what: "sync down target")
+        let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
+        let info = try store.requireSoup(soupName)
+        if info.index(for: parsed.idFieldName) == nil {
+            throw StoreError.argument("Soup '\(soupName)' needs an index on '\(parsed.idFieldName)' to receive synced records; register it with that index")
+        }
+        return try states.create(SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(),
+                                           optionsJSON: options, soupName: soupName))
+    }
+
+    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+        let (_, options) = try SyncOptions.parse(optionsJSON)
+        let target = try SyncUpTarget.parse(targetJSON, customTargets: customTargets)
+        _ = try store.requireSoup(soupName)
+        return try states.create(SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: target.json,
+                                           optionsJSON: options, soupName: soupName))
+    }
+
+    private func checkedName(_ name: String?) throws -> String? {
+        guard let name else { return nil }
+        guard !name.isEmpty else { throw StoreError.argument("A sync name must not be empty (pass none for an unnamed sync)") }
+        return name
+    }
+
+    // MARK: running
+
+    @discardableResult
+    public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, callback: SyncCallback?) throws -> Int64 {
+        try checkOpen()
+        let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
+        try start(state.id, callback: callback)
+        return state.id
+    }
+
+    @discardableResult
+    public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, callback: SyncCallback?) throws -> Int64 {
+        try checkOpen()
+        let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
+        try start(state.id, callback: callback)
+        return state.id
+    }
+
+    /// Runs an existing sync again (incrementally for sync down targets with a timestamp).
+    public func reSync(id: Int64, callback: SyncCallback?) throws {
+        guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
+        try start(id, callback: callback)
+    }
+
+    @discardableResult
+    public func reSync(name: String, callback: SyncCallback?) throws -> Int64 {
+        guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
+        try start(state.id, callback: callback)
+        return state.id
+    }
+
+    private func checkOpen() throws {
+        try lock.withLock {
+            if closed { throw StoreError(.state, "The store is closed") }
+            if paused { throw StoreError(.state, "Syncs are stopped; call restart before starting new ones") }
+        }
+    }
+
+    private func restClient() -> RestClient? { lock.withLock { rest } }
+
+    private func start(_ id: Int64, callback: SyncCallback?) throws {
+        try checkOpen()
+        let cancel = try tracker.begin(id)
+        worker.submit { [self] in
+            defer { tracker.finish(id) }
+            run(id, cancel: cancel, callback: callback)
+        }
+    }
+
+    private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?) {
+        let emit: (SyncState) -> Void = { state in callback?(state.jsonText) }
+        guard var state = try? states.get(id: id) else {
+            callback?("{\"_soupEntryId\":\(id),\"status\":\"FAILED\",\"error\":\"The sync was deleted before it ran\",\"errorCode\":\(ErrorCode.notFound.rawValue)}")
+            return
+        }
+        state.status = .running
+        state.progress = 0
+        state.startTime = Clock.nowMillis()
+        state.endTime = 0
+        state.error = ""
+        state.errorCode = 0
+        if state.kind == .syncUp { state.conflicts = 0 }
+        do {
+            if cancel.isCancelled { throw StoreError(.state, "The sync was stopped before it started") }
+            try states.save(state)
+            emit(state)
+            let ctx = try context(for: state, cancel: cancel)
+            let (options, _) = try SyncOptions.parse(state.optionsJSON)
+            switch state.kind {
+            case .syncDown:
+                let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
+                let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
+                let task = SyncDownTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
+                try task.run(&state, since: state.maxTimeStamp > 0 ? state.maxTimeStamp : nil)
+            case .syncUp:
+                let target = try SyncUpTarget.parse(state.targetJSON, customTargets: customTargets)
+                let task = SyncUpTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
+                try task.run(&state)
+            }
+            state.status = .done
+            state.progress = 100
+        } catch let error as StoreError {
+            state.status = (error.code == .state && cancel.isCancelled) ? .stopped : .failed
+            state.error = error.message
+            state.errorCode = error.code.rawValue
+        } catch {
+            state.status = .failed
+            state.error = "\(error)"
+            state.errorCode = ErrorCode.internal.rawValue
+        }
+        state.endTime = Clock.nowMillis()
+        do {
+            try states.save(state)
+        } catch let error as StoreError {
+            // The terminal state could not be stored: report it, and the run as failed.
+            if state.status == .done { state.status = .failed }
+            state.error += (state.error.isEmpty ? "" : "; ") + "saving the sync state failed: \(error.message)"
+        } catch {}
+        emit(state)
+    }
+
+    private func context(for state: SyncState, cancel: CancelFlag) throws -> SyncContext {
+        let rest = restClient() ?? RestClient(config: RemoteConfig(instanceURL: "http://127.0.0.1:9", accessToken: ""))
+        if restClient() == nil, !(usesCustomTarget(state)) {
+            throw StoreError(.state, "No remote is configured for this store; set one (instance URL and token) before syncing")
+        }
+        return SyncContext(rest: rest, cancel: cancel, store: store, soupName: state.soupName, syncId: state.id)
+    }
+
+    private func usesCustomTarget(_ state: SyncState) -> Bool {
+        guard let doc = try? JSONDocument.parse(state.targetJSON), let type = doc.root["type"]?.string else { return false }
+        return customTargets.callbacks(type) != nil
+    }
+
+    // MARK: ghosts
+
+    /// Deletes local records of this sync down that the server no longer has (semantics §8).
+    /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode"}`.
+    public func cleanResyncGhosts(id: Int64, callback: SyncCallback?) throws {
+        try checkOpen()
+        guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
+        guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
+        let cancel = try tracker.begin(id)
+        worker.submit { [self] in
+            defer { tracker.finish(id) }
+            var removed = 0
+            var status = "DONE"
+            var message = ""
+            var code: Int32 = 0
+            callback?(ghostReport(id, "RUNNING", 0, "", 0))
+            do {
+                if cancel.isCancelled { throw StoreError(.state, "Stopped before it started") }
+                removed = try GhostCleaner(ctx: try context(for: state, cancel: cancel), state: state, customTargets: customTargets).run()
+            } catch let error as StoreError {
+                status = (error.code == .state && cancel.isCancelled) ? "STOPPED" : "FAILED"
+                message = error.message
+                code = error.code.rawValue
+            } catch {
+                status = "FAILED"
+                message = "\(error)"
+                code = ErrorCode.internal.rawValue
+            }
+            callback?(ghostReport(id, status, removed, message, code))
+        }
+    }
+
+    private func ghostReport(_ id: Int64, _ status: String, _ removed: Int, _ error: String, _ code: Int32) -> String {
+        let doc = JSONDocument.object()
+        doc.root.set("syncId", owned: JSONMake.int(id))
+        doc.root.set("type", owned: JSONMake.string("cleanResyncGhosts"))
+        doc.root.set("status", owned: JSONMake.string(status))
+        doc.root.set("removed", owned: JSONMake.int(Int64(removed)))
+        doc.root.set("error", owned: JSONMake.string(error))
+        doc.root.set("errorCode", owned: JSONMake.int(Int64(code)))
+        return doc.root.dump()
+    }
+
+    // MARK: status and control
+
+    public func status(id: Int64) throws -> SyncState? { try states.get(id: id) }
+    public func status(name: String) throws -> SyncState? { try states.get(name: name) }
+
+    public func delete(id: Int64) throws {
+        guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
+        guard !tracker.isActive(id) else { throw StoreError(.busy, "Sync \(id) is running; stop it before deleting it", retryable: true) }
+        try states.delete(id: id)
+    }
+
+    public func delete(name: String) throws {
+        guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
+        try delete(id: state.id)
+    }
+
+    /// Stops every queued and running sync (they end STOPPED) and refuses new ones until restart.
+    public func stop() {
+        lock.withLock { paused = true }
+        tracker.cancelAll()
+    }
+
+    /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync. Returns their ids.
+    @discardableResult
+    public func restart(restartStopped: Bool, callback: SyncCallback?) throws -> [Int64] {
+        lock.withLock { paused = false }
+        guard restartStopped else { return [] }
+        var started: [Int64] = []
+        for state in try states.all() where state.status == .stopped && !tracker.isActive(state.id) {
+            try start(state.id, callback: callback)
+            started.append(state.id)
+        }
+        return started
+    }
+
+    /// Blocks until the sync has no queued or running run (timeoutMs < 0: no limit) and returns
+    /// its state. BUSY on timeout.
+    public func wait(id: Int64, timeoutMs: Int64) throws -> SyncState {
+        guard tracker.wait(id, timeoutMs: timeoutMs) else {
+            throw StoreError(.busy, "Sync \(id) is still running after \(timeoutMs) ms", retryable: true)
+        }
+        guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
+        return state
+    }
+
+    /// Creates the syncs of a usersyncs.json / globalsyncs.json document; existing names are skipped.
+    public func loadSyncConfig(json: String) throws {
+        let doc = try JSONDocument.parse(json, what: "sync config")
+        guard let list = doc.root["syncs"], list.isArray else {
+            throw StoreError.argument("A sync config must be {\"syncs\": [{\"syncName\", \"syncType\", \"soupName\", \"target\", \"options\"}]}")
+        }
+        for (i, item) in list.elements.enumerated() {
+            guard let name = item["syncName"]?.string, let type = item["syncType"]?.string, let soup = item["soupName"]?.string else {
+                throw StoreError.argument("Sync \(i) of the config needs syncName, syncType and soupName")
+            }
+            if try states.get(name: name) != nil { continue }
+            let options = item["options"].map { $0.dump() }
+            switch type {
+            case "syncDown":
+                guard let target = item["target"] else { throw StoreError.argument("Sync '\(name)' needs a target") }
+                _ = try createSyncDown(targetJSON: target.dump(), soupName: soup, optionsJSON: options, name: name)
+            case "syncUp":
+                _ = try createSyncUp(targetJSON: item["target"]?.dump(), soupName: soup, optionsJSON: options, name: name)
+            default:
+                throw StoreError.argument("Sync '\(name)' has syncType '\(type)'; use syncDown or syncUp")
+            }
+        }
+    }
+
+    /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.
+    public func close() {
+        lock.withLock { closed = true }
+        tracker.cancelAll()
+        worker.finish()
+    }
+}

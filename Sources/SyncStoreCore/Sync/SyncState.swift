@@ -1,0 +1,113 @@
+/// The persisted state of one sync (semantics §7). Stored as an entry of the soup `syncs_soup`,
+/// whose `_soupEntryId` is the sync id, so syncs survive restarts.
+public struct SyncState: Sendable {
+    public enum Kind: String, Sendable { case syncDown, syncUp }
+    public enum Status: String, Sendable { case new = "NEW", running = "RUNNING", done = "DONE", failed = "FAILED", stopped = "STOPPED" }
+
+    public var id: Int64 = 0
+    public var kind: Kind
+    public var name: String?
+    /// Target and options are kept as JSON text: targets are extensible (custom types).
+    public var targetJSON: String
+    public var optionsJSON: String
+    public var soupName: String
+    public var status: Status = .new
+    public var progress = 0
+    public var totalSize: Int64 = -1
+    public var maxTimeStamp: Int64 = -1
+    public var startTime: Int64 = 0
+    public var endTime: Int64 = 0
+    public var error = ""
+    /// SYNCSTORE_ERR_* code of the failure, 0 when none: hosts decide on codes, not messages.
+    public var errorCode: Int32 = 0
+    /// Sync up: records left dirty because the server copy changed (LEAVE_IF_CHANGED).
+    public var conflicts = 0
+
+    public var isTerminal: Bool { status == .done || status == .failed || status == .stopped }
+
+    init(kind: Kind, name: String?, targetJSON: String, optionsJSON: String, soupName: String) {
+        self.kind = kind
+        self.name = name
+        self.targetJSON = targetJSON
+        self.optionsJSON = optionsJSON
+        self.soupName = soupName
+    }
+
+    /// The state as one JSON object (what callbacks and getSyncStatus return).
+    public func json() -> JSONDocument {
+        let doc = JSONDocument.object()
+        let o = doc.root
+        o.set("_soupEntryId", owned: JSONMake.int(id))
+        o.set("type", owned: JSONMake.string(kind.rawValue))
+        o.set("name", owned: name.map { JSONMake.string($0) } ?? JSONMake.null())
+        o.set("target", owned: (try? JSONDocument.parse(targetJSON)).map { cjanssonRetain($0.root.raw) } ?? JSONMake.null())
+        o.set("options", owned: (try? JSONDocument.parse(optionsJSON)).map { cjanssonRetain($0.root.raw) } ?? JSONMake.null())
+        o.set("soupName", owned: JSONMake.string(soupName))
+        o.set("status", owned: JSONMake.string(status.rawValue))
+        o.set("progress", owned: JSONMake.int(Int64(progress)))
+        o.set("totalSize", owned: JSONMake.int(totalSize))
+        o.set("maxTimeStamp", owned: JSONMake.int(maxTimeStamp))
+        o.set("startTime", owned: JSONMake.int(startTime))
+        o.set("endTime", owned: JSONMake.int(endTime))
+        o.set("error", owned: JSONMake.string(error))
+        o.set("errorCode", owned: JSONMake.int(Int64(errorCode)))
+        o.set("conflicts", owned: JSONMake.int(Int64(conflicts)))
+        return doc
+    }
+
+    public var jsonText: String { json().root.dump() }
+
+    static func from(_ entry: JSON) throws -> SyncState {
+        guard let kindName = entry["type"]?.string, let kind = Kind(rawValue: kindName),
+              let soup = entry["soupName"]?.string else {
+            throw StoreError(.storage, "A stored sync state is malformed (no type or soupName)")
+        }
+        var state = SyncState(kind: kind, name: entry["name"]?.string,
+                              targetJSON: entry["target"]?.dump() ?? "{}",
+                              optionsJSON: entry["options"]?.dump() ?? "{}", soupName: soup)
+        state.id = entry["_soupEntryId"]?.int64 ?? 0
+        state.status = entry["status"]?.string.flatMap(Status.init(rawValue:)) ?? .new
+        state.progress = Int(entry["progress"]?.int64 ?? 0)
+        state.totalSize = entry["totalSize"]?.int64 ?? -1
+        state.maxTimeStamp = entry["maxTimeStamp"]?.int64 ?? -1
+        state.startTime = entry["startTime"]?.int64 ?? 0
+        state.endTime = entry["endTime"]?.int64 ?? 0
+        state.error = entry["error"]?.string ?? ""
+        state.errorCode = Int32(clamping: entry["errorCode"]?.int64 ?? 0)
+        state.conflicts = Int(entry["conflicts"]?.int64 ?? 0)
+        return state
+    }
+}
+
+/// `options`: `{"mergeMode": "OVERWRITE"|"LEAVE_IF_CHANGED", "fieldlist": [...]}`.
+struct SyncOptions {
+    enum MergeMode: String { case overwrite = "OVERWRITE", leaveIfChanged = "LEAVE_IF_CHANGED" }
+    var mergeMode: MergeMode = .overwrite
+    var fieldlist: [String]? = nil
+
+    static func parse(_ text: String?) throws -> (SyncOptions, String) {
+        guard let text, !text.isEmpty else { return (SyncOptions(), "{\"mergeMode\":\"OVERWRITE\"}") }
+        let doc = try JSONDocument.parse(text, what: "sync options")
+        guard doc.root.isObject || doc.root.isNull else { throw StoreError.argument("Sync options must be a JSON object") }
+        var options = SyncOptions()
+        if let mode = doc.root["mergeMode"], !mode.isNull {
+            guard let name = mode.string, let m = MergeMode(rawValue: name) else {
+                throw StoreError.argument("mergeMode must be OVERWRITE or LEAVE_IF_CHANGED")
+            }
+            options.mergeMode = m
+        }
+        if let list = doc.root["fieldlist"], !list.isNull {
+            options.fieldlist = try stringList(list, "fieldlist")
+        }
+        let normalized = doc.root.isNull ? "{\"mergeMode\":\"OVERWRITE\"}" : doc.root.dump()
+        return (options, normalized)
+    }
+}
+
+func stringList(_ json: JSON, _ what: String) throws -> [String] {
+    guard json.isArray else { throw StoreError.argument("\(what) must be an array of strings") }
+    return try json.elements.map {
+        guard let s = $0.string else { throw StoreError.argument("\(what) must contain only strings") }
+        return s
+    }
+}

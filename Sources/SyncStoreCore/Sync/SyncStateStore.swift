@@ -1,0 +1,94 @@
+/// Reads and writes sync states in the store's `syncs_soup` (indexed on type, name, status, as
+/// in the SDK). Saves can join the caller's transaction so a page and its state commit together.
+final class SyncStateStore: @unchecked Sendable {
+    static let soupName = "syncs_soup"
+    let store: SmartStore
+
+    init(store: SmartStore) throws {
+        self.store = store
+        try store.registerSoup(SyncStateStore.soupName, specs: [
+            IndexSpec(path: "type", type: .string), IndexSpec(path: "name", type: .string),
+            IndexSpec(path: "status", type: .string),
+        ])
+    }
+
+    /// Creates a state; a name already used is EXISTS.
+    func create(_ state: SyncState) throws -> SyncState {
+        try store.write { db in
+            if let name = state.name, try self.find(name: name, db: db) != nil {
+                throw StoreError(.exists, "A sync named '\(name)' already exists; pick another name or reSync it")
+            }
+            var created = state
+            created.id = try self.save(state, db: db, creating: true)
+            return created
+        }
+    }
+
+    /// Saves inside the caller's write transaction.
+    @discardableResult
+    func save(_ state: SyncState, db: Connection, creating: Bool = false) throws -> Int64 {
+        let doc = state.json()
+        if creating { doc.root.remove("_soupEntryId") }
+        let info = try store.requireSoup(SyncStateStore.soupName)
+        return try store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
+            var sink: TextBuffer? = nil
+            _ = try writer.upsert(doc.root, index: 0, now: Clock.nowMillis(), into: &sink)
+            return doc.root["_soupEntryId"]?.int64 ?? 0
+        }
+    }
+
+    func save(_ state: SyncState) throws {
+        try store.write { db in _ = try self.save(state, db: db) }
+    }
+
+    func get(id: Int64) throws -> SyncState? {
+        let text = try store.retrieve(soup: SyncStateStore.soupName, ids: [id])
+        let doc = try JSONDocument.parse(text.string, what: "sync state")
+        guard let entry = doc.root[0] else { return nil }
+        return try SyncState.from(entry)
+    }
+
+    func get(name: String) throws -> SyncState? {
+        try store.readers.withReader { db in try self.find(name: name, db: db) }
+    }
+
+    private func find(name: String, db: Connection) throws -> SyncState? {
+        let info = try store.requireSoup(SyncStateStore.soupName)
+        let statement = try db.prepare("SELECT soup FROM \(info.table) WHERE \(info.expression(for: "name")) = ? LIMIT 1")
+        try statement.bind([.text(name)])
+        guard try statement.step() else { return nil }
+        let bytes = statement.textBytes(0)
+        guard let base = bytes.baseAddress else { return nil }
+        let doc = try JSONDocument.parse(bytes: base, length: bytes.count, what: "sync state")
+        return try SyncState.from(doc.root)
+    }
+
+    func all() throws -> [SyncState] {
+        let info = try store.requireSoup(SyncStateStore.soupName)
+        return try store.readers.withReader { db in
+            let statement = try db.prepare("SELECT soup FROM \(info.table) ORDER BY id")
+            var states: [SyncState] = []
+            while try statement.step() {
+                let bytes = statement.textBytes(0)
+                guard let base = bytes.baseAddress else { continue }
+                let doc = try JSONDocument.parse(bytes: base, length: bytes.count, what: "sync state")
+                states.append(try SyncState.from(doc.root))
+            }
+            return states
+        }
+    }
+
+    func delete(id: Int64) throws {
+        try store.removeEntries(soup: SyncStateStore.soupName, ids: [id])
+    }
+
+    /// Syncs a crash left RUNNING become STOPPED (semantics §7).
+    func stopOrphans() throws {
+        for var state in try all() where state.status == .running {
+            state.status = .stopped
+            state.endTime = Clock.nowMillis()
+            state.error = "The process ended while the sync was running"
+            try save(state)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+/// `{"type": "collection" (default) | "single", "createFieldlist"?, "updateFieldlist"?,
+///   "externalIdFieldName"?, "sobjectType"?, "idFieldName"?, "modificationDateFieldName"?,
+///   "maxBatchSize"? (1...200)}` — how local changes are pushed (semantics §9).
+struct SyncUpTarget {
+    enum Mode: String { case collection, single }
+
+    let mode: Mode
+    let createFieldlist: [String]?
+    let updateFieldlist: [String]?
+    let externalIdFieldName: String?
+    let sobjectType: String?
+    let idFieldName: String
+    let modificationDateFieldName: String
+    let batchSize: Int
+    /// A custom target's callbacks, when the type is registered by the host.
+    let custom: CustomTargetCallbacks?
+    let json: String
+
+    /// Fields the server sets itself; never sent when the field list is "everything".
+    static let readOnly: Set<String> = ["id", "createddate", "createdbyid", "lastmodifieddate", "lastmodifiedbyid",
+                                        "systemmodstamp", "isdeleted", "lastvieweddate", "lastreferenceddate", "attributes"]
+
+    static func parse(_ text: String?, customTargets: CustomTargetRegistry) throws -> SyncUpTarget {
+        let doc = try JSONDocument.parse(text ?? "{}", what: "sync up target")
+        let root = doc.root.isNull ? JSONDocument.object().root : doc.root
+        guard root.isObject else { throw StoreError.argument("A sync up target must be a JSON object") }
+        let common = try TargetCommon(root)
+        let typeName = root["type"]?.string ?? "collection"
+        var custom: CustomTargetCallbacks? = nil
+        let mode: Mode
+        if let m = Mode(rawValue: typeName) {
+            mode = m
+        } else if let callbacks = customTargets.callbacks(typeName), callbacks.pushRecord != nil {
+            mode = .single
+            custom = callbacks
+        } else {
+            throw StoreError.argument("Unknown sync up target type '\(typeName)': use collection, single, or register a custom target")
+        }
+        var batch = 200
+        if let v = root["maxBatchSize"], !v.isNull {
+            guard let n = v.int64, (1...200).contains(n) else { throw StoreError.argument("maxBatchSize must be 1 to 200") }
+            batch = Int(n)
+        }
+        return SyncUpTarget(mode: mode, createFieldlist: try common.stringList("createFieldlist"),
+                            updateFieldlist: try common.stringList("updateFieldlist"),
+                            externalIdFieldName: try TargetCommon.optionalString(root, "externalIdFieldName"),
+                            sobjectType: try TargetCommon.optionalString(root, "sobjectType"),
+                            idFieldName: common.idFieldName, modificationDateFieldName: common.modificationDateFieldName,
+                            batchSize: mode == .single ? 1 : batch, custom: custom, json: root.dump())
+    }
+
+    /// The body fields for a create or update: the configured list (else every field that is
+    /// not local bookkeeping, a relationship object or server-maintained), without the id and
+    /// modification-date fields and without nulls.
+    func fields(of record: JSON, creating: Bool, options: SyncOptions) -> [(String, JSON)] {
+        let list = (creating ? createFieldlist : updateFieldlist) ?? options.fieldlist
+        let skip: Set<String> = [idFieldName.lowercased(), modificationDateFieldName.lowercased()]
+        if let list {
+            return list.compactMap { name in
+                guard !skip.contains(name.lowercased()), let value = record[name], !value.isNull else { return nil }
+                return (name, value)
+            }
+        }
+        return record.members.filter { name, value in
+            !value.isNull && !name.hasPrefix("_soup") && !name.hasPrefix("__") && !skip.contains(name.lowercased())
+                && !SyncUpTarget.readOnly.contains(name.lowercased()) && !value.isObject
+        }
+    }
+}

@@ -1,0 +1,504 @@
+import CJansson
+
+/// One run of a sync up (semantics §9). Dirty entries are pushed in batches (sObject
+/// Collections) or one by one; each batch's outcome is committed in one transaction that
+/// re-reads every entry first, so an edit the host made while the batch was in flight is kept
+/// (the entry stays dirty with the new edit). Creates are made exactly once: by upsert on an
+/// external id when the target has one, else the entry is marked before the request and a
+/// retry after a lost response looks for the record the first attempt created.
+struct SyncUpTask {
+    let ctx: SyncContext
+    let target: SyncUpTarget
+    let options: SyncOptions
+    let states: SyncStateStore
+    let emit: (SyncState) -> Void
+
+    enum Action { case create, update, delete, localDelete }
+
+    /// A dirty entry as read for this batch.
+    struct Item {
+        let entryId: Int64
+        let entry: JSONDocument
+        var action: Action
+        let type: String
+        var serverId: String?
+        var lastModified: Int64 { entry.root[SoupPath.lastModified]?.int64 ?? 0 }
+    }
+
+    enum Outcome {
+        case created(String)
+        case updated
+        case deleted
+        case failed(String)
+        case conflict(String)
+        case untouched
+    }
+
+    func run(_ state: inout SyncState) throws {
+        let info = try ctx.store.requireSoup(ctx.soupName)
+        let ids = try dirtyIds(info)
+        state.totalSize = Int64(ids.count)
+        var done = 0
+        var offset = 0
+        while offset < ids.count {
+            if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
+            let chunk = Array(ids[offset..<min(ids.count, offset + target.batchSize)])
+            offset += chunk.count
+            var items = try load(chunk, info: info)
+            var outcomes = [Outcome](repeating: .untouched, count: items.count)
+            try prepare(&items, &outcomes, info: info)
+            if options.mergeMode == .leaveIfChanged { try checkConflicts(items, &outcomes) }
+            try push(&items, &outcomes)
+            done += chunk.count
+            var next = state
+            next.progress = ids.isEmpty ? 100 : min(100, done * 100 / ids.count)
+            next.conflicts += outcomes.filter { if case .conflict = $0 { return true } else { return false } }.count
+            try apply(items, outcomes, info: info, state: next)
+            state = next
+            emit(state)
+        }
+        state.progress = 100
+    }
+
+    // MARK: reading
+
+    private func dirtyIds(_ info: SoupInfo) throws -> [Int64] {
+        try ctx.store.readers.withReader { db in
+            let statement = try db.prepare("SELECT id FROM \(info.table) WHERE \(LocalFlags.dirtyCondition) ORDER BY id")
+            var ids: [Int64] = []
+            while try statement.step() { ids.append(statement.int64(0)) }
+            return ids
+        }
+    }
+
+    private func load(_ ids: [Int64], info: SoupInfo) throws -> [Item] {
+        let text = try ctx.store.retrieve(soup: info.name, ids: ids)
+        let doc = try JSONDocument.parse(text.string, what: "dirty entries")
+        var items: [Item] = []
+        for entry in doc.root.elements {
+            guard let entryId = entry[SoupPath.entryId]?.int64, LocalFlags.isSet(entry[LocalFlags.local]) else { continue }
+            // Each item owns a copy so later batches do not hold the whole page.
+            guard let copy = json_deep_copy(entry.raw) else { continue }
+            let own = JSONDocument(owning: copy)
+            let serverId = own.root[target.idFieldName]?.string.flatMap { $0.isEmpty ? nil : $0 }
+            let created = LocalFlags.isSet(own.root[LocalFlags.created]) || serverId == nil
+            let action: Action
+            if LocalFlags.isSet(own.root[LocalFlags.deleted]) {
+                action = created ? .localDelete : .delete
+            } else {
+                action = created ? .create : .update
+            }
+            let type = own.root["attributes"]?["type"]?.string ?? target.sobjectType ?? ""
+            items.append(Item(entryId: entryId, entry: own, action: action, type: type, serverId: serverId))
+        }
+        return items
+    }
+
+    // MARK: before sending
+
+    /// Items without a type fail. Before any create is sent, the entry is given what makes the
+    /// create repeatable, committed first: a generated external id (upsert targets), or a
+    /// "sent at" mark so a retry after a lost answer can find the record (other targets).
+    /// Creates sent earlier without an answer are reconciled here.
+    private func prepare(_ items: inout [Item], _ outcomes: inout [Outcome], info: SoupInfo) throws {
+        for i in items.indices where items[i].type.isEmpty && items[i].action != .localDelete && target.custom == nil {
+            outcomes[i] = .failed(errorJSON("NO_SOBJECT_TYPE", "The record has no attributes.type and the target no sobjectType"))
+        }
+        guard target.custom == nil else { return }
+        var marks: [Int: (String, UnsafeMutablePointer<json_t>?)] = [:]
+        if let ext = target.externalIdFieldName {
+            for i in items.indices where items[i].action == .create && pending(outcomes, i) {
+                if let v = items[i].entry.root[ext], !v.isNull { continue }
+                marks[i] = (ext, JSONMake.string(ClientId.make()))
+            }
+        } else {
+            for i in items.indices where items[i].action == .create && pending(outcomes, i) {
+                if let sent = items[i].entry.root[LocalFlags.pendingCreate]?.int64,
+                   let found = try findCreated(items[i], sentAt: sent, info: info) {
+                    items[i].serverId = found
+                    outcomes[i] = .created(found)
+                    continue
+                }
+                marks[i] = (LocalFlags.pendingCreate, JSONMake.int(Clock.nowMillis()))
+            }
+        }
+        guard !marks.isEmpty else { return }
+        let now = Clock.nowMillis()
+        let marked: [Int: JSONDocument] = try ctx.store.write { db in
+            try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
+                var sink: TextBuffer? = nil
+                var marked: [Int: JSONDocument] = [:]
+                for (i, mark) in marks {
+                    guard let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
+                    current.root.set(mark.0, owned: mark.1.map { cjansson_incref($0) } ?? nil)
+                    try writer.upsert(current.root, index: i, now: now, into: &sink)
+                    marked[i] = current
+                }
+                return marked
+            }
+        }
+        for (_, mark) in marks { if let v = mark.1 { cjansson_decref(v) } }
+        // Send what is stored now: it includes any edit made since the batch was read.
+        for (i, entry) in marked {
+            items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type, serverId: items[i].serverId)
+        }
+    }
+
+    /// Looks for the server record a previous, unanswered create of `item` made: records of the
+    /// type changed since it was sent whose fields all equal what is sent, and that no local
+    /// entry already holds.
+    private func findCreated(_ item: Item, sentAt: Int64, info: SoupInfo) throws -> String? {
+        let start = Timestamp.format(sentAt - 60_000)
+        let end = Timestamp.format(Clock.nowMillis() + 60_000)
+        let type = RemoteURL.encode(item.type)
+        let updated = try ctx.rest.json("GET", "sobjects/\(type)/updated/?start=\(RemoteURL.encode(start))&end=\(RemoteURL.encode(end))", cancel: ctx.cancel)
+        let candidates = (updated.root["ids"]?.elements ?? []).compactMap { $0.string }
+        guard !candidates.isEmpty else { return nil }
+        let fields = target.fields(of: item.entry.root, creating: true, options: options)
+        let body = JSONDocument.object()
+        let ids = JSONDocument.array()
+        for id in candidates { ids.root.append(owned: JSONMake.string(id)) }
+        let names = JSONDocument.array()
+        for name in [target.idFieldName] + fields.map(\.0) { names.root.append(owned: JSONMake.string(name)) }
+        body.root.set("ids", owned: cjanssonRetain(ids.root.raw))
+        body.root.set("fields", owned: cjanssonRetain(names.root.raw))
+        let records = try ctx.rest.json("POST", "composite/sobjects/\(type)", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
+        for record in records.root.elements where record.isObject {
+            guard let id = record[target.idFieldName]?.string ?? record["Id"]?.string else { continue }
+            let same = fields.allSatisfy { name, value in record[name].map { json_equal($0.raw, value.raw) != 0 } ?? false }
+            if same, try !isHeldLocally(id, info: info) { return id }
+        }
+        return nil
+    }
+
+    private func isHeldLocally(_ serverId: String, info: SoupInfo) throws -> Bool {
+        try ctx.store.readers.withReader { db in
+            let statement = try db.prepare("SELECT 1 FROM \(info.table) WHERE \(info.expression(for: target.idFieldName)) = ? LIMIT 1")
+            try statement.bind([.text(serverId)])
+            return try statement.step()
+        }
+    }
+
+    /// LEAVE_IF_CHANGED: updates and deletes go ahead only if the local copy is at least as new
+    /// as the server's; otherwise the record is a conflict.
+    private func checkConflicts(_ items: [Item], _ outcomes: inout [Outcome]) throws {
+        let candidates = items.indices.filter { (items[$0].action == .update || items[$0].action == .delete) && items[$0].serverId != nil }
+        guard !candidates.isEmpty else { return }
+        var serverTimes: [String: Int64?] = [:]
+        let field = target.modificationDateFieldName
+        if target.custom != nil { return }
+        if target.mode == .single {
+            for i in candidates {
+                guard let id = items[i].serverId else { continue }
+                let response = try ctx.rest.send("GET", "sobjects/\(RemoteURL.encode(items[i].type))/\(RemoteURL.encode(id))?fields=\(RemoteURL.encode(field))", cancel: ctx.cancel)
+                if response.status == 404 { serverTimes[id] = .some(nil); continue }
+                guard response.isSuccess else { throw RestClient.error(for: response, method: "GET", path: "sobjects/\(items[i].type)") }
+                let doc = try JSONDocument.parse(response.text, what: "server record")
+                serverTimes[id] = doc.root[field]?.string.flatMap(Timestamp.parse)
+            }
+        } else {
+            let byType = Dictionary(grouping: candidates, by: { items[$0].type })
+            for (type, indices) in byType {
+                let body = JSONDocument.object()
+                let ids = JSONDocument.array()
+                for i in indices { if let id = items[i].serverId { ids.root.append(owned: JSONMake.string(id)) } }
+                let fields = JSONDocument.array()
+                fields.root.append(owned: JSONMake.string(field))
+                body.root.set("ids", owned: cjanssonRetain(ids.root.raw))
+                body.root.set("fields", owned: cjanssonRetain(fields.root.raw))
+                let doc = try ctx.rest.json("POST", "composite/sobjects/\(RemoteURL.encode(type))", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
+                // The answer is in request order; null marks a deleted record.
+                for (position, i) in indices.enumerated() {
+                    guard let id = items[i].serverId else { continue }
+                    let record = doc.root[position]
+                    serverTimes[id] = (record?.isNull ?? true) ? .some(nil) : record?[field]?.string.flatMap(Timestamp.parse)
+                }
+            }
+        }
+        for i in candidates {
+            guard let id = items[i].serverId, let known = serverTimes[id] else { continue }
+            guard let serverTime = known else {
+                if items[i].action == .update {
+                    outcomes[i] = .failed(errorJSON("ENTITY_IS_DELETED", "The record was deleted on the server; LEAVE_IF_CHANGED leaves the local copy"))
+                }
+                continue
+            }
+            let localTime = items[i].entry.root[field]?.string.flatMap(Timestamp.parse) ?? Int64.min
+            if localTime < serverTime {
+                outcomes[i] = .conflict(errorJSON("CONFLICT", "The server record changed after the local copy was synced (server \(field) \(Timestamp.format(serverTime))); the local change was not sent"))
+            }
+        }
+    }
+
+    // MARK: sending
+
+    private func pending(_ outcomes: [Outcome], _ i: Int) -> Bool {
+        if case .untouched = outcomes[i] { return true }
+        return false
+    }
+
+    private func push(_ items: inout [Item], _ outcomes: inout [Outcome]) throws {
+        for i in items.indices where items[i].action == .localDelete { outcomes[i] = .deleted }
+        if let custom = target.custom {
+            for i in items.indices where pending(outcomes, i) { outcomes[i] = try pushCustom(items[i], custom) }
+            return
+        }
+        if target.mode == .single {
+            for i in items.indices where pending(outcomes, i) { outcomes[i] = try pushSingle(items[i]) }
+        } else {
+            try pushCollection(items, &outcomes)
+        }
+        // 404 on update: OVERWRITE re-creates the record.
+        for i in items.indices {
+            if case .failed(let error) = outcomes[i], items[i].action == .update, options.mergeMode == .overwrite,
+               error.contains("ENTITY_IS_DELETED") || error.contains("NOT_FOUND") {
+                var recreate = items[i]
+                recreate.action = .create
+                recreate.serverId = nil
+                outcomes[i] = try pushSingle(recreate)
+            }
+        }
+    }
+
+    private func body(_ item: Item, creating: Bool, withType: Bool, withId: Bool) -> JSONDocument {
+        let doc = JSONDocument.object()
+        if withType {
+            let attributes = JSONDocument.object()
+            attributes.root.set("type", owned: JSONMake.string(item.type))
+            doc.root.set("attributes", owned: cjanssonRetain(attributes.root.raw))
+        }
+        if withId, let id = item.serverId { doc.root.set("Id", owned: JSONMake.string(id)) }
+        for (name, value) in target.fields(of: item.entry.root, creating: creating, options: options) {
+            doc.root.set(name, owned: cjansson_incref(value.raw))
+        }
+        if creating, let ext = target.externalIdFieldName, let value = item.entry.root[ext], !value.isNull {
+            doc.root.set(ext, owned: cjansson_incref(value.raw))
+        }
+        return doc
+    }
+
+    private func pushSingle(_ item: Item) throws -> Outcome {
+        let type = RemoteURL.encode(item.type)
+        switch item.action {
+        case .create:
+            if let ext = target.externalIdFieldName, let value = externalValue(item, ext) {
+                let payload = body(item, creating: true, withType: false, withId: false)
+                payload.root.remove(ext)
+                let path = "sobjects/\(type)/\(RemoteURL.encode(ext))/\(RemoteURL.encode(value))"
+                let response = try ctx.rest.send("PATCH", path, body: Array(payload.root.dump().utf8), cancel: ctx.cancel)
+                if response.isSuccess && response.body.isEmpty {
+                    // 204 (older API versions): the record existed; read its id back.
+                    let record = try ctx.rest.json("GET", "\(path)?fields=Id", cancel: ctx.cancel)
+                    if let id = record.root["Id"]?.string { return .created(id) }
+                }
+                return try createdOutcome(response)
+            }
+            let payload = body(item, creating: true, withType: false, withId: false)
+            return try createdOutcome(try ctx.rest.send("POST", "sobjects/\(type)", body: Array(payload.root.dump().utf8), cancel: ctx.cancel))
+        case .update:
+            guard let id = item.serverId else { return .failed(errorJSON("NO_ID", "The record has no server id")) }
+            let payload = body(item, creating: false, withType: false, withId: false)
+            let response = try ctx.rest.send("PATCH", "sobjects/\(type)/\(RemoteURL.encode(id))", body: Array(payload.root.dump().utf8), cancel: ctx.cancel)
+            return response.isSuccess ? .updated : .failed(errorText(response))
+        case .delete:
+            guard let id = item.serverId else { return .deleted }
+            let response = try ctx.rest.send("DELETE", "sobjects/\(type)/\(RemoteURL.encode(id))", cancel: ctx.cancel)
+            return response.isSuccess || response.status == 404 ? .deleted : .failed(errorText(response))
+        case .localDelete:
+            return .deleted
+        }
+    }
+
+    private func createdOutcome(_ response: HTTPResponse) throws -> Outcome {
+        guard response.isSuccess else { return .failed(errorText(response)) }
+        let doc = try JSONDocument.parse(response.text.isEmpty ? "{}" : response.text, what: "create response")
+        guard let id = doc.root["id"]?.string else {
+            return .failed(errorJSON("NO_ID", "The server answered the create without an id"))
+        }
+        return .created(id)
+    }
+
+    /// The record's external id value (prepare() stored one before the first attempt, so a
+    /// retried upsert always names the same record).
+    private func externalValue(_ item: Item, _ field: String) -> String? {
+        guard let v = item.entry.root[field], !v.isNull else { return nil }
+        return v.string ?? v.dump()
+    }
+
+    private func pushCollection(_ items: [Item], _ outcomes: inout [Outcome]) throws {
+        // Creates: upsert collections per type when an external id is configured, else POST.
+        let creates = items.indices.filter { items[$0].action == .create && pending(outcomes, $0) }
+        if let ext = target.externalIdFieldName {
+            for (type, indices) in Dictionary(grouping: creates, by: { items[$0].type }) {
+                let results = try collectionCall("PATCH", "composite/sobjects/\(RemoteURL.encode(type))/\(RemoteURL.encode(ext))",
+                                                 records: indices.map { body(items[$0], creating: true, withType: true, withId: false) })
+                for (position, i) in indices.enumerated() { outcomes[i] = outcome(results, position, created: true) }
+            }
+        } else if !creates.isEmpty {
+            let results = try collectionCall("POST", "composite/sobjects",
+                                             records: creates.map { body(items[$0], creating: true, withType: true, withId: false) })
+            for (position, i) in creates.enumerated() { outcomes[i] = outcome(results, position, created: true) }
+        }
+        let updates = items.indices.filter { items[$0].action == .update && pending(outcomes, $0) }
+        if !updates.isEmpty {
+            let results = try collectionCall("PATCH", "composite/sobjects",
+                                             records: updates.map { body(items[$0], creating: false, withType: true, withId: true) })
+            for (position, i) in updates.enumerated() { outcomes[i] = outcome(results, position, created: false) }
+        }
+        let deletes = items.indices.filter { items[$0].action == .delete && pending(outcomes, $0) }
+        if !deletes.isEmpty {
+            let ids = deletes.compactMap { items[$0].serverId }.map(RemoteURL.encode).joined(separator: ",")
+            let response = try ctx.rest.send("DELETE", "composite/sobjects?ids=\(ids)&allOrNone=false", cancel: ctx.cancel)
+            guard response.isSuccess else { throw RestClient.error(for: response, method: "DELETE", path: "composite/sobjects") }
+            let results = try JSONDocument.parse(response.text, what: "collection response")
+            for (position, i) in deletes.enumerated() {
+                let result = outcome(results, position, created: false)
+                if case .failed(let e) = result, e.contains("ENTITY_IS_DELETED") || e.contains("NOT_FOUND") {
+                    outcomes[i] = .deleted
+                } else if case .updated = result {
+                    outcomes[i] = .deleted
+                } else {
+                    outcomes[i] = result
+                }
+            }
+        }
+    }
+
+    /// One sObject Collections request (allOrNone false): the per-record results, in order.
+    private func collectionCall(_ method: String, _ path: String, records: [JSONDocument]) throws -> JSONDocument {
+        let body = JSONDocument.object()
+        body.root.set("allOrNone", owned: JSONMake.bool(false))
+        let list = JSONDocument.array()
+        for record in records { list.root.append(owned: cjanssonRetain(record.root.raw)) }
+        body.root.set("records", owned: cjanssonRetain(list.root.raw))
+        let response = try ctx.rest.send(method, path, body: Array(body.root.dump().utf8), cancel: ctx.cancel)
+        guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
+        let results = try JSONDocument.parse(response.text, what: "collection response")
+        guard results.root.isArray, results.root.count == records.count else {
+            throw StoreError(.server, "\(method) \(path) answered \(results.root.count) results for \(records.count) records")
+        }
+        return results
+    }
+
+    private func outcome(_ results: JSONDocument, _ position: Int, created: Bool) -> Outcome {
+        guard let result = results.root[position] else { return .failed(errorJSON("NO_RESULT", "The server gave no result for this record")) }
+        if result["success"]?.bool == true {
+            if created, let id = result["id"]?.string { return .created(id) }
+            return .updated
+        }
+        let errors = result["errors"] ?? results.root
+        return .failed(errors.dump())
+    }
+
+    private func pushCustom(_ item: Item, _ custom: CustomTargetCallbacks) throws -> Outcome {
+        guard let push = custom.pushRecord else { return .failed(errorJSON("NO_CALLBACK", "The custom target cannot push records")) }
+        let action: String
+        switch item.action {
+        case .create: action = "create"
+        case .update: action = "update"
+        case .delete: action = "delete"
+        case .localDelete: return .deleted
+        }
+        do {
+            let text = try push(target.json, action, item.entry.root.dump())
+            let doc = try JSONDocument.parse(text.isEmpty ? "{}" : text, what: "custom push result")
+            switch item.action {
+            case .create:
+                guard let id = doc.root["id"]?.string else { return .failed(errorJSON("NO_ID", "The custom target returned no id")) }
+                return .created(id)
+            case .update: return .updated
+            default: return .deleted
+            }
+        } catch let error as StoreError where error.code == .server || error.code == .conflict {
+            return .failed(errorJSON("CUSTOM_TARGET_ERROR", error.message))
+        }
+    }
+
+    // MARK: committing
+
+    private func current(_ entryId: Int64, db: Connection, info: SoupInfo) throws -> JSONDocument? {
+        let statement = try db.prepare("SELECT soup FROM \(info.table) WHERE id = ?")
+        try statement.bind([.int(entryId)])
+        guard try statement.step() else { return nil }
+        let bytes = statement.textBytes(0)
+        guard let base = bytes.baseAddress else { return nil }
+        return try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
+    }
+
+    /// Applies a batch's outcomes and the state in one transaction, each on the entry as it is
+    /// now: if the host changed it since it was read, its new edit stays dirty.
+    private func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, state: SyncState) throws {
+        try ctx.store.write { db in
+            var removals: [Int64] = []
+            try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
+                var sink: TextBuffer? = nil
+                let now = Clock.nowMillis()
+                for (i, item) in items.enumerated() {
+                    guard let current = try self.current(item.entryId, db: db, info: info) else { continue }
+                    let entry = current.root
+                    let edited = (entry[SoupPath.lastModified]?.int64 ?? 0) != item.lastModified
+                    switch outcomes[i] {
+                    case .untouched:
+                        continue
+                    case .created(let id):
+                        entry.set(target.idFieldName, owned: JSONMake.string(id))
+                        if edited {
+                            entry.set(LocalFlags.created, owned: JSONMake.bool(false))
+                            entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
+                            entry.set(LocalFlags.local, owned: JSONMake.bool(true))
+                            entry.remove(LocalFlags.pendingCreate)
+                            entry.remove(LocalFlags.lastError)
+                        } else {
+                            LocalFlags.clear(entry, syncId: nil)
+                        }
+                    case .updated:
+                        if edited { continue }
+                        LocalFlags.clear(entry, syncId: nil)
+                    case .deleted:
+                        if !edited || LocalFlags.isSet(entry[LocalFlags.deleted]) {
+                            removals.append(item.entryId)
+                            continue
+                        }
+                        // Undeleted by the host meanwhile: the server copy is gone, so it is new again.
+                        entry.remove(target.idFieldName)
+                        entry.set(LocalFlags.created, owned: JSONMake.bool(true))
+                    case .failed(let error), .conflict(let error):
+                        entry.set(LocalFlags.lastError, owned: JSONMake.string(error))
+                    }
+                    try writer.upsert(entry, index: i, now: now, into: &sink)
+                }
+            }
+            try ctx.store.deleteRows(db, info, ids: removals)
+            try states.save(state, db: db)
+        }
+    }
+
+    private func errorText(_ response: HTTPResponse) -> String {
+        let text = response.text
+        if (try? JSONDocument.parse(text)) != nil, !text.isEmpty { return text }
+        return errorJSON("HTTP_\(response.status)", RestClient.describe(response))
+    }
+
+    private func errorJSON(_ code: String, _ message: String) -> String {
+        let doc = JSONDocument.array()
+        let item = JSONDocument.object()
+        item.root.set("errorCode", owned: JSONMake.string(code))
+        item.root.set("message", owned: JSONMake.string(message))
+        doc.root.append(owned: cjanssonRetain(item.root.raw))
+        return doc.root.dump()
+    }
+}
+
+/// Client-generated record ids (UUID v4 text) from the kernel's random source.
+enum ClientId {
+    static func make() -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        let h = Array(hex)
+        return String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-" + String(h[20..<32])
+    }
+}

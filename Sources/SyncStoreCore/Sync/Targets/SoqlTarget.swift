@@ -1,0 +1,205 @@
+/// `{"type":"soql","query":"SELECT ...","maxBatchSize"?:N}`: pages of a SOQL query, incremental
+/// by the modification date (semantics §8).
+struct SoqlTarget: SyncDownTarget {
+    let common: TargetCommon
+    let rewriter: SoqlRewriter
+    let batchHeader: [String]
+
+    var idFieldName: String { common.idFieldName }
+    var modificationDateFieldName: String { common.modificationDateFieldName }
+
+    init(_ json: JSON) throws {
+        common = try TargetCommon(json)
+        rewriter = try SoqlRewriter(try common.required("query"))
+        if let size = json["maxBatchSize"], !size.isNull {
+            guard let n = size.int64, (200...2000).contains(n) else {
+                throw StoreError.argument("maxBatchSize must be an integer from 200 to 2000")
+            }
+            batchHeader = ["Sforce-Query-Options: batchSize=\(n)"]
+        } else {
+            batchHeader = []
+        }
+    }
+
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
+        let soql = rewriter.syncQuery(idField: idFieldName, modificationField: modificationDateFieldName, since: since)
+        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), headers: batchHeader, cancel: ctx.cancel)
+        return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
+    }
+
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
+        guard let next = page.next else { throw StoreError(.internal, "nextPage called after the last page") }
+        let doc = try ctx.rest.json("GET", next, headers: batchHeader, cancel: ctx.cancel)
+        return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
+    }
+
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
+        [ctx.soupName: try QueryPaging.allIds(ctx, soql: rewriter.idQuery(idField: idFieldName), idField: idFieldName, batchHeader: batchHeader)]
+    }
+}
+
+/// `{"type":"sosl","query":"FIND {...} RETURNING ..."}`: one page from `search`.
+struct SoslTarget: SyncDownTarget {
+    let common: TargetCommon
+    let query: String
+    var idFieldName: String { common.idFieldName }
+    var modificationDateFieldName: String { common.modificationDateFieldName }
+
+    init(_ json: JSON) throws {
+        common = try TargetCommon(json)
+        query = try common.required("query")
+    }
+
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
+        let doc = try ctx.rest.json("GET", "search?q=\(RemoteURL.encode(query))", cancel: ctx.cancel)
+        let records = doc.root.isArray ? doc.root : doc.root["searchRecords"]
+        guard let records, records.isArray else { throw StoreError(.server, "The search response has no searchRecords") }
+        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
+                                                           modificationDateFieldName: modificationDateFieldName,
+                                                           records: records.elements)],
+                        totalSize: Int64(records.count), next: nil)
+    }
+
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
+        throw StoreError(.internal, "A SOSL target has one page")
+    }
+
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
+        let page = try firstPage(ctx, since: nil)
+        return [ctx.soupName: Set(page.groups.flatMap { $0.records.compactMap { $0[idFieldName]?.string } })]
+    }
+}
+
+/// `{"type":"mru","sobjectType":"Account","fieldlist":[...]}`: recently used records
+/// (`sobjects/{type}` recentItems), then their fields with one SOQL `Id IN (...)`.
+struct MruTarget: SyncDownTarget {
+    let common: TargetCommon
+    let sobjectType: String
+    let fieldlist: [String]
+    var idFieldName: String { common.idFieldName }
+    var modificationDateFieldName: String { common.modificationDateFieldName }
+
+    init(_ json: JSON) throws {
+        common = try TargetCommon(json)
+        sobjectType = try common.required("sobjectType")
+        guard let list = try common.stringList("fieldlist"), !list.isEmpty else {
+            throw StoreError.argument("An mru target needs a non-empty \"fieldlist\"")
+        }
+        fieldlist = list
+    }
+
+    private func recentIds(_ ctx: SyncContext) throws -> [String] {
+        let doc = try ctx.rest.json("GET", "sobjects/\(RemoteURL.encode(sobjectType))", cancel: ctx.cancel)
+        return (doc.root["recentItems"]?.elements ?? []).compactMap { $0["Id"]?.string }
+    }
+
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
+        let ids = try recentIds(ctx)
+        guard !ids.isEmpty else {
+            return DownPage(owner: [], groups: [], totalSize: 0, next: nil)
+        }
+        var fields = fieldlist
+        for f in [idFieldName, modificationDateFieldName] where !fields.contains(where: { $0.caseInsensitiveEquals(f) }) { fields.append(f) }
+        let soql = "SELECT \(fields.joined(separator: ", ")) FROM \(sobjectType) WHERE Id IN (\(SoqlLiteral.list(ids)))"
+        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), cancel: ctx.cancel)
+        return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
+    }
+
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
+        guard let next = page.next else { throw StoreError(.internal, "nextPage called after the last page") }
+        return try QueryPaging.page(try ctx.rest.json("GET", next, cancel: ctx.cancel), common: common, soupName: ctx.soupName)
+    }
+
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
+        [ctx.soupName: Set(try recentIds(ctx))]
+    }
+}
+
+/// `{"type":"refresh","sobjectType":"Account","fieldlist":[...],"soupName"?}`: re-fetches the
+/// records already in the soup, in chunks of at most 500 ids per SOQL `Id IN (...)`.
+struct RefreshTarget: SyncDownTarget {
+    static let chunk = 500
+    let common: TargetCommon
+    let sobjectType: String
+    let fieldlist: [String]
+    let soupName: String
+    var idFieldName: String { common.idFieldName }
+    var modificationDateFieldName: String { common.modificationDateFieldName }
+
+    init(_ json: JSON, soupName: String) throws {
+        common = try TargetCommon(json)
+        sobjectType = try common.required("sobjectType")
+        guard let list = try common.stringList("fieldlist"), !list.isEmpty else {
+            throw StoreError.argument("A refresh target needs a non-empty \"fieldlist\"")
+        }
+        fieldlist = list
+        self.soupName = try TargetCommon.optionalString(json, "soupName") ?? soupName
+    }
+
+    /// Local ids (server ids stored in the soup), ordered, so chunks are stable across pages.
+    private func localIds(_ ctx: SyncContext) throws -> [String] {
+        let info = try ctx.store.requireSoup(soupName)
+        return try ctx.store.readers.withReader { db in
+            let statement = try db.prepare("SELECT DISTINCT \(info.expression(for: idFieldName)) AS sid FROM \(info.table) WHERE sid IS NOT NULL ORDER BY sid")
+            var ids: [String] = []
+            while try statement.step() { ids.append(statement.text(0)) }
+            return ids
+        }
+    }
+
+    private func fetch(_ ctx: SyncContext, ids: [String], offset: Int) throws -> DownPage {
+        let slice = Array(ids[offset..<min(ids.count, offset + RefreshTarget.chunk)])
+        var fields = fieldlist
+        for f in [idFieldName, modificationDateFieldName] where !fields.contains(where: { $0.caseInsensitiveEquals(f) }) { fields.append(f) }
+        let soql = "SELECT \(fields.joined(separator: ", ")) FROM \(sobjectType) WHERE Id IN (\(SoqlLiteral.list(slice)))"
+        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), cancel: ctx.cancel)
+        let records = doc.root["records"]?.elements ?? []
+        let nextOffset = offset + RefreshTarget.chunk
+        return DownPage(owner: [doc], groups: [RecordGroup(soupName: soupName, idFieldName: idFieldName,
+                                                           modificationDateFieldName: modificationDateFieldName, records: records)],
+                        totalSize: Int64(ids.count), next: nextOffset < ids.count ? String(nextOffset) : nil)
+    }
+
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
+        let ids = try localIds(ctx)
+        guard !ids.isEmpty else { return DownPage(owner: [], groups: [], totalSize: 0, next: nil) }
+        return try fetch(ctx, ids: ids, offset: 0)
+    }
+
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
+        guard let next = page.next, let offset = Int(next) else { throw StoreError(.internal, "nextPage called after the last page") }
+        return try fetch(ctx, ids: try localIds(ctx), offset: offset)
+    }
+
+    /// Ghosts of a refresh target are local records the server no longer has.
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
+        let ids = try localIds(ctx)
+        var found = Set<String>()
+        var offset = 0
+        while offset < ids.count {
+            let slice = Array(ids[offset..<min(ids.count, offset + RefreshTarget.chunk)])
+            let soql = "SELECT Id FROM \(sobjectType) WHERE Id IN (\(SoqlLiteral.list(slice)))"
+            found.formUnion(try QueryPaging.allIds(ctx, soql: soql, idField: "Id"))
+            offset += RefreshTarget.chunk
+        }
+        return [soupName: found]
+    }
+}
+
+enum SoqlLiteral {
+    /// A quoted SOQL string literal.
+    static func quote(_ s: String) -> String {
+        var out = "'"
+        for c in s {
+            switch c {
+            case "'": out += "\\'"
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out + "'"
+    }
+
+    static func list(_ values: [String]) -> String { values.map(quote).joined(separator: ", ") }
+}

@@ -1,0 +1,121 @@
+/// What one sync run needs from its surroundings.
+struct SyncContext {
+    let rest: RestClient
+    let cancel: CancelFlag
+    let store: SmartStore
+    let soupName: String
+    let syncId: Int64
+}
+
+/// Records fetched together, with where they go.
+struct RecordGroup {
+    let soupName: String
+    let idFieldName: String
+    let modificationDateFieldName: String
+    let records: [JSON]
+}
+
+/// One page of a sync down. `owner` keeps the parsed response (and so the records) alive.
+struct DownPage {
+    let owner: [JSONDocument]
+    let groups: [RecordGroup]
+    /// Total records the server announced (first page), nil when unknown.
+    let totalSize: Int64?
+    /// Continuation for the next page, nil on the last one.
+    let next: String?
+
+    var recordCount: Int { groups.reduce(0) { $0 + $1.records.count } }
+}
+
+/// A sync down target type (semantics §8).
+protocol SyncDownTarget {
+    var idFieldName: String { get }
+    var modificationDateFieldName: String { get }
+    /// The first page; `since` is the maxTimeStamp of the previous run (nil: fetch everything).
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage
+    /// The page after `page` (called only when page.next is set).
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage
+    /// Every id the server has in this target's scope, per soup, for cleanResyncGhosts; nil when
+    /// the target cannot list them.
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]?
+}
+
+/// Keys every target understands.
+struct TargetCommon {
+    let json: JSON
+    let idFieldName: String
+    let modificationDateFieldName: String
+
+    init(_ json: JSON) throws {
+        self.json = json
+        idFieldName = try TargetCommon.optionalString(json, "idFieldName") ?? "Id"
+        modificationDateFieldName = try TargetCommon.optionalString(json, "modificationDateFieldName") ?? "LastModifiedDate"
+    }
+
+    static func optionalString(_ json: JSON, _ key: String) throws -> String? {
+        guard let v = json[key], !v.isNull else { return nil }
+        guard let s = v.string, !s.isEmpty else { throw StoreError.argument("Target \"\(key)\" must be a non-empty string") }
+        return s
+    }
+
+    func required(_ key: String) throws -> String {
+        guard let s = try TargetCommon.optionalString(json, key) else {
+            throw StoreError.argument("A \(json["type"]?.string ?? "") target needs \"\(key)\"")
+        }
+        return s
+    }
+
+    func stringList(_ key: String) throws -> [String]? {
+        guard let v = json[key], !v.isNull else { return nil }
+        return try SyncStoreCore.stringList(v, key)
+    }
+}
+
+/// Parses a sync down target JSON into its implementation.
+enum SyncDownTargets {
+    static func make(_ json: JSON, soupName: String, customTargets: CustomTargetRegistry?) throws -> SyncDownTarget {
+        guard json.isObject else { throw StoreError.argument("A sync down target must be a JSON object with \"type\"") }
+        let type = json["type"]?.string ?? (json["query"] != nil ? "soql" : "")
+        switch type {
+        case "soql": return try SoqlTarget(json)
+        case "sosl": return try SoslTarget(json)
+        case "mru": return try MruTarget(json)
+        case "refresh": return try RefreshTarget(json, soupName: soupName)
+        default:
+            if let custom = customTargets?.down(type) { return try custom.make(json) }
+            throw StoreError.argument("Unknown sync down target type '\(type)': use soql, sosl, mru, refresh, or register a custom target")
+        }
+    }
+}
+
+/// Paging through `query` answers: `{totalSize, done, records, nextRecordsUrl}`.
+enum QueryPaging {
+    static func page(_ doc: JSONDocument, common: TargetCommon, soupName: String) throws -> DownPage {
+        guard let records = doc.root["records"], records.isArray else {
+            throw StoreError(.server, "The query response has no records array")
+        }
+        let done = doc.root["done"]?.bool ?? true
+        let next = done ? nil : doc.root["nextRecordsUrl"]?.string
+        return DownPage(owner: [doc],
+                        groups: [RecordGroup(soupName: soupName, idFieldName: common.idFieldName,
+                                             modificationDateFieldName: common.modificationDateFieldName,
+                                             records: records.elements)],
+                        totalSize: doc.root["totalSize"]?.int64, next: next)
+    }
+
+    static func queryPath(_ soql: String) -> String { "query?q=\(RemoteURL.encode(soql))" }
+
+    /// All ids a query returns, following every page.
+    static func allIds(_ ctx: SyncContext, soql: String, idField: String, batchHeader: [String] = []) throws -> Set<String> {
+        var ids = Set<String>()
+        var path: String? = queryPath(soql)
+        while let current = path {
+            let doc = try ctx.rest.json("GET", current, headers: batchHeader, cancel: ctx.cancel)
+            for record in doc.root["records"]?.elements ?? [] {
+                if let id = record[idField]?.string { ids.insert(id) }
+            }
+            path = (doc.root["done"]?.bool ?? true) ? nil : doc.root["nextRecordsUrl"]?.string
+        }
+        return ids
+    }
+}
