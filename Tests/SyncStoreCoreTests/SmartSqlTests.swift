@@ -89,6 +89,8 @@ final class SmartSqlTokenTests: StoreTestCase {
         XCTAssertEqual(try smart(#"select {contacts:Title} as "{weird} name" from {contacts} where {contacts:Title} = 'y'"#).rows.first?.first as? String, "y")
         XCTAssertEqual(try smart("select {contacts:Title} from {contacts} where {contacts:Title} = 'y' -- {not a token}").rows.count, 1)
         XCTAssertEqual(try smart("select /* {nor} this */ {contacts:Title} from {contacts} where {contacts:Title} = 'y'").rows.count, 1)
+        XCTAssertEqual(try smart("select {contacts:Title} as [{bracketed}] from {contacts} where {contacts:Title} = 'y'").rows.count, 1)
+        XCTAssertEqual(try smart("select {contacts:Title} as `{backtick}` from {contacts} where {contacts:Title} = 'y'").rows.count, 1)
     }
 
     func testWithClauseThatOnlyReadsIsAllowed() throws {

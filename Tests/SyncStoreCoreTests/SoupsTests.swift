@@ -65,6 +65,28 @@ final class RegisterSoupTests: StoreTestCase {
         XCTAssertEqual(try count("s"), 1)
     }
 
+    func testStoreConfigFileRegistersSoupsAndSkipsExistingOnes() throws {
+        try register("existing", #"[{"path":"old","type":"string"}]"#)
+        let config = #"""
+            {"soups": [
+              {"soupName": "accounts", "indexes": [{"path": "Id", "type": "string"}, {"path": "Name", "type": "full_text"}]},
+              {"soupName": "existing", "indexes": [{"path": "new", "type": "integer"}]},
+              {"soupName": "accounts", "indexes": [{"path": "Other", "type": "integer"}]}
+            ]}
+            """#
+        let file = "\(root)/userstore.json"
+        let handle = fopen(file, "wb")
+        fputs(config, handle)
+        fclose(handle)
+        try store.loadStoreConfig(path: file)
+        XCTAssertEqual(try store.soupNames, ["accounts", "existing"])
+        XCTAssertEqual(try store.indexSpecs("accounts"), [IndexSpec(path: "Id", type: .string), IndexSpec(path: "Name", type: .fullText)])
+        XCTAssertEqual(try store.indexSpecs("existing"), [IndexSpec(path: "old", type: .string)], "existing soups are skipped")
+        try store.loadStoreConfig(path: file) // again: all skipped
+        XCTAssertEqual(try store.soupNames, ["accounts", "existing"])
+        assertStoreError(.notFound) { try store.loadStoreConfig(path: "\(root)/missing.json") }
+    }
+
     func testSoupExistsRemoveSoupClearSoup() throws {
         XCTAssertFalse(try store.soupExists("s"))
         try register("s", #"[{"path":"a","type":"string"},{"path":"t","type":"full_text"}]"#)
@@ -138,7 +160,8 @@ final class RegisterSoupTests: StoreTestCase {
     }
 
     func testHostileIndexPaths() throws {
-        let paths = ["it's", "semi;colon", "sp ace", "dollar$", "a[0]", "日本", "back\\slash"]
+        // Even positions get string indexes, odd ones json1 (read with json_extract).
+        let paths = ["it's", "semi;colon", "sp ace", "dollar$", "a[0]", "日本", "back\\slash", "json'quote", "x", "json\\back\\slash"]
         var specs: [[String: String]] = []
         for (i, p) in paths.enumerated() { specs.append(["path": p, "type": i % 2 == 0 ? "string" : "json1"]) }
         try register("s", try jsonText(specs))
@@ -150,6 +173,16 @@ final class RegisterSoupTests: StoreTestCase {
             XCTAssertEqual(page.totalEntries, 1, p)
             let rows = try smart("select {s:\(p)} from {s}").rows
             XCTAssertEqual(rows.first?.first as? String, "v\(i)", p)
+        }
+        // The same odd keys unindexed: read from the JSON in queries and Smart SQL.
+        try register("u", #"[{"path":"id","type":"integer"}]"#)
+        var odd: [String: Any] = ["id": 1]
+        for (i, p) in paths.enumerated() { odd[p] = "w\(i)" }
+        try upsert("u", try jsonText(odd))
+        for (i, p) in paths.enumerated() {
+            XCTAssertEqual(try query("u", try spec(["queryType": "exact", "indexPath": p, "matchKey": "w\(i)"])).totalEntries, 1, "unindexed \(p)")
+            XCTAssertEqual(try query("u", try spec(["queryType": "range", "selectPaths": [p]])).rows.first?.first as? String, "w\(i)", "selectPaths \(p)")
+            XCTAssertEqual(try smart("select {u:\(p)} from {u}").rows.first?.first as? String, "w\(i)", "smart \(p)")
         }
     }
 }

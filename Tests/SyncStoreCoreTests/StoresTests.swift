@@ -171,6 +171,30 @@ final class StoreRegistryTests: StoreTestCase {
         assertStoreError(.storage) { try registry.open(root: file, config: try StoreConfig()) }
     }
 
+    func testForeignFilesInTheStoreFolderAreNotStores() throws {
+        try registry.close(try open(#"{"storeName": "real"}"#))
+        for name in ["bad name.db", ".hidden.db", "notes.txt", "real.db-wal"] {
+            let fd = creat("\(root)/user/\(name)", 0o644)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            close(fd)
+        }
+        XCTAssertEqual(try registry.listStores(root: root, global: false), ["real"], "only valid store names are listed")
+        try registry.removeAllStores(root: root, global: false)
+        XCTAssertEqual(try registry.listStores(root: root, global: false), [])
+        XCTAssertEqual(access("\(root)/user/notes.txt", F_OK), 0, "files that are not stores are left alone")
+    }
+
+    func testOpeningACorruptFileIsAStorageError() throws {
+        XCTAssertEqual(mkdir("\(root)/user", 0o755), 0)
+        let path = "\(root)/user/broken.db"
+        let file = fopen(path, "wb")
+        let junk = Array(repeating: UInt8(ascii: "z"), count: 8192)
+        fwrite(junk, 1, junk.count, file)
+        fclose(file)
+        assertStoreError(.storage) { try open(#"{"storeName": "broken"}"#) }
+        XCTAssertFalse(registry.isOpen(path: path))
+    }
+
     func testDataPersistsAcrossCloseAndReopen() throws {
         let h = try open(#"{"storeName": "persist"}"#)
         try registry.store(h).registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)

@@ -19,9 +19,11 @@ enum SoupPath {
 
     /// `json_extract(<soupColumn>, '$."a"."b"')` — the SQL that reads `path` from the JSON text.
     /// Quoting each key lets keys hold spaces or punctuation; `'` is doubled for the literal.
+    /// SQLite matches a quoted key against the key as escaped in the JSON text, where `\` is
+    /// `\\`, so backslashes are doubled (newer SQLite unescapes both sides; doubling works there too).
     static func jsonExtract(_ path: String, soupColumn: String = "soup") -> String {
         var jsonPath = "$"
-        for part in path.split(separator: ".") { jsonPath += ".\"\(part)\"" }
+        for part in path.split(separator: ".") { jsonPath += ".\"\(String(part).replacingAll("\\", with: "\\\\"))\"" }
         return "json_extract(\(soupColumn), '\(jsonPath.replacingAll("'", with: "''"))')"
     }
 
