@@ -264,6 +264,185 @@ int syncstore_cursor_move_to_page(syncstore_store *store, int64_t cursor_id, int
 /** Closes a cursor. Closing an unknown cursor is a no-op (OK). */
 int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_error *err);
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Sync (MobileSync semantics)
+ *
+ * A store syncs with one remote: a server speaking the Salesforce REST API. Syncs are persisted
+ * in the store (soup "syncs_soup") and identified by an integer id and an optional unique name.
+ * A sync state is JSON: {"_soupEntryId" (= sync id), "type": "syncDown"|"syncUp", "name",
+ * "target", "options", "soupName", "status": "NEW"|"RUNNING"|"DONE"|"FAILED"|"STOPPED",
+ * "progress" (0-100), "totalSize" (-1 unknown), "maxTimeStamp" (epoch ms, -1 initially),
+ * "startTime", "endTime", "error" ("" when none), "errorCode" (SYNCSTORE_ERR_*, 0 when none),
+ * "conflicts" (sync up, LEAVE_IF_CHANGED)}.
+ *
+ * Runs. Starting a run returns at once; the run happens on the store's sync worker thread (one
+ * per store; runs of different syncs queue in order). One sync has at most one run at a time:
+ * starting it again while queued or running is SYNCSTORE_ERR_BUSY.
+ *
+ * Callbacks. `callback(state_json, context)` is called on the sync worker thread for every state
+ * change, never while the library holds a lock; `state_json` is valid during the call only.
+ * Every run ends with exactly one terminal callback (status DONE, FAILED or STOPPED). A callback
+ * must not call syncstore_close() on the same store (it would wait for itself: STATE error).
+ * callback may be NULL (use syncstore_wait_sync() or syncstore_get_sync_status()).
+ * syncstore_close() stops the runs started through that handle and waits for their terminal
+ * callbacks; when it returns, none of them calls back again.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Receives a sync state (or a cleanResyncGhosts report) as JSON, valid during the call. */
+typedef void (*syncstore_sync_callback)(const char *state_json, void *context);
+
+/**
+ * Sets (or replaces) the store's remote:
+ * {"instanceUrl": "https://host:port", "accessToken": "...", "apiVersion": "v62.0",
+ *  "refreshToken"?, "clientId"?, "clientSecret"?, "tokenUrl"? (default instanceUrl +
+ *  /services/oauth2/token), "caBundle"? (PEM file), "verifyTls"? (default true),
+ *  "connectTimeoutMs"? (10000), "stallTimeoutMs"? (30000), "maxAttempts"? (3),
+ *  "retryBaseDelayMs"? (200)}.
+ * On HTTP 401 the token is refreshed once (when refreshToken and clientId are set) and the
+ * request retried; if that fails the run ends FAILED with errorCode SYNCSTORE_ERR_AUTH: set new
+ * credentials and reSync. Idempotent requests are retried on network errors and 5xx with
+ * exponential backoff. Runs already started keep the remote they started with.
+ * Errors: ARGUMENT.
+ */
+int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncstore_error *err);
+
+/**
+ * Creates a sync down and starts its first run.
+ * target_json: {"type": "soql", "query": "SELECT ... FROM ..."} | {"type": "sosl", "query"} |
+ *   {"type": "mru", "sobjectType", "fieldlist"} | {"type": "refresh", "sobjectType", "fieldlist"} |
+ *   a registered custom type; common keys "idFieldName" (default "Id"),
+ *   "modificationDateFieldName" (default "LastModifiedDate"); soql also "maxBatchSize" (200-2000).
+ * soup: must exist and have an index on the id field.
+ * options_json: {"mergeMode": "OVERWRITE"|"LEAVE_IF_CHANGED", "fieldlist": [...]} or NULL.
+ * sync_name: NULL, or a unique name (EXISTS if taken).
+ * out_sync_id: receives the sync id (may be NULL).
+ * Errors: ARGUMENT, NOT_FOUND (soup), EXISTS, STATE (stopped manager, closed store).
+ */
+int syncstore_sync_down(syncstore_store *store, const char *target_json, const char *soup,
+                        const char *options_json, const char *sync_name,
+                        syncstore_sync_callback callback, void *context, int64_t *out_sync_id,
+                        syncstore_error *err);
+
+/**
+ * Creates a sync up and starts its first run. Entries with "__local__" set are pushed:
+ * locally deleted -> DELETE, locally created (or without a server id) -> create, else update.
+ * target_json (NULL = defaults): {"type": "collection" (batches of up to 200, the default) |
+ *   "single" | a registered custom type, "createFieldlist"?, "updateFieldlist"?,
+ *   "externalIdFieldName"? (creates become upserts on it), "sobjectType"? (else
+ *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}.
+ * Creates are never duplicated on the server, even when an answer is lost and the sync re-run.
+ * An entry edited while its own sync up is in flight stays dirty with the new edit.
+ * Errors: as syncstore_sync_down.
+ */
+int syncstore_sync_up(syncstore_store *store, const char *target_json, const char *soup,
+                      const char *options_json, const char *sync_name,
+                      syncstore_sync_callback callback, void *context, int64_t *out_sync_id,
+                      syncstore_error *err);
+
+/** Creates a sync down without running it (status NEW). Errors: as syncstore_sync_down. */
+int syncstore_create_sync_down(syncstore_store *store, const char *target_json, const char *soup,
+                               const char *options_json, const char *sync_name,
+                               int64_t *out_sync_id, syncstore_error *err);
+
+/** Creates a sync up without running it (status NEW). Errors: as syncstore_sync_up. */
+int syncstore_create_sync_up(syncstore_store *store, const char *target_json, const char *soup,
+                             const char *options_json, const char *sync_name,
+                             int64_t *out_sync_id, syncstore_error *err);
+
+/**
+ * Runs an existing sync again. A sync down fetches only records modified at or after its
+ * maxTimeStamp (records sharing that millisecond are fetched again, so none is missed).
+ * Errors: NOT_FOUND, BUSY (already queued or running), STATE.
+ */
+int syncstore_resync(syncstore_store *store, int64_t sync_id, syncstore_sync_callback callback,
+                     void *context, syncstore_error *err);
+
+/** syncstore_resync by name; out_sync_id (may be NULL) receives its id. */
+int syncstore_resync_by_name(syncstore_store *store, const char *sync_name,
+                             syncstore_sync_callback callback, void *context,
+                             int64_t *out_sync_id, syncstore_error *err);
+
+/**
+ * Deletes local records that this sync down wrote, that are not locally modified, and whose
+ * ids the server no longer returns for the target. Runs on the sync worker; the callback gets
+ * {"syncId", "type": "cleanResyncGhosts", "status": "RUNNING"|"DONE"|"FAILED"|"STOPPED",
+ * "removed": n, "error", "errorCode"}; the sync's own state is not changed.
+ * Errors: NOT_FOUND, ARGUMENT (not a sync down), BUSY, STATE.
+ */
+int syncstore_clean_resync_ghosts(syncstore_store *store, int64_t sync_id,
+                                  syncstore_sync_callback callback, void *context,
+                                  syncstore_error *err);
+
+/** The sync's state JSON. Errors: NOT_FOUND. */
+int syncstore_get_sync_status(syncstore_store *store, int64_t sync_id, char **out_state_json,
+                              syncstore_error *err);
+
+/** The state of the sync with that name. Errors: NOT_FOUND. */
+int syncstore_get_sync_status_by_name(syncstore_store *store, const char *sync_name,
+                                      char **out_state_json, syncstore_error *err);
+
+/** Deletes a sync's state (not its records). Errors: NOT_FOUND, BUSY (running). */
+int syncstore_delete_sync(syncstore_store *store, int64_t sync_id, syncstore_error *err);
+
+/** syncstore_delete_sync by name. */
+int syncstore_delete_sync_by_name(syncstore_store *store, const char *sync_name,
+                                  syncstore_error *err);
+
+/**
+ * Stops every queued and running sync of the store: transfers are cancelled, no partial page
+ * is committed, runs end STOPPED (within about a second). New runs are refused (STATE) until
+ * syncstore_restart_syncs(). Does not wait; use syncstore_wait_sync().
+ */
+int syncstore_stop_syncs(syncstore_store *store, syncstore_error *err);
+
+/** Accepts runs again; with restart_stopped=1 re-runs every STOPPED sync, reporting to
+ *  callback. */
+int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
+                            syncstore_sync_callback callback, void *context,
+                            syncstore_error *err);
+
+/**
+ * Blocks the calling thread until the sync has no queued or running run, then returns its
+ * state JSON (out_state_json may be NULL). timeout_ms < 0 waits without limit.
+ * Errors: BUSY (timed out), NOT_FOUND.
+ */
+int syncstore_wait_sync(syncstore_store *store, int64_t sync_id, int64_t timeout_ms,
+                        char **out_state_json, syncstore_error *err);
+
+/** Creates the syncs of a usersyncs.json / globalsyncs.json file ({"syncs": [{"syncName",
+ *  "syncType", "soupName", "target", "options"}]}); existing names are skipped. */
+int syncstore_load_sync_config(syncstore_store *store, const char *path, syncstore_error *err);
+
+/**
+ * A target type implemented by the host, for backends that are not Salesforce. Every callback
+ * runs on the store's sync worker thread and returns 0 or a SYNCSTORE_ERR_* code (filling err).
+ * Strings a callback returns through out parameters must be allocated with malloc(); the
+ * library frees them with free(). Unused callbacks may be NULL.
+ */
+typedef struct syncstore_custom_target {
+    /** Passed back to every callback; must stay valid while the store is open. */
+    void *context;
+    /** Sync down: one page. since_ms is the previous maxTimeStamp (-1: everything);
+     *  continuation is NULL for the first page, else the "next" of the previous page.
+     *  *out_page_json = {"records": [...], "totalSize"?: n, "next"?: "continuation"}. */
+    int (*fetch_page)(void *context, const char *target_json, int64_t since_ms,
+                      const char *continuation, char **out_page_json, syncstore_error *err);
+    /** cleanResyncGhosts: *out_ids_json = JSON array of every id the backend has. */
+    int (*remote_ids)(void *context, const char *target_json, char **out_ids_json,
+                      syncstore_error *err);
+    /** Sync up: action is "create", "update" or "delete"; for a create set *out_result_json to
+     *  {"id": "backend id"}. Returning SYNCSTORE_ERR_SERVER or SYNCSTORE_ERR_CONFLICT records
+     *  the message on the entry ("__last_error__") and goes on; other codes fail the run. */
+    int (*push_record)(void *context, const char *target_json, const char *action,
+                       const char *record_json, char **out_result_json, syncstore_error *err);
+} syncstore_custom_target;
+
+/** Registers `type` (not a built-in name) on the store; the struct is copied.
+ *  Errors: ARGUMENT. */
+int syncstore_register_custom_target(syncstore_store *store, const char *type,
+                                     const syncstore_custom_target *target, syncstore_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,11 +80,16 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
-    /// Stops syncs and waits for their terminal callbacks (called when the last handle closes).
-    public func shutdown() {
-        let manager = syncManagerLock.withLock { syncManagerStorage }
-        manager?.close()
+    /// Stops the syncs a handle started and waits for their terminal callbacks; when it is the
+    /// last handle, the sync worker ends too.
+    func closeSyncs(owner: Int, last: Bool) throws {
+        guard let manager = syncManagerLock.withLock({ syncManagerStorage }) else { return }
+        try manager.close(owner: owner)
+        if last { manager.close() }
     }
+
+    /// Whether the caller runs on this store's sync worker (inside a sync callback).
+    var onSyncWorker: Bool { syncManagerLock.withLock { syncManagerStorage }?.isWorkerThread ?? false }
 
     // MARK: soups
 

@@ -53,16 +53,23 @@ public final class StoreRegistry: @unchecked Sendable {
         }
     }
 
-    /// Closes a handle; the store's connections close with its last handle.
+    /// Closes a handle: its syncs are stopped and waited for, its cursors closed; the store's
+    /// connections close with its last handle.
     public func close(_ handle: Int) throws {
-        let store: SmartStore = try lock.withLock {
+        let store = try self.store(handle)
+        if store.onSyncWorker {
+            throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
+        }
+        let last: Bool = try lock.withLock {
             guard let path = handles.removeValue(forKey: handle), var open = byPath[path] else {
                 throw StoreError(.state, "The store handle is already closed or invalid")
             }
             open.handles.remove(handle)
             byPath[path] = open.handles.isEmpty ? nil : open
-            return open.store
+            return open.handles.isEmpty
         }
+        // Outside the registry lock: waiting for a sync must not block other stores.
+        try? store.closeSyncs(owner: handle, last: last)
         store.closeCursors(owner: handle)
     }
 

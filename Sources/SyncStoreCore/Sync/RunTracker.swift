@@ -4,7 +4,7 @@ import Glibc
 final class RunTracker: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var active: [Int64: CancelFlag] = [:]
+    private var active: [Int64: (flag: CancelFlag, owner: Int)] = [:]
 
     init() {
         pthread_mutex_init(mutex, nil)
@@ -25,13 +25,13 @@ final class RunTracker: @unchecked Sendable {
     }
 
     /// Registers a run; BUSY when the sync already has one.
-    func begin(_ id: Int64) throws -> CancelFlag {
+    func begin(_ id: Int64, owner: Int) throws -> CancelFlag {
         try locked {
             guard active[id] == nil else {
                 throw StoreError(.busy, "Sync \(id) is already running; wait for it to finish or stop it", retryable: true)
             }
             let flag = CancelFlag()
-            active[id] = flag
+            active[id] = (flag, owner)
             return flag
         }
     }
@@ -45,7 +45,14 @@ final class RunTracker: @unchecked Sendable {
 
     func isActive(_ id: Int64) -> Bool { locked { active[id] != nil } }
 
-    func cancelAll() { locked { for flag in active.values { flag.cancel() } } }
+    func cancelAll() { locked { for run in active.values { run.flag.cancel() } } }
+
+    /// Cancels the runs started through one handle.
+    func cancel(owner: Int) { locked { for run in active.values where run.owner == owner { run.flag.cancel() } } }
+
+    func waitOwner(_ owner: Int, timeoutMs: Int64) -> Bool {
+        wait(timeoutMs: timeoutMs) { !self.active.values.contains { $0.owner == owner } }
+    }
 
     /// Waits until `id` has no run; false on timeout (timeoutMs < 0 waits forever).
     func wait(_ id: Int64, timeoutMs: Int64) -> Bool { wait(timeoutMs: timeoutMs) { self.active[id] == nil } }

@@ -63,31 +63,31 @@ public final class SyncManager: @unchecked Sendable {
     // MARK: running
 
     @discardableResult
-    public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, callback: SyncCallback?) throws -> Int64 {
+    public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try checkOpen()
         let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
-        try start(state.id, callback: callback)
+        try start(state.id, owner: owner, callback: callback)
         return state.id
     }
 
     @discardableResult
-    public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, callback: SyncCallback?) throws -> Int64 {
+    public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try checkOpen()
         let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
-        try start(state.id, callback: callback)
+        try start(state.id, owner: owner, callback: callback)
         return state.id
     }
 
     /// Runs an existing sync again (incrementally for sync down targets with a timestamp).
-    public func reSync(id: Int64, callback: SyncCallback?) throws {
+    public func reSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
         guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
-        try start(id, callback: callback)
+        try start(id, owner: owner, callback: callback)
     }
 
     @discardableResult
-    public func reSync(name: String, callback: SyncCallback?) throws -> Int64 {
+    public func reSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
-        try start(state.id, callback: callback)
+        try start(state.id, owner: owner, callback: callback)
         return state.id
     }
 
@@ -100,9 +100,9 @@ public final class SyncManager: @unchecked Sendable {
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
-    private func start(_ id: Int64, callback: SyncCallback?) throws {
+    private func start(_ id: Int64, owner: Int, callback: SyncCallback?) throws {
         try checkOpen()
-        let cancel = try tracker.begin(id)
+        let cancel = try tracker.begin(id, owner: owner)
         worker.submit { [self] in
             defer { tracker.finish(id) }
             run(id, cancel: cancel, callback: callback)
@@ -178,11 +178,11 @@ public final class SyncManager: @unchecked Sendable {
 
     /// Deletes local records of this sync down that the server no longer has (semantics §8).
     /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode"}`.
-    public func cleanResyncGhosts(id: Int64, callback: SyncCallback?) throws {
+    public func cleanResyncGhosts(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
-        let cancel = try tracker.begin(id)
+        let cancel = try tracker.begin(id, owner: owner)
         worker.submit { [self] in
             defer { tracker.finish(id) }
             var removed = 0
@@ -241,12 +241,12 @@ public final class SyncManager: @unchecked Sendable {
 
     /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync. Returns their ids.
     @discardableResult
-    public func restart(restartStopped: Bool, callback: SyncCallback?) throws -> [Int64] {
+    public func restart(restartStopped: Bool, owner: Int = 0, callback: SyncCallback?) throws -> [Int64] {
         lock.withLock { paused = false }
         guard restartStopped else { return [] }
         var started: [Int64] = []
         for state in try states.all() where state.status == .stopped && !tracker.isActive(state.id) {
-            try start(state.id, callback: callback)
+            try start(state.id, owner: owner, callback: callback)
             started.append(state.id)
         }
         return started
@@ -291,5 +291,23 @@ public final class SyncManager: @unchecked Sendable {
         lock.withLock { closed = true }
         tracker.cancelAll()
         worker.finish()
+    }
+
+    /// Stops the runs one handle started and waits for their terminal callbacks.
+    public func close(owner: Int) throws {
+        if worker.isCurrentThread {
+            throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
+        }
+        tracker.cancel(owner: owner)
+        _ = tracker.waitOwner(owner, timeoutMs: -1)
+    }
+
+    public var isWorkerThread: Bool { worker.isCurrentThread }
+}
+
+extension SyncManager {
+    /// Reads a usersyncs.json / globalsyncs.json file and creates its syncs.
+    public func loadSyncConfig(path: String) throws {
+        try loadSyncConfig(json: try FileSystem.readFile(path))
     }
 }

@@ -32,6 +32,14 @@ final class SerialWorker: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
+    /// Whether the caller is this worker's thread (it must not wait for itself).
+    var isCurrentThread: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard let thread else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
     /// Runs the queued jobs, then ends the thread and waits for it.
     func finish() {
         pthread_mutex_lock(mutex)
