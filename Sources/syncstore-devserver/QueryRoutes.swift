@@ -73,6 +73,9 @@ extension API {
             result = try store.run(compiled)
         } catch let e as SoqlError {
             throw apiError(e, text: text)
+        } catch let e as SQLiteError where e.code == 1 {
+            // SQLITE_ERROR while preparing: a query too large or deep for SQLite's limits.
+            throw APIError(400, "MALFORMED_QUERY", "Query is too complex: \(e.message)")
         }
         let batch = batchSize(req) ?? API.defaultBatchSize
         var locator: String?
@@ -157,6 +160,8 @@ extension API {
                 result = try store.run(try SoqlCompiler(schema: schema, version: version).compile(q, includeDeleted: false))
             } catch let e as SoqlError {
                 throw apiError(e, text: spec.text)
+            } catch let e as SQLiteError where e.code == 1 {
+                throw APIError(400, "MALFORMED_SEARCH", "Search is too complex: \(e.message)")
             }
             if result.count > 0 {
                 if !first { w.raw(",") }

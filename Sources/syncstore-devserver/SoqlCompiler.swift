@@ -318,9 +318,26 @@ final class SoqlCompiler {
 
     private func condition(_ c: Condition, scope: Scope) throws -> String {
         switch c {
-        case .and(let a, let b): return "(\(try condition(a, scope: scope)) AND \(try condition(b, scope: scope)))"
-        case .or(let a, let b): return "(\(try condition(a, scope: scope)) OR \(try condition(b, scope: scope)))"
-        case .not(let a): return "(NOT \(try condition(a, scope: scope)))"
+        case .and, .or:
+            // Flatten chains iteratively: long AND/OR lists must not become deep SQL nesting.
+            let isAnd: Bool
+            if case .and = c { isAnd = true } else { isAnd = false }
+            var operands: [Condition] = []
+            var stack = [c]
+            while let x = stack.popLast() {
+                switch x {
+                case .and(let a, let b) where isAnd: stack.append(b); stack.append(a)
+                case .or(let a, let b) where !isAnd: stack.append(b); stack.append(a)
+                default: operands.append(x)
+                }
+            }
+            return "(" + (try operands.map { try condition($0, scope: scope) }).joined(separator: isAnd ? " AND " : " OR ") + ")"
+        case .not:
+            var negate = false
+            var inner = c
+            while case .not(let x) = inner { negate.toggle(); inner = x }
+            let sql = try condition(inner, scope: scope)
+            return negate ? "(NOT \(sql))" : sql
         case .compare(let ref, let op, let lit):
             let r = try resolve(ref, scope: scope)
             return try comparison(r, op: op, lit, ref: ref)

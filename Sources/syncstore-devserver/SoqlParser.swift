@@ -343,7 +343,8 @@ struct SoqlParser {
     private mutating func parseUnary() throws -> Condition {
         depth += 1
         defer { depth -= 1 }
-        guard depth < 64 else { throw SoqlError(kind: .malformed, offset: cur.offset, message: "condition nested too deeply") }
+        // SQLite's own parser stack is shallow; keep nesting well inside it.
+        guard depth < 40 else { throw SoqlError(kind: .malformed, offset: cur.offset, message: "condition nested too deeply") }
         if accept("NOT") { return .not(try parseUnary()) }
         if acceptPunct("(") {
             let c = try parseOr()

@@ -1,0 +1,156 @@
+"""Fuzz the SOQL and SOSL parsers through HTTP: random and mutated queries must get a 200
+or a Salesforce-shaped 400, never a 5xx, a crash, a dropped connection or a hang.
+
+FUZZ_ITERATIONS (default 3000) and FUZZ_SEED (default 20261122) control the run.
+"""
+import os
+import random
+import time
+import urllib.parse
+
+import pytest
+import requests
+
+from conftest import TOKEN
+
+CORPUS = [
+    "SELECT Id FROM Contact",
+    "SELECT Id, FirstName, LastName, Account.Name FROM Contact WHERE LastName LIKE 'S%' ORDER BY LastName DESC NULLS LAST LIMIT 10 OFFSET 5",
+    "SELECT Name, (SELECT Id, LastName FROM Contacts WHERE Email != null ORDER BY LastName LIMIT 2) FROM Account WHERE Industry IN ('Banking', 'Retail')",
+    "SELECT COUNT() FROM Contact WHERE CreatedDate > 2025-01-01T00:00:00Z AND (Title = 'CEO' OR NOT Title = null)",
+    "SELECT LastName, COUNT(Id) c FROM Contact GROUP BY LastName ORDER BY COUNT(Id) DESC LIMIT 3",
+    "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact WHERE Birthdate < 1980-01-01) AND AnnualRevenue >= 1000.5",
+    "SELECT Id, Name FROM Widget__c WHERE Active__c = true AND Ship_Date__c = LAST_N_DAYS:30 AND Account__r.Name != 'x\\'y'",
+    "SELECT Id FROM Opportunity WHERE CloseDate = THIS_YEAR AND Amount > -5 AND Probability NOT IN (10, 20)",
+    "SELECT Id FROM Contact WHERE LastModifiedDate >= 2025-01-01T00:00:00.000+0000 ORDER BY LastModifiedDate, Id",
+    "SELECT Id FROM Contact WHERE Email LIKE '%\\_%' FOR VIEW",
+]
+SOSL_CORPUS = [
+    "FIND {Smith} IN ALL FIELDS RETURNING Contact(Id, Name WHERE Title != null LIMIT 5), Account(Id)",
+    "FIND {Tok*} RETURNING Contact",
+    'FIND {"San Francisco"} IN NAME FIELDS LIMIT 10',
+]
+VOCAB = [
+    "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "LIKE", "LIMIT", "OFFSET", "ORDER", "BY", "GROUP", "ASC", "DESC",
+    "NULLS", "FIRST", "LAST", "COUNT()", "COUNT(Id)", "null", "true", "false", "TODAY", "LAST_N_DAYS:", "(", ")", ",", ".",
+    "=", "!=", "<>", "<", ">", "<=", ">=", "'", "\\", "'\\'", "'abc'", "'%'", "0", "-1", "1.5", "99999999999999999999999",
+    "2026-01-01", "2026-13-45", "2026-01-01T00:00:00Z", "2026-01-01T25:00:00+0000", "Id", "Name", "Contact", "Account",
+    "Contacts", "Account.Name", "Account.Owner.Name", "Widget__c", "Account__r.Name", "{", "}", "FIND", "RETURNING", ":", ";",
+    "\x00", "é", "\u202e", "ALL ROWS", "FOR UPDATE", "WITH SECURITY_ENFORCED", "TYPEOF", "(SELECT", "Id)", "%", "_", "*",
+]
+
+
+def mutate(rng, q):
+    ops = rng.randint(1, 4)
+    for _ in range(ops):
+        choice = rng.random()
+        if not q:
+            q = rng.choice(VOCAB)
+        pos = rng.randrange(len(q) + 1)
+        if choice < 0.25:
+            end = min(len(q), pos + rng.randint(1, 12))
+            q = q[:pos] + q[end:]
+        elif choice < 0.5:
+            q = q[:pos] + " " + rng.choice(VOCAB) + " " + q[pos:]
+        elif choice < 0.65:
+            q = q[:pos]
+        elif choice < 0.8:
+            a, b = sorted(rng.randrange(len(q) + 1) for _ in range(2))
+            q = q[:pos] + q[a:b] + q[pos:]
+        elif choice < 0.9:
+            q = q[:pos] + chr(rng.randrange(1, 0x2FF)) + q[pos:]
+        else:
+            q = q.upper() if rng.random() < 0.5 else q.lower()
+    return q
+
+
+def random_query(rng):
+    return " ".join(rng.choice(VOCAB) for _ in range(rng.randint(1, 30)))
+
+
+def deep_query(rng):
+    depth = rng.choice([50, 500, 5000])
+    kind = rng.random()
+    if kind < 0.33:
+        return "SELECT Id FROM Contact WHERE " + "(" * depth + "Name = 'x'" + ")" * depth
+    if kind < 0.66:
+        return "SELECT Id FROM Contact WHERE " + "NOT " * depth + "Name = 'x'"
+    # Long but under the HTTP layer's request-line limit (~80 KB), which answers 400 without a body.
+    return "SELECT Id FROM Contact WHERE " + " OR ".join(f"Name = 'n{i}'" for i in range(min(depth, 1500)))
+
+
+@pytest.fixture(scope="module")
+def fuzz_server():
+    from conftest import DevServer
+
+    s = DevServer("--seed", "Account=50,Contact=300,Opportunity=20,Widget__c=20")
+    yield s
+    s.stop()
+
+
+def check_response(r, q):
+    q = q if len(q) < 300 else q[:300] + "..."
+    assert r.status_code in (200, 400), f"{r.status_code} for {q!r}: {r.text[:300]}"
+    try:
+        body = r.json()
+    except ValueError:
+        raise AssertionError(f"non-JSON {r.status_code} for {q!r}: {r.content[:300]!r}")
+    if r.status_code == 400:
+        assert isinstance(body, list) and body and {"message", "errorCode"} <= set(body[0]), f"bad error shape for {q!r}: {body}"
+        assert body[0]["errorCode"] in {"MALFORMED_QUERY", "INVALID_FIELD", "INVALID_TYPE", "INVALID_QUERY_FILTER_OPERATOR", "MALFORMED_SEARCH"}, body
+    else:
+        assert ("totalSize" in body and "records" in body) or "searchRecords" in body
+
+
+def test_soql_fuzz(fuzz_server):
+    iterations = int(os.environ.get("FUZZ_ITERATIONS", "3000"))
+    seed = int(os.environ.get("FUZZ_SEED", "20261122"))
+    rng = random.Random(seed)
+    s = requests.Session()
+    s.trust_env = False
+    s.headers["Authorization"] = f"Bearer {TOKEN}"
+    stats = {200: 0, 400: 0}
+    started = time.monotonic()
+    for i in range(iterations):
+        r0 = rng.random()
+        if r0 < 0.55:
+            q, endpoint = mutate(rng, rng.choice(CORPUS)), "query"
+        elif r0 < 0.7:
+            q, endpoint = mutate(rng, rng.choice(SOSL_CORPUS)), "search"
+        elif r0 < 0.95:
+            q, endpoint = random_query(rng), rng.choice(["query", "queryAll", "search"])
+        else:
+            q, endpoint = deep_query(rng), "query"
+        if rng.random() < 0.05:
+            # Raw bytes, including invalid UTF-8, percent-encoded into the URL.
+            raw = bytes(rng.randrange(256) for _ in range(rng.randint(1, 80)))
+            url = f"{fuzz_server.api}/{endpoint}?q=" + urllib.parse.quote_from_bytes(raw)
+            r = s.get(url, timeout=10)
+        else:
+            r = s.get(f"{fuzz_server.api}/{endpoint}", params={"q": q}, timeout=10)
+        check_response(r, q)
+        stats[r.status_code] += 1
+        assert fuzz_server.alive(), f"server died on {q!r}"
+    elapsed = time.monotonic() - started
+    print(f"fuzz: {iterations} queries in {elapsed:.1f}s: {stats}")
+    assert stats[200] > 0 and stats[400] > 0
+    # Still serving correctly afterwards.
+    ok = s.get(f"{fuzz_server.api}/query", params={"q": "SELECT COUNT() FROM Contact"}, timeout=10)
+    assert ok.status_code == 200 and ok.json()["totalSize"] == 300
+
+
+def test_malformed_bodies_do_not_crash(fuzz_server):
+    rng = random.Random(7)
+    s = requests.Session()
+    s.trust_env = False
+    s.headers["Authorization"] = f"Bearer {TOKEN}"
+    bodies = [b"", b"{", b"[]", b"null", b'{"LastName": {"a": 1}}', b'{"LastName": "x", "Birthdate": 5}', b"\xff\xfe",
+              b'{"records": "no"}', b'{"compositeRequest": [{"method": "GET"}]}', b"[" * 5000, b'{"LastName":"' + b"x" * 100 + b'"}']
+    bodies += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 200))) for _ in range(100)]
+    paths = ["sobjects/Contact", "composite/sobjects", "composite", "sobjects/Widget__c/External_Id__c/k1", "composite/sobjects/Contact"]
+    for body in bodies:
+        for path in paths:
+            for method in ("POST", "PATCH"):
+                r = s.request(method, f"{fuzz_server.api}/{path}", data=body, headers={"Content-Type": "application/json"}, timeout=10)
+                assert r.status_code < 500, f"{method} {path} {body[:60]!r}: {r.status_code} {r.text[:200]}"
+    assert fuzz_server.alive()
