@@ -102,6 +102,31 @@ final class ConcurrencyTests: StoreTestCase {
         for name in reopened.soupNames { XCTAssertNoThrow(try count(name, on: reopened)) }
     }
 
+    func testHandlesOpenedAndClosedFromManyThreads() throws {
+        let registry = StoreRegistry()
+        let root = self.root
+        let setup = try registry.open(root: root, config: try StoreConfig(name: "shared"))
+        try registry.store(setup).registerSoup("s", specsJSON: #"[{"path":"t","type":"integer"}]"#)
+        let failures = Failures()
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            for i in 0..<15 {
+                do {
+                    let handle = try registry.open(root: root, config: try StoreConfig(name: "shared"))
+                    let s = try registry.store(handle)
+                    _ = try s.upsert(soup: "s", entriesJSON: #"{"t":\#(t),"i":\#(i)}"#)
+                    let page = try CursorPage(s.querySoup("s", specJSON: #"{"queryType":"exact","indexPath":"t","matchKey":\#(t),"pageSize":2}"#, owner: handle))
+                    if page.totalEntries != Int64(i + 1) { failures.add("thread \(t) saw \(page.totalEntries) of its entries after \(i + 1) writes") }
+                    try registry.close(handle)
+                    do { _ = try registry.store(handle); failures.add("closed handle still works") } catch let e as StoreError where e.code == .state {}
+                } catch { failures.add("thread \(t): \(error)") }
+            }
+        }
+        XCTAssertEqual(failures.all, [])
+        XCTAssertEqual(try count("s", on: try registry.store(setup)), 8 * 15)
+        try registry.close(setup)
+        XCTAssertFalse(registry.isOpen(path: StoreRegistry.path(root: root, config: try StoreConfig(name: "shared"))))
+    }
+
     func testAReaderIsNotBlockedByALongWrite() throws {
         let s = try store
         try s.registerSoup("big", specsJSON: #"[{"path":"k","type":"string"},{"path":"n","type":"integer"}]"#)

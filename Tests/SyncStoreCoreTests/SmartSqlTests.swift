@@ -1,6 +1,7 @@
 // semantics §5 — Smart SQL: token forms, the SDK example, aliases and self-joins, quoted
 // strings, MATCH literals, error positions, and refusal of anything but one SELECT.
 import XCTest
+import Foundation
 @testable import SyncStoreCore
 
 final class SmartSqlTokenTests: StoreTestCase {
@@ -125,12 +126,65 @@ final class SmartSqlMatchTests: StoreTestCase {
         XCTAssertEqual(try smart(not).rows.map { $0.first as? String }, ["gremlin"])
     }
 
+    func testFullTextSmartQueriesSurviveSchemaChanges() throws {
+        let sql = "select count(*) from {animals}_fts where {animals}_fts match '{animals:name}:gr*'"
+        XCTAssertEqual(try smart(sql).rows.first.flatMap { int($0.first) }, 3)
+        // Schema changes make every connection reload its schema and reconnect FTS tables.
+        try register("other", #"[{"path":"t","type":"full_text"}]"#)
+        try upsert("other", #"{"t":"grape"}"#)
+        XCTAssertEqual(try smart(sql).rows.first.flatMap { int($0.first) }, 3)
+        try store.alterSoup("animals", specsJSON: #"[{"path":"name","type":"full_text"},{"path":"legs","type":"integer"}]"#, reIndexData: true)
+        XCTAssertEqual(try smart(sql).rows.first.flatMap { int($0.first) }, 3)
+        XCTAssertEqual(try smart("select count(*) from {other}_fts where {other}_fts match '{other:t}:gr*'").rows.first.flatMap { int($0.first) }, 1)
+        // Many readers in parallel, each connecting the FTS tables for the first time.
+        let s = try store
+        let failures = Failures()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            do {
+                let spec = try jsonText(["queryType": "smart", "smartSql": sql, "pageSize": 10] as [String: Any])
+                let page = try CursorPage(s.runSmartQuery(specJSON: spec))
+                if int(page.rows.first?.first) != 3 { failures.add("wrong count \(page.rows)") }
+            } catch { failures.add("\(error)") }
+        }
+        XCTAssertEqual(failures.all, [])
+    }
+
     func testMatchLiteralErrors() throws {
         let notFullText = "select * from {animals}_fts where {animals}_fts match '{animals:legs}:1'"
         let error = try assertRejected(.argument) { try smart(notFullText) }
         XCTAssertTrue(error?.message.contains("full_text") ?? false, error?.message ?? "")
         try assertRejected(.argument) { try smart("select * from {animals}_fts where {animals}_fts match '{nosuch:name}:x'") }
         try assertRejected(.argument) { try smart("select * from {animals}_fts where {animals}_fts match '{animals:name:x'") }
+    }
+}
+
+final class SmartSqlResultValueTests: StoreTestCase {
+    func testEveryResultValueBecomesValidJSON() throws {
+        try register("s", #"[{"path":"a","type":"string"}]"#)
+        try upsert("s", #"{"a":"x","nested":{"b":[1,2]}}"#)
+        let row = try XCTUnwrap(try smart("select null, 1, -2.5, 'text', x'00ff', 1e999, -1e999, cast(x'ff41' as text), {s:nested}, {s:nested.b}, zeroblob(3) from {s}").rows.first)
+        XCTAssertEqual(row.count, 11)
+        XCTAssertTrue(row[0] is NSNull)
+        XCTAssertEqual(int(row[1]), 1)
+        XCTAssertEqual(double(row[2]), -2.5)
+        XCTAssertEqual(row[3] as? String, "text")
+        XCTAssertTrue(row[4] is NSNull, "blobs have no JSON form")
+        XCTAssertTrue(row[5] is NSNull, "infinity has no JSON form")
+        XCTAssertTrue(row[6] is NSNull)
+        XCTAssertEqual(row[7] as? String, "\u{FFFD}A", "invalid UTF-8 is repaired")
+        XCTAssertEqual(row[8] as? String, #"{"b":[1,2]}"#, "json_extract of an object is its JSON text")
+        XCTAssertEqual(row[9] as? String, "[1,2]")
+        XCTAssertTrue(row[10] is NSNull)
+    }
+
+    func testHeavyOrOddQueriesFailCleanly() throws {
+        try register("s", #"[{"path":"a","type":"string"}]"#)
+        try assertRejected(.argument) { try smart("select randomblob(2000000000)") }
+        try assertRejected(.argument) { try smart("select no_such_function(1)") }
+        try assertRejected(.argument) { try smart("select {s:a} from {s} where nosuchcolumn = 1") }
+        try assertRejected(.argument) { try smart("select * from no_such_table") }
+        // Reading the catalog is only reading.
+        XCTAssertEqual(try smart("select count(*) from sqlite_master where name = 'soup_attrs'").rows.first.flatMap { int($0.first) }, 1)
     }
 }
 
