@@ -2,10 +2,6 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import HummingbirdTLS
-import HummingbirdCore
-import HTTPTypes
-import Logging
-import NIOCore
 
 @main
 struct DevServerCommand: AsyncParsableCommand {
@@ -55,10 +51,8 @@ struct DevServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        var logger = Logger(label: "syncstore-devserver")
-        logger.logLevel = verbose ? .info : .warning
-
+        // swift-log's default handler writes to stderr, so stdout carries only the URL.
+        var notes: [String] = []
         let schemaJSON: JSON
         if let schema {
             schemaJSON = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: schema))))
@@ -69,12 +63,12 @@ struct DevServerCommand: AsyncParsableCommand {
         let store = try Store(schema: loadedSchema, path: db ?? ":memory:")
         if let importPath {
             let n = try Seeder(store: store).importFile(try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: importPath)))))
-            logger.info("imported \(n) records")
+            notes.append("imported \(n) records")
         }
         if let seed {
             for (obj, count) in try Seeder.parseSpec(seed, schema: loadedSchema) {
                 let n = try Seeder(store: store).seed(obj, count: count)
-                logger.info("seeded \(n) \(obj.name)")
+                notes.append("seeded \(n) \(obj.name)")
             }
         }
         let userParts = user.split(separator: ":", maxSplits: 1).map(String.init)
@@ -83,31 +77,32 @@ struct DevServerCommand: AsyncParsableCommand {
         let faultState = Faults()
         if let faults { try faultState.set(faults) }
 
-        let server: HTTPServerBuilder
-        let scheme: String
+        let tls: TLSConfiguration?
         if let tlsCert, let tlsKey {
             let chain = try NIOSSLCertificate.fromPEMFile(tlsCert)
             let key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
-            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-            server = try .tls(.http1(), tlsConfiguration: tls)
-            scheme = "https"
+            tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         } else {
-            server = .http1()
-            scheme = "http"
+            tls = nil
         }
+        let scheme = tls == nil ? "http" : "https"
         let hostForURL = host.contains(":") ? "[\(host)]" : host
-        let app = Application(
-            responder: DevResponder(api: api, faults: faultState, adminEnabled: admin),
-            server: server,
-            configuration: .init(address: .hostname(host, port: port), serverName: "syncstore-devserver"),
-            onServerRunning: { channel in
-                let boundPort = channel.localAddress?.port ?? port
-                let url = "\(scheme)://\(hostForURL):\(boundPort)"
-                api.store.locked { api.baseURL = url }
-                print(url)
-                fflush(nil)
-            },
-            logger: logger)
+        let responder = DevResponder(api: api, faults: faultState, adminEnabled: admin)
+        let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "syncstore-devserver")
+        let port = self.port
+        let announce: @Sendable (Int) -> Void = { boundPort in
+            let url = "\(scheme)://\(hostForURL):\(boundPort)"
+            api.store.locked { api.baseURL = url }
+            print(url)
+            fflush(nil)
+        }
+        var app = try tls.map { tls in
+            Application(responder: responder, server: try .tls(.http1(), tlsConfiguration: tls), configuration: configuration,
+                        onServerRunning: { announce($0.localAddress?.port ?? port) })
+        } ?? Application(responder: responder, server: .http1(), configuration: configuration,
+                         onServerRunning: { announce($0.localAddress?.port ?? port) })
+        app.logger.logLevel = verbose ? .info : .warning
+        if verbose { for n in notes { app.logger.info("\(n)") } }
         try await app.runService()
     }
 }

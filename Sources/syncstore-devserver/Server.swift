@@ -1,18 +1,16 @@
 import Foundation
 import Hummingbird
-import HummingbirdTLS
-import HummingbirdCore
-import HTTPTypes
-import NIOCore
 
-/// Request context that keeps the connection's channel, so faults can drop the connection.
+/// Request context that can close the connection, so faults can drop it.
 struct DevContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    let channel: any Channel
+    /// Closes the underlying channel (kept as a closure: the target imports only Hummingbird).
+    let closeConnection: @Sendable () -> Void
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        channel = source.channel
+        let channel = source.channel
+        closeConnection = { channel.close(promise: nil) }
     }
 
     var maxUploadSize: Int { 64 << 20 }
@@ -69,11 +67,11 @@ struct DevResponder: HTTPResponder {
         case .dropMid?:
             var r = makeResponse(resp, streamed: false)
             let half = Array(resp.body.prefix(max(resp.body.count / 2, 1)))
-            let channel = context.channel
+            let close = context.closeConnection
             r.headers[.contentLength] = String(max(resp.body.count, 2))
             r.body = ResponseBody { writer in
                 try await writer.write(ByteBuffer(bytes: half))
-                channel.close(promise: nil)
+                close()
                 throw ConnectionDropped()
             }
             return r
@@ -83,14 +81,14 @@ struct DevResponder: HTTPResponder {
     }
 
     private func drop(_ context: DevContext) async throws -> Response {
-        context.channel.close(promise: nil)
+        context.closeConnection()
         throw ConnectionDropped()
     }
 
     private func makeResponse(_ r: APIResponse, streamed: Bool = false) -> Response {
         var fields = HTTPFields()
         for (name, value) in r.headers {
-            if let n = HTTPField.Name(name) { fields.append(HTTPField(name: n, value: value)) }
+            if let n = HTTPFields.Element.Name(name) { fields.append(HTTPFields.Element(name: n, value: value)) }
         }
         let status = HTTPResponse.Status(code: r.status)
         if r.body.isEmpty { return Response(status: status, headers: fields) }
