@@ -34,6 +34,15 @@ final class BadInputTests: StoreTestCase {
         XCTAssertFalse(try store.soupExists("new"))
     }
 
+    func testTextAfterANulCharacterIsNotIgnored() throws {
+        // A raw NUL is not JSON; what follows it must not be silently dropped.
+        for text in ["{\"k\":\"a\"}\u{0}{\"k\":\"b\"}", "[{\"k\":\"a\"}]\u{0}", "{\"k\":\"a\u{0}b\"}"] {
+            try assertRejected(.argument, text.debugDescription) { try store.upsert(soup: "s", entriesJSON: text) }
+            try assertRejected(.argument, text.debugDescription) { try store.querySoup("s", specJSON: text) }
+        }
+        assertStoreError(.argument) { try StoreConfig.parse("true\u{0}") }
+    }
+
     func testMalformedErrorsSayWhere() throws {
         let error = assertStoreError(.argument) { try store.upsert(soup: "s", entriesJSON: "[{\"k\":\"a\"},\n {\"k\": }]") }
         XCTAssertTrue(error?.message.contains("line 2") ?? false, error?.message ?? "")

@@ -131,10 +131,19 @@ public final class JSONDocument {
 
     deinit { cjansson_decref(root.raw) }
 
-    /// Parses JSON text. Rejects invalid UTF-8 and trailing garbage.
+    /// Parses JSON text. Rejects invalid UTF-8 and trailing garbage, including anything after a
+    /// NUL character (the whole text is parsed, not just the part before a NUL).
     public static func parse(_ text: String, what: String = "JSON") throws -> JSONDocument {
         var error = json_error_t()
-        let parsed = text.withCString { json_loads($0, JSONFlags.decode, &error) }
+        var text = text
+        var hasNul = false
+        let parsed = text.withUTF8 { bytes -> UnsafeMutablePointer<json_t>? in
+            guard let base = bytes.baseAddress else { return json_loadb("", 0, JSONFlags.decode, &error) }
+            // JSON never holds a raw NUL (jansson would drop one after a number or keyword).
+            if memchr(base, 0, bytes.count) != nil { hasNul = true; return nil }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { json_loadb($0, bytes.count, JSONFlags.decode, &error) }
+        }
+        if hasNul { throw StoreError.argument("Malformed \(what): it contains a NUL character; escape it as \\u0000 inside strings") }
         guard let parsed else { throw parseError(error, what: what) }
         return JSONDocument(owning: parsed)
     }
