@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds syncstore-devserver and runs its pytest suite (simple-salesforce fidelity, faults, fuzz).
+#   scripts/devserver-test.sh [pytest args...]
+# Env: SCRATCH (default .build-devserver), SKIP_BUILD=1, SKIP_PIP=1, FUZZ_ITERATIONS (default 3000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SCRATCH="${SCRATCH:-.build-devserver}"
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    swift build --scratch-path "$SCRATCH" --product syncstore-devserver
+fi
+if [[ "${SKIP_PIP:-0}" != 1 ]]; then
+    python3 -m pip install --quiet --disable-pip-version-check -r Tests/devserver/requirements.txt
+fi
+export SYNCSTORE_DEVSERVER="${SYNCSTORE_DEVSERVER:-$SCRATCH/debug/syncstore-devserver}"
+exec python3 -m pytest -q Tests/devserver "$@"
