@@ -85,6 +85,7 @@ final class API: @unchecked Sendable {
     let auth: Auth
     let cursors = CursorStore()
     var baseURL = "http://127.0.0.1"
+    var minBatchSize = 200
     static let minVersion = 50
     static let maxVersion = 65
 

@@ -40,12 +40,14 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Fault injection spec (see below).") var faults: String?
+    @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
     @Flag(help: "Enable /__devserver/faults to change faults at run time.") var admin = false
     @Flag(help: "Log requests to stderr.") var verbose = false
 
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard (1...2000).contains(minBatchSize) else { throw ValidationError("--min-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
     }
@@ -74,6 +76,7 @@ struct DevServerCommand: AsyncParsableCommand {
         let userParts = user.split(separator: ":", maxSplits: 1).map(String.init)
         let auth = Auth(fixedToken: token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: tokenLifetime)
         let api = API(store: store, auth: auth)
+        api.minBatchSize = minBatchSize
         let faultState = Faults()
         if let faults { try faultState.set(faults) }
 

@@ -42,12 +42,13 @@ final class CursorStore {
 extension API {
     static let defaultBatchSize = 2000
 
-    /// `Sforce-Query-Options: batchSize=N`, clamped to the API's 200...2000.
+    /// `Sforce-Query-Options: batchSize=N`, clamped to the API's 200...2000 (the lower bound is
+    /// `--min-batch-size`, so tests can page through small data sets).
     func batchSize(_ req: APIRequest) -> Int? {
         guard let opt = req.headers["sforce-query-options"] else { return nil }
         for part in opt.split(separator: ",") {
             let kv = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if kv.count == 2, kv[0].lowercased() == "batchsize", let n = Int(kv[1]) { return min(max(n, 200), 2000) }
+            if kv.count == 2, kv[0].lowercased() == "batchsize", let n = Int(kv[1]) { return min(max(n, minBatchSize), 2000) }
         }
         return nil
     }

@@ -91,3 +91,18 @@ def test_help_documents_faults():
     assert r.returncode == 0
     for needle in ["--faults", "drop=before|after|mid", "latency=MS", "--seed", "--tls-cert"]:
         assert needle in r.stdout
+
+
+def test_min_batch_size_pages_small_data(start_server):
+    server = start_server("--seed", "Contact=23", "--min-batch-size", "5")
+    s = session()
+    h = {"Sforce-Query-Options": "batchSize=5"}
+    page = s.get(f"{server.api}/query", params={"q": "SELECT Id FROM Contact ORDER BY LastModifiedDate"}, headers=h).json()
+    ids = []
+    while True:
+        ids += [r["Id"] for r in page["records"]]
+        if page["done"]:
+            break
+        assert len(page["records"]) == 5
+        page = s.get(server.url + page["nextRecordsUrl"], headers=h).json()
+    assert len(ids) == len(set(ids)) == 23
