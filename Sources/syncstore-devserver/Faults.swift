@@ -95,7 +95,7 @@ final class Faults: @unchecked Sendable {
             }
             var rule = FaultRule()
             for w in words {
-                let kv = w.split(separator: "=", maxSplits: 1).map(String.init)
+                let kv = w.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
                 let key = kv[0].lowercased()
                 let value = kv.count > 1 ? kv[1] : nil
                 func bad() -> FaultSpecError { FaultSpecError(description: "faults: cannot understand '\(w)' in '\(part.trimmingCharacters(in: .whitespaces))'") }

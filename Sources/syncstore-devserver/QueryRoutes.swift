@@ -58,7 +58,7 @@ extension API {
         if let locatorPart = rest.first {
             // Next page: <locator>-<offset>
             guard let dash = locatorPart.lastIndex(of: "-"), let offset = Int(locatorPart[locatorPart.index(after: dash)...]), offset >= 0,
-                  let cursor = cursors.get(String(locatorPart[..<dash])) else {
+                  let cursor = cursors.get(String(locatorPart[..<dash])), offset <= cursor.result.count else {
                 throw APIError(400, "INVALID_QUERY_LOCATOR", "invalid query locator")
             }
             let batch = batchSize(req) ?? cursor.batchSize

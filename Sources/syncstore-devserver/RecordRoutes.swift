@@ -322,7 +322,7 @@ extension API {
         let pageSize = 2000
         var offset = 0
         if let token = req.query["relayToken"], !token.isEmpty {
-            guard token.hasPrefix("rt-"), let n = Int(token.dropFirst(3)), n >= 0 else {
+            guard token.hasPrefix("rt-"), let n = Int(token.dropFirst(3)), n >= 0, n <= 100_000_000 else {
                 throw APIError(400, "INVALID_INPUT", "Invalid relayToken: \(token)")
             }
             offset = n

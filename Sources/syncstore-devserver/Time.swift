@@ -133,9 +133,10 @@ enum SFTime {
         if let iso = parseDateTime(s.trimmingCharacters(in: .whitespaces)) { return iso }
         let parts = s.split(separator: " ").map(String.init)
         guard parts.count >= 5,
-              let d = Int(parts[1]), let mIndex = months.firstIndex(of: parts[2]), let y = Int(parts[3]) else { return nil }
+              let d = Int(parts[1]), let mIndex = months.firstIndex(of: parts[2]), let y = Int(parts[3]),
+              (1...31).contains(d), (1...9999).contains(y) else { return nil }
         let hms = parts[4].split(separator: ":").compactMap { Int($0) }
-        guard hms.count == 3 else { return nil }
+        guard hms.count == 3, (0..<24).contains(hms[0]), (0..<60).contains(hms[1]), (0...60).contains(hms[2]) else { return nil }
         let daysCount = Int64(days(year: y, month: mIndex + 1, day: d))
         return (daysCount * 86400 + Int64(hms[0] * 3600 + hms[1] * 60 + hms[2])) * 1000
     }

@@ -154,3 +154,30 @@ def test_malformed_bodies_do_not_crash(fuzz_server):
                 r = s.request(method, f"{fuzz_server.api}/{path}", data=body, headers={"Content-Type": "application/json"}, timeout=10)
                 assert r.status_code < 500, f"{method} {path} {body[:60]!r}: {r.status_code} {r.text[:200]}"
     assert fuzz_server.alive()
+
+
+def test_paths_headers_and_locators_do_not_crash(fuzz_server):
+    rng = random.Random(11)
+    s = requests.Session()
+    s.trust_env = False
+    s.headers["Authorization"] = f"Bearer {TOKEN}"
+    contact = s.get(f"{fuzz_server.api}/query", params={"q": "SELECT Id FROM Contact LIMIT 1"}).json()["records"][0]["Id"]
+    first = s.get(f"{fuzz_server.api}/query", params={"q": "SELECT Id FROM Contact"}, headers={"Sforce-Query-Options": "batchSize=200"}).json()
+    locator = first["nextRecordsUrl"].rsplit("/", 1)[1].split("-")[0]
+    segments = ["sobjects", "Contact", "Account", "Widget__c", "External_Id__c", "describe", "updated", "deleted", contact, contact[:15],
+                "query", "queryAll", f"{locator}-200", f"{locator}-99999999999999999999", f"{locator}--1", f"{locator}-9223372036854775807",
+                "composite", "search", "connect", "briefcase", "priming-records", "ui-api", "layout", "", "..", "%00", "%ff", "x" * 300]
+    headers = ["If-Unmodified-Since", "If-Modified-Since", "If-Match", "If-None-Match", "Sforce-Query-Options", "Content-Type"]
+    values = ["", "garbage", "Tue, 99 Foo 99999999999999 99:99:99 GMT", "Mon, 01 Jan 9999 00:00:00 GMT", "*", '"x"',
+              "batchSize=-5", "batchSize=99999999999999999999", "batchSize=", "2026-01-01T00:00:00Z"]
+    params = [{}, {"start": "2020-01-01T00:00:00Z", "end": "2030-01-01T00:00:00Z"}, {"start": "x", "end": "y"},
+              {"relayToken": "rt-9223372036854775807"}, {"changedAfterTimestamp": "9223372036854775807"},
+              {"changedAfterTimestamp": "-9223372036854775808"}, {"fields": "Id,Nope"}, {"fields": "Account.Name"}, {"ids": "a,b,,"}]
+    for _ in range(1500):
+        path = "/".join(rng.choice(segments) for _ in range(rng.randint(1, 4)))
+        method = rng.choice(["GET", "GET", "POST", "PATCH", "DELETE", "PUT", "HEAD"])
+        h = {rng.choice(headers): rng.choice(values) for _ in range(rng.randint(0, 3))}
+        body = rng.choice([b"", b"{}", b'{"LastName": "f"}', b'{"ids": ["x"], "fields": ["Id"]}', b'{"records": []}'])
+        r = s.request(method, f"{fuzz_server.api}/{path}", params=rng.choice(params), headers=h, data=body, timeout=10)
+        assert r.status_code < 500, f"{method} {path} {h}: {r.status_code} {r.text[:200]}"
+    assert fuzz_server.alive()
