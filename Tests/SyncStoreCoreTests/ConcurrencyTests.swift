@@ -102,6 +102,34 @@ final class ConcurrencyTests: StoreTestCase {
         for name in reopened.soupNames { XCTAssertNoThrow(try count(name, on: reopened)) }
     }
 
+    /// Registering the same soup from several threads is a no-op for all but one (never an
+    /// error), and a soup removed under a writer is "not found", never an SQL error.
+    func testRacingRegisterAndRemoveOfOneSoup() throws {
+        let s = try store
+        let failures = Failures()
+        for round in 0..<300 {
+            DispatchQueue.concurrentPerform(iterations: 5) { t in
+                do {
+                    if t == 3 && round % 2 == 1 {
+                        try s.removeSoup("r")
+                    } else if t == 4 {
+                        // Readers racing the removal: "not found" or a result, never an SQL error.
+                        let page = try CursorPage(s.querySoup("r", specJSON: #"{"queryType":"exact","indexPath":"a","matchKey":"x"}"#))
+                        s.closeCursor(page.cursorId)
+                        _ = try s.retrieve(soup: "r", ids: [1, 2])
+                    } else {
+                        try s.registerSoup("r", specsJSON: #"[{"path":"a","type":"string"},{"path":"t","type":"full_text"}]"#)
+                        _ = try s.upsert(soup: "r", entriesJSON: #"{"a":"x","t":"y"}"#)
+                    }
+                } catch let error as StoreError where error.code == .notFound {
+                    // removed by the other thread between register and upsert: fine
+                } catch { failures.add("round \(round) thread \(t): \(error)") }
+            }
+            if round % 2 == 1 { try? s.removeSoup("r") }
+        }
+        XCTAssertEqual(failures.all, [])
+    }
+
     func testHandlesOpenedAndClosedFromManyThreads() throws {
         let registry = StoreRegistry()
         let root = self.root

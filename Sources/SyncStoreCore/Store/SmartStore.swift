@@ -41,11 +41,15 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// Runs `body` in one write transaction. On failure the catalog and id caches are reloaded
-    /// from the database so memory matches what was rolled back.
-    func write<T>(_ body: (Connection) throws -> T) throws -> T {
+    /// from the database so memory matches what was rolled back. `committed` runs after the
+    /// commit, still under the write lock: catalog changes are published there, so the next
+    /// writer never sees a catalog that disagrees with the committed schema.
+    func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
         try writeLock.withLock {
             do {
-                return try writer.transaction { try body(writer) }
+                let result = try writer.transaction { try body(writer) }
+                committed(result)
+                return result
             } catch {
                 nextIds.removeAll()
                 writer.clearCache()
@@ -55,6 +59,7 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
+    /// Called under the write lock (the writer's statement cache is not thread-safe).
     private func schemaChanged() {
         writer.clearCache()
         readers.drain()
@@ -101,11 +106,12 @@ public final class SmartStore: @unchecked Sendable {
     public func registerSoup(_ name: String, specs: [IndexSpec]) throws {
         guard !name.isEmpty else { throw StoreError.argument("A soup name must not be empty") }
         guard !specs.isEmpty else { throw StoreError.argument("Index specs must not be empty") }
-        let created: SoupInfo? = try write { db in
+        _ = try write({ db -> SoupInfo? in
             if self.soup(name) != nil { return nil }
             return try SoupCatalog.create(db, name: name, specs: specs)
-        }
-        if let created { setSoup(name, created) }
+        }, committed: { created in
+            if let created { self.setSoup(name, created) }
+        })
     }
 
     public func soupExists(_ name: String) -> Bool { soup(name) != nil }
@@ -114,13 +120,14 @@ public final class SmartStore: @unchecked Sendable {
 
     public func removeSoup(_ name: String) throws {
         guard soup(name) != nil else { return }
-        try write { db in
+        try write({ db in
             guard let info = self.soup(name) else { return }
             try SoupCatalog.drop(db, info)
             self.nextIds[info.table] = nil
-        }
-        setSoup(name, nil)
-        schemaChanged()
+            // Published before the commit: a reader that fails on the dropped table must then
+            // find the soup gone (see `reading`). A failed commit reloads the catalog.
+            self.setSoup(name, nil)
+        }, committed: { _ in self.schemaChanged() })
     }
 
     public func clearSoup(_ name: String) throws {
@@ -139,7 +146,7 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     public func alterSoup(_ name: String, specs: [IndexSpec], reIndexData: Bool) throws {
-        let info: SoupInfo = try write { db in
+        _ = try write({ db -> SoupInfo in
             let old = try self.requireSoup(name)
             let (info, _) = try SoupCatalog.alter(db, old, specs: specs)
             // New statements must see the altered table before re-indexing uses them.
@@ -149,9 +156,10 @@ public final class SmartStore: @unchecked Sendable {
             }
             try self.refillFullText(db, info)
             return info
-        }
-        setSoup(name, info)
-        schemaChanged()
+        }, committed: { info in
+            self.setSoup(name, info)
+            self.schemaChanged()
+        })
     }
 
     public func reIndexSoup(_ name: String, pathsJSON: String) throws {
@@ -226,14 +234,15 @@ public final class SmartStore: @unchecked Sendable {
             }
             definitions.append((name, try IndexSpec.parseList(indexes)))
         }
-        let created: [SoupInfo] = try write { db in
+        _ = try write({ db -> [SoupInfo] in
             var created: [SoupInfo] = []
             for (name, specs) in definitions where self.soup(name) == nil && !created.contains(where: { $0.name == name }) {
                 created.append(try SoupCatalog.create(db, name: name, specs: specs))
             }
             return created
-        }
-        for info in created { setSoup(info.name, info) }
+        }, committed: { created in
+            for info in created { self.setSoup(info.name, info) }
+        })
     }
 
     // MARK: entries
@@ -273,7 +282,7 @@ public final class SmartStore: @unchecked Sendable {
 
     public func retrieve(soup name: String, ids: [Int64]) throws -> TextBuffer {
         let info = try requireSoup(name)
-        return try readers.withReader { db in
+        return try reading(name, info) { try readers.withReader { db in
             let statement = try db.cached("SELECT soup FROM \(info.table) WHERE id = ?")
             defer { statement.reset() }
             var out = TextBuffer()
@@ -289,6 +298,17 @@ public final class SmartStore: @unchecked Sendable {
             }
             out.append(UInt8(ascii: "]"))
             return out
+        } }
+    }
+
+    /// Runs a read of soup `name`. A read that fails because the soup was removed (or removed
+    /// and registered again) meanwhile says "not found" rather than "no such table".
+    private func reading<T>(_ name: String, _ info: SoupInfo, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            if soup(name)?.table != info.table { throw StoreError.soupNotFound(name) }
+            throw error
         }
     }
 
@@ -353,7 +373,7 @@ public final class SmartStore: @unchecked Sendable {
         }
         let info = try requireSoup(name)
         let plan = try SoupQueryBuilder.plan(spec, soup: info)
-        return try openCursor(plan, pageSize: spec.pageSize, owner: owner)
+        return try reading(name, info) { try openCursor(plan, pageSize: spec.pageSize, owner: owner) }
     }
 
     public func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
