@@ -14,8 +14,10 @@ import http.client
 import os
 import pathlib
 import re
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
@@ -33,9 +35,19 @@ def default_binary():
     sys.exit("no devserver binary: build with `swift build -c release --scratch-path .build-devserver --product syncstore-devserver` or pass --binary")
 
 
-def start(binary, rows):
+def self_signed(directory):
+    """A throwaway certificate for --tls, made with the openssl CLI."""
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+def start(binary, rows, tls=None):
+    extra = ["--tls-cert", tls[0], "--tls-key", tls[1]] if tls else []
     proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", "0", "--token", "bench",
-                             "--seed", f"Account=1000,Contact={rows}"], stdout=subprocess.PIPE)
+                             "--seed", f"Account=1000,Contact={rows}", *extra], stdout=subprocess.PIPE)
     line = proc.stdout.readline().decode().strip()
     if not line.startswith("http"):
         proc.kill()
@@ -43,9 +55,12 @@ def start(binary, rows):
     return proc, line
 
 
-def fetch_all(base, token, soql=SOQL):
+def fetch_all(base, token, soql=SOQL, cafile=None):
     u = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(u.hostname, u.port)
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname, u.port, context=ssl.create_default_context(cafile=cafile))
+    else:
+        conn = http.client.HTTPConnection(u.hostname, u.port)
     headers = {"Authorization": f"Bearer {token}", "Sforce-Query-Options": "batchSize=2000"}
     path = "/services/data/v60.0/query?" + urllib.parse.urlencode({"q": soql})
     records = pages = 0
@@ -81,15 +96,18 @@ def main():
     ap.add_argument("--url")
     ap.add_argument("--token", default="bench")
     ap.add_argument("--soql", default=SOQL, help="query to page through (default: 9 Contact fields)")
+    ap.add_argument("--tls", action="store_true", help="serve and fetch over HTTPS (self-signed, via openssl)")
     args = ap.parse_args()
     proc = None
     base = args.url
+    tmp = tempfile.TemporaryDirectory()
+    tls = self_signed(tmp.name) if args.tls else None
     if not base:
-        proc, base = start(args.binary or default_binary(), args.rows)
+        proc, base = start(args.binary or default_binary(), args.rows, tls)
     try:
         best = 0.0
         for run in range(args.runs):
-            records, pages, elapsed, first = fetch_all(base, args.token, args.soql)
+            records, pages, elapsed, first = fetch_all(base, args.token, args.soql, tls[0] if tls else None)
             rate = records / elapsed
             best = max(best, rate)
             print(f"run {run + 1}: {records} records in {pages} pages, {elapsed:.3f}s (first page {first * 1000:.0f} ms): {rate:,.0f} records/s")
@@ -98,6 +116,7 @@ def main():
         if proc:
             proc.terminate()
             proc.wait()
+        tmp.cleanup()
 
 
 if __name__ == "__main__":
