@@ -137,3 +137,25 @@ final class BadInputTests: StoreTestCase {
         XCTAssertFalse(try store.soupExists(""))
     }
 }
+
+/// The snapshot used by every "store unchanged" assertion must see any change.
+final class SnapshotSelfTests: StoreTestCase {
+    func testSnapshotSeesEveryKindOfChange() throws {
+        try register("s", #"[{"path":"k","type":"string"},{"path":"t","type":"full_text"}]"#)
+        try upsert("s", #"{"k":"a","t":"one"}"#)
+        var before = try snapshot()
+        XCTAssertEqual(try snapshot(), before, "a snapshot is stable")
+        try upsert("s", #"{"_soupEntryId":1,"k":"a","t":"one"}"#) // same content, new date
+        sleepMillis(2)
+        XCTAssertNotEqual(try snapshot(), before, "an update changes the snapshot")
+        before = try snapshot()
+        try store.registerSoup("other", specsJSON: #"[{"path":"x","type":"integer"}]"#)
+        XCTAssertNotEqual(try snapshot(), before, "a new soup changes the snapshot")
+        before = try snapshot()
+        try rawExec(dbPath, "UPDATE \(try XCTUnwrap(try store.soup("s")).table)_fts SET \(try XCTUnwrap(try store.soup("s")).table)_1 = 'changed'")
+        XCTAssertNotEqual(try snapshot().raw, before.raw, "a full-text change shows in the raw dump")
+        before = try snapshot()
+        try rawExec(dbPath, "UPDATE soup_index_map SET type = 'integer' WHERE path = 'k'")
+        XCTAssertNotEqual(try snapshot().raw, before.raw, "a metadata change shows in the raw dump")
+    }
+}
