@@ -318,6 +318,8 @@ extension API {
 
     /// `connect/briefcase/priming-records`: ids and SystemModstamps of the records each briefcase
     /// rule selects, paged with relayToken (an opaque offset), filtered by changedAfterTimestamp.
+    static let masterRecordTypeId = "012000000000000AAA"
+
     func primingRecords(_ req: APIRequest, version: String) throws -> APIResponse {
         let pageSize = 2000
         var offset = 0
@@ -334,8 +336,9 @@ extension API {
             }
             after = ms
         }
-        // Collect every (briefcase, type, id, stamp) in a stable order, then serve one page.
-        var all: [(String, String, String, String)] = []
+        // Collect every (type, id, stamp) in rule order (deduplicated), then serve one page.
+        var all: [(String, String, String)] = []
+        var seen = Set<String>()
         for b in schema.briefcases {
             for rule in b.rules {
                 var soql = "SELECT Id, SystemModstamp FROM \(rule.sobjectType)"
@@ -352,30 +355,28 @@ extension API {
                 }
                 for i in 0..<result.starts.count {
                     let rec = try JSON.parse(Array(result.slice(from: i, count: 1)))
-                    if let id = rec["Id"]?.stringValue, let stamp = rec["SystemModstamp"]?.stringValue {
-                        all.append((b.id, rule.sobjectType, id, stamp))
+                    if let id = rec["Id"]?.stringValue, let stamp = rec["SystemModstamp"]?.stringValue, seen.insert(id).inserted {
+                        all.append((rule.sobjectType, id, stamp))
                     }
                 }
             }
         }
         let pageRows = all.dropFirst(offset).prefix(pageSize)
-        var byBriefcase: [(String, [(String, [JSON])])] = []
-        for (bid, type, id, stamp) in pageRows {
-            let entry: JSON = .object([("id", .string(id)), ("systemModstamp", .string(stamp))])
-            if let bi = byBriefcase.firstIndex(where: { $0.0 == bid }) {
-                if let ti = byBriefcase[bi].1.firstIndex(where: { $0.0 == type }) {
-                    byBriefcase[bi].1[ti].1.append(entry)
-                } else {
-                    byBriefcase[bi].1.append((type, [entry]))
-                }
+        // Shape read by the Mobile SDK: objectApiName -> recordTypeId -> [{id, systemModstamp}],
+        // timestamps as `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`. No record types here: the master one.
+        var byType: [(String, [JSON])] = []
+        for (type, id, stamp) in pageRows {
+            let entry: JSON = .object([("id", .string(id)), ("systemModstamp", .string(stamp.replacingOccurrences(of: "+0000", with: "Z")))])
+            if let ti = byType.firstIndex(where: { $0.0 == type }) {
+                byType[ti].1.append(entry)
             } else {
-                byBriefcase.append((bid, [(type, [entry])]))
+                byType.append((type, [entry]))
             }
         }
         let next = offset + pageRows.count
         let ruleCount = schema.briefcases.reduce(0) { $0 + $1.rules.count }
         return APIResponse(status: 200, json: .object([
-            ("primingRecords", .object(byBriefcase.map { ($0.0, .object($0.1.map { ($0.0, .array($0.1)) })) })),
+            ("primingRecords", .object(byType.map { ($0.0, .object([(API.masterRecordTypeId, .array($0.1))])) })),
             ("relayToken", next < all.count ? .string("rt-\(next)") : .null),
             ("ruleErrors", .array([])),
             ("stats", .object([("ruleCountTotal", .int(Int64(ruleCount))), ("recordCountTotal", .int(Int64(all.count))),

@@ -320,11 +320,20 @@ def test_system_modstamp_strictly_increasing(sf):
 
 
 def test_briefcase_and_layout(https_server, http):
-    pr = http.get(f"{https_server.api}/connect/briefcase/priming-records").json()
-    assert pr["relayToken"] is not None
-    first = next(iter(pr["primingRecords"].values()))
-    assert "Account" in first and ID_RE.match(first["Account"][0]["id"])
-    nxt = http.get(f"{https_server.api}/connect/briefcase/priming-records", params={"relayToken": pr["relayToken"]}).json()
-    assert nxt["stats"]["recordCountServed"] > 0
+    url = f"{https_server.api}/connect/briefcase/priming-records"
+    pr = http.get(url).json()
+    assert pr["relayToken"] is not None and pr["ruleErrors"] == []
+    accounts = pr["primingRecords"]["Account"]["012000000000000AAA"]
+    assert ID_RE.match(accounts[0]["id"]) and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", accounts[0]["systemModstamp"])
+    served = pr["stats"]["recordCountServed"]
+    token = pr["relayToken"]
+    while token:
+        page = http.get(url, params={"relayToken": token}).json()
+        served += page["stats"]["recordCountServed"]
+        token = page["relayToken"]
+    assert served == pr["stats"]["recordCountTotal"]
+    cid = http.post(f"{https_server.api}/sobjects/Account", json={"Name": "Primed"}).json()["id"]
+    recent = http.get(url, params={"changedAfterTimestamp": datetime.datetime.now(datetime.timezone.utc).replace(year=2026, month=1, day=1).isoformat()}).json()
+    assert cid in [r["id"] for r in recent["primingRecords"]["Account"]["012000000000000AAA"]]
     lay = http.get(f"{https_server.api}/ui-api/layout/Contact", params={"layoutType": "Compact", "mode": "View"}).json()
     assert lay["layoutType"] == "Compact" and lay["sections"][0]["layoutRows"]
