@@ -204,6 +204,10 @@ final class SoqlCompiler {
                 root.add(rel.name, .child(try childSubquery(sub, relationship: rel, parentAlias: scope.alias)))
             case .aggregate(_, _, _, let offset):
                 throw SoqlError(kind: .malformed, offset: offset, message: "Aggregate functions need GROUP BY or must be alone")
+            case .fieldsMacro(let which, _):
+                for f in scope.object.fields where which == "ALL" || (which == "CUSTOM") == f.name.hasSuffix("__c") {
+                    root.add(f.name, .value(jsonValue("\(scope.alias).\"\(f.name)\"", f)))
+                }
             }
         }
         return nodeSQL(root, isRoot: true)
@@ -276,6 +280,8 @@ final class SoqlCompiler {
                 pairs.append(try aggregateSQL(fn, arg, scope: scope))
             case .subquery(let sub):
                 throw SoqlError(kind: .malformed, offset: sub.fromOffset, message: "Subqueries are not allowed in aggregate queries")
+            case .fieldsMacro(_, let offset):
+                throw SoqlError(kind: .malformed, offset: offset, message: "FIELDS() is not allowed in aggregate queries")
             }
         }
         return jsonObjectSQL(pairs)
@@ -306,6 +312,7 @@ final class SoqlCompiler {
             case .field(let ref): expr = try resolve(ref, scope: scope).sql
             case .aggregate(let fn, let arg, _, _): expr = try aggregateSQL(fn, arg, scope: scope)
             case .subquery(let sub): throw SoqlError(kind: .malformed, offset: sub.fromOffset, message: "unexpected subquery in ORDER BY")
+            case .fieldsMacro(_, let offset): throw SoqlError(kind: .malformed, offset: offset, message: "unexpected FIELDS() in ORDER BY")
             }
             parts.append("\(expr) \(item.ascending ? "ASC" : "DESC") NULLS \(item.nullsFirst ? "FIRST" : "LAST")")
         }

@@ -154,6 +154,8 @@ enum SelectItem {
     case field(FieldRef)
     case aggregate(function: String, argument: FieldRef?, alias: String?, offset: Int)
     case subquery(SoqlQuery)
+    /// FIELDS(ALL), FIELDS(STANDARD), FIELDS(CUSTOM)
+    case fieldsMacro(String, offset: Int)
 }
 
 indirect enum Condition {
@@ -297,6 +299,13 @@ struct SoqlParser {
         }
         if cur.kind == .ident, peek().kind == .punct, peek().text == "(" {
             let fnTok = advance()
+            if fnTok.upper == "FIELDS" {
+                _ = advance()
+                guard cur.kind == .ident, ["ALL", "STANDARD", "CUSTOM"].contains(cur.upper) else { throw unexpected() }
+                let which = advance().upper
+                try expectPunct(")")
+                return .fieldsMacro(which, offset: fnTok.offset)
+            }
             guard Self.aggregateFunctions.contains(fnTok.upper) else {
                 throw SoqlError(kind: .malformed, offset: fnTok.offset, message: "Unsupported function: \(fnTok.text)")
             }

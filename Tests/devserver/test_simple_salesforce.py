@@ -337,3 +337,12 @@ def test_briefcase_and_layout(https_server, http):
     assert cid in [r["id"] for r in recent["primingRecords"]["Account"]["012000000000000AAA"]]
     lay = http.get(f"{https_server.api}/ui-api/layout/Contact", params={"layoutType": "Compact", "mode": "View"}).json()
     assert lay["layoutType"] == "Compact" and lay["sections"][0]["layoutRows"]
+
+
+def test_fields_macro(sf):
+    rec = sf.query("SELECT FIELDS(ALL) FROM Widget__c LIMIT 1")["records"][0]
+    assert {"Id", "Name", "External_Id__c", "SystemModstamp", "IsDeleted"} <= set(rec)
+    custom = sf.query("SELECT FIELDS(CUSTOM) FROM Widget__c LIMIT 1")["records"][0]
+    assert set(custom) - {"attributes"} == {k for k in rec if k.endswith("__c")}
+    standard = sf.query("SELECT FIELDS(STANDARD) FROM Contact LIMIT 1")["records"][0]
+    assert "LastName" in standard and not any(k.endswith("__c") for k in standard)
