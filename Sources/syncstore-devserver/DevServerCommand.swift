@@ -42,7 +42,7 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "Fault injection spec (see below).") var faults: String?
     @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
     @Flag(help: "Enable /__devserver/faults to change faults at run time.") var admin = false
-    @Flag(help: "Log requests to stderr.") var verbose = false
+    @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
 
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
@@ -90,7 +90,7 @@ struct DevServerCommand: AsyncParsableCommand {
         }
         let scheme = tls == nil ? "http" : "https"
         let hostForURL = host.contains(":") ? "[\(host)]" : host
-        let responder = DevResponder(api: api, faults: faultState, adminEnabled: admin)
+        let responder = DevResponder(api: api, faults: faultState, adminEnabled: admin, logRequests: verbose)
         let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "syncstore-devserver")
         let port = self.port
         let announce: @Sendable (Int) -> Void = { boundPort in

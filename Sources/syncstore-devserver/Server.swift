@@ -24,10 +24,20 @@ struct DevResponder: HTTPResponder {
     let api: API
     let faults: Faults
     let adminEnabled: Bool
+    /// `--verbose`: one stderr line per request (method, path, status, ms, injected fault).
+    let logRequests: Bool
     static let maxBody = 64 << 20
+
+    private func log(_ method: String, _ path: String, _ status: String, _ started: Int64, _ fault: FaultRule.Action?) {
+        guard logRequests else { return }
+        let faultText = fault.map { " fault=\($0)" } ?? ""
+        let line = "\(SFTime.format(millis: SFTime.nowMillis())) \(method) \(path) -> \(status) \(SFTime.nowMillis() - started)ms\(faultText)\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
 
     func respond(to request: Request, context: DevContext) async throws -> Response {
         var request = request
+        let started = SFTime.nowMillis()
         let method = request.method.rawValue
         let path = request.uri.path
         let body: ByteBuffer
@@ -42,6 +52,9 @@ struct DevResponder: HTTPResponder {
         }
         let decision = faults.decide(method: method, path: path)
         if decision.latencyMillis > 0 { try await Task.sleep(nanoseconds: UInt64(decision.latencyMillis) * 1_000_000) }
+        if decision.action != nil, decision.action != .dropAfter, decision.action != .dropMid {
+            log(method, path, "fault", started, decision.action)
+        }
         switch decision.action {
         case .status(let code)?:
             let errorCode = code == 503 ? "SERVER_UNAVAILABLE" : (code >= 500 ? "UNKNOWN_EXCEPTION" : "REQUEST_LIMIT_EXCEEDED")
@@ -60,6 +73,7 @@ struct DevResponder: HTTPResponder {
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let apiRequest = APIRequest(method: method, rawPath: path, rawQuery: request.uri.query, headers: headers, body: bytes)
         let resp = api.handle(apiRequest)
+        log(method, path, String(resp.status), started, decision.action)
         switch decision.action {
         case .dropAfter?:
             // The request was handled (and committed); the client never hears about it.
