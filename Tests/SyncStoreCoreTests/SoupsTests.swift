@@ -298,6 +298,32 @@ final class AlterSoupTests: StoreTestCase {
         XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"age","matchKey":20}"#).ids, [2])
     }
 
+    func testRepeatedAltersSurviveReopening() throws {
+        try register("s", #"[{"path":"a","type":"string"},{"path":"b","type":"integer"},{"path":"t","type":"full_text"}]"#)
+        try upsert("s", #"[{"a":"x","b":1,"c":"p","t":"alpha"},{"a":"y","b":2,"c":"q","t":"beta"}]"#)
+        try store.alterSoup("s", specsJSON: #"[{"path":"b","type":"integer"},{"path":"c","type":"string"},{"path":"t","type":"full_text"}]"#, reIndexData: true)
+        try store.alterSoup("s", specsJSON: #"[{"path":"c","type":"string"},{"path":"a","type":"json1"},{"path":"u","type":"full_text"},{"path":"t","type":"full_text"}]"#, reIndexData: true)
+        let s = try reopenStore()
+        XCTAssertEqual(try s.indexSpecs("s").map(\.path), ["c", "a", "u", "t"])
+        try upsert("s", #"{"a":"z","b":3,"c":"r","t":"gamma","u":"delta"}"#, on: s)
+        XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"c","matchKey":"q"}"#, on: s).ids, [2])
+        XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"c","matchKey":"r"}"#, on: s).ids, [3])
+        XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"a","matchKey":"x"}"#, on: s).ids, [1])
+        XCTAssertEqual(try query("s", #"{"queryType":"match","indexPath":"t","matchKey":"alpha OR gamma"}"#, on: s).ids, [1, 3])
+        XCTAssertEqual(try query("s", #"{"queryType":"match","indexPath":"u","matchKey":"delta"}"#, on: s).ids, [3])
+        XCTAssertEqual(try query("s", #"{"queryType":"match","matchKey":"beta"}"#, on: s).ids, [2])
+        XCTAssertEqual(try query("s", #"{"queryType":"range","indexPath":"b","beginKey":2}"#, on: s).ids, [2, 3], "b is read from the JSON now")
+        let rows = try smart("select {s:c}, {s:a}, {s:t}, {s:u} from {s} order by {s:_soupEntryId}", on: s).rows
+        XCTAssertEqual(rows.map { $0[0] as? String }, ["p", "q", "r"])
+        XCTAssertEqual(rows.map { $0[3] as? String }, [nil, nil, "delta"])
+        // No leftover columns of dropped indexes.
+        let schema = try rawDump(dbPath).filter { $0.hasPrefix("schema t:table | t:\(try XCTUnwrap(try s.soup("s")).table) ") }
+        XCTAssertEqual(schema.count, 1)
+        let table = try XCTUnwrap(try s.soup("s")).table
+        let definition = try XCTUnwrap(schema.first?.components(separatedBy: "CREATE TABLE").last)
+        XCTAssertEqual(definition.components(separatedBy: "\(table)_").count - 1, 3, "index columns of c, u, t only: \(definition)")
+    }
+
     func testAlterErrors() throws {
         try seed()
         try assertRejected(.notFound) { try store.alterSoup("missing", specsJSON: #"[{"path":"a","type":"string"}]"#, reIndexData: true) }
