@@ -249,7 +249,7 @@ extension API {
             let pairs: [(String, JSON)] = [
                 ("aggregatable", .bool(true)), ("autoNumber", .bool(false)),
                 ("byteLength", .int(isString ? Int64(f.length * 3) : 0)),
-                ("calculated", .bool(!f.compoundOf.isEmpty)), ("cascadeDelete", .bool(false)), ("caseSensitive", .bool(false)),
+                ("calculated", .bool(!f.compoundOf.isEmpty)), ("cascadeDelete", .bool(f.cascadeDelete)), ("caseSensitive", .bool(false)),
                 ("createable", .bool(f.createable)), ("custom", .bool(f.name.hasSuffix("__c"))),
                 ("defaultValue", f.defaultValue ?? .null), ("defaultedOnCreate", .bool(f.system || f.type == .boolean || f.defaultValue != nil)),
                 ("digits", .int(0)), ("externalId", .bool(f.externalId)), ("filterable", .bool(true)),
@@ -269,7 +269,7 @@ extension API {
         var pairs = objectSummary(obj, version)
         pairs.append(("fields", .array(fields)))
         pairs.append(("childRelationships", .array(obj.childRelationships.map {
-            .object([("cascadeDelete", .bool(false)), ("childSObject", .string($0.childSObject)), ("deprecatedAndHidden", .bool(false)),
+            .object([("cascadeDelete", .bool($0.cascadeDelete)), ("childSObject", .string($0.childSObject)), ("deprecatedAndHidden", .bool(false)),
                      ("field", .string($0.field)), ("relationshipName", .string($0.name)), ("restrictedDelete", .bool(false))])
         })))
         pairs.append(("recordTypeInfos", .array([])))

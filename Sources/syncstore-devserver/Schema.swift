@@ -51,6 +51,9 @@ struct FieldDef: Sendable {
     var picklistValues: [String]
     var defaultValue: JSON?
     var system: Bool
+    /// Lookup behaviour when the parent is deleted: delete this record too (Contact/Opportunity
+    /// on Account, as in a real org) or, by default, clear the lookup.
+    var cascadeDelete = false
 
     var isReadOnly: Bool { !createable && !updateable }
     /// Required on create: not nillable, settable, no default (booleans default to false).
@@ -61,6 +64,7 @@ struct ChildRelationship: Sendable {
     let name: String
     let childSObject: String
     let field: String
+    var cascadeDelete = false
 }
 
 struct SObjectDef: Sendable {
@@ -158,7 +162,7 @@ struct Schema: Sendable {
                     throw SchemaError(description: "schema: \(obj.name).\(f.name) references unknown sobject \(f.referenceTo ?? "?")")
                 }
                 if let child = f.childRelationshipName {
-                    schema.objects[parentIndex].childRelationships.append(ChildRelationship(name: child, childSObject: obj.name, field: f.name))
+                    schema.objects[parentIndex].childRelationships.append(ChildRelationship(name: child, childSObject: obj.name, field: f.name, cascadeDelete: f.cascadeDelete))
                 }
             }
             for f in obj.fields {
@@ -226,7 +230,7 @@ struct Schema: Sendable {
         default: defaultLength = 0
         }
         let extId = f["externalId"]?.boolValue ?? false
-        return FieldDef(
+        var field = FieldDef(
             name: name,
             label: f["label"]?.stringValue ?? name,
             type: type,
@@ -244,6 +248,8 @@ struct Schema: Sendable {
             picklistValues: f["picklistValues"]?.arrayValue?.compactMap { $0.stringValue } ?? [],
             defaultValue: f["default"],
             system: false)
+        field.cascadeDelete = f["cascadeDelete"]?.boolValue ?? false
+        return field
     }
 
     /// The schema served when `--schema` is not given.
@@ -267,7 +273,7 @@ struct Schema: Sendable {
           {"name": "FirstName", "type": "string", "length": 40},
           {"name": "LastName", "type": "string", "length": 80, "required": true},
           {"name": "Name", "type": "string", "length": 121, "compoundOf": ["FirstName", "LastName"], "nameField": true, "label": "Full Name"},
-          {"name": "AccountId", "type": "reference", "referenceTo": "Account", "relationshipName": "Account", "childRelationshipName": "Contacts", "label": "Account ID"},
+          {"name": "AccountId", "type": "reference", "referenceTo": "Account", "relationshipName": "Account", "childRelationshipName": "Contacts", "cascadeDelete": true, "label": "Account ID"},
           {"name": "Email", "type": "email", "length": 80},
           {"name": "Phone", "type": "phone"},
           {"name": "MobilePhone", "type": "phone"},
@@ -281,7 +287,7 @@ struct Schema: Sendable {
         ]},
         {"name": "Opportunity", "label": "Opportunity", "labelPlural": "Opportunities", "keyPrefix": "006", "fields": [
           {"name": "Name", "type": "string", "length": 120, "required": true, "nameField": true},
-          {"name": "AccountId", "type": "reference", "referenceTo": "Account", "relationshipName": "Account", "childRelationshipName": "Opportunities"},
+          {"name": "AccountId", "type": "reference", "referenceTo": "Account", "relationshipName": "Account", "childRelationshipName": "Opportunities", "cascadeDelete": true},
           {"name": "StageName", "type": "picklist", "required": true, "picklistValues": ["Prospecting", "Qualification", "Proposal", "Negotiation", "Closed Won", "Closed Lost"]},
           {"name": "CloseDate", "type": "date", "required": true},
           {"name": "Amount", "type": "currency"},

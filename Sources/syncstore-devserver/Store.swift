@@ -273,12 +273,30 @@ final class Store: @unchecked Sendable {
         touch(obj.name, id)
     }
 
-    /// Soft delete: the row stays for queryAll and `deleted`, with IsDeleted = true.
-    func delete(_ obj: SObjectDef, id: String) throws {
+    /// Soft delete: the row stays for queryAll and `deleted`, with IsDeleted = true. Children on
+    /// cascading lookups are deleted too; other lookups to the record are cleared.
+    func delete(_ obj: SObjectDef, id: String, depth: Int = 0) throws {
         let stamp = SFTime.format(millis: clock.next())
         let s = try db.prepare("UPDATE \(obj.tableName) SET \"IsDeleted\" = 1, \"LastModifiedDate\" = ?1, \"SystemModstamp\" = ?1 WHERE \"Id\" = ?2")
         try s.run([.text(stamp), .text(id)])
         recent[obj.name]?.removeAll { $0 == id }
+        guard depth < 8 else { return }
+        for child in schema.objects {
+            for f in child.fields where f.type == .reference && f.referenceTo?.lowercased() == obj.name.lowercased() {
+                let find = try db.prepare("SELECT \"Id\" FROM \(child.tableName) WHERE \"\(f.name)\" = ?1 AND \"IsDeleted\" = 0", cached: false)
+                try find.bind([.text(id)])
+                var ids: [String] = []
+                while try find.step() { if let c = find.text(0) { ids.append(c) } }
+                for c in ids {
+                    if f.cascadeDelete {
+                        try delete(child, id: c, depth: depth + 1)
+                    } else {
+                        let clear = try db.prepare("UPDATE \(child.tableName) SET \"\(f.name)\" = NULL, \"LastModifiedDate\" = ?1, \"SystemModstamp\" = ?1 WHERE \"Id\" = ?2")
+                        try clear.run([.text(SFTime.format(millis: clock.next())), .text(c)])
+                    }
+                }
+            }
+        }
     }
 
     /// Checks that a live record exists; the API's 404 shapes otherwise.

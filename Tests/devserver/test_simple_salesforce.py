@@ -346,3 +346,15 @@ def test_fields_macro(sf):
     assert set(custom) - {"attributes"} == {k for k in rec if k.endswith("__c")}
     standard = sf.query("SELECT FIELDS(STANDARD) FROM Contact LIMIT 1")["records"][0]
     assert "LastName" in standard and not any(k.endswith("__c") for k in standard)
+
+
+def test_delete_cascades_and_clears_lookups(sf):
+    acc = sf.Account.create({"Name": "Parent To Delete"})["id"]
+    con = sf.Contact.create({"LastName": "Child", "AccountId": acc})["id"]
+    wid = sf.Widget__c.create({"Name": "Linked", "Account__c": acc})["id"]
+    before = sf.Widget__c.get(wid)["SystemModstamp"]
+    sf.Account.delete(acc)
+    with pytest.raises(SalesforceResourceNotFound):
+        sf.Contact.get(con)  # Contact.AccountId cascades, as in a real org
+    widget = sf.Widget__c.get(wid)
+    assert widget["Account__c"] is None and widget["SystemModstamp"] > before
