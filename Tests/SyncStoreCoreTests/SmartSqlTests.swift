@@ -271,6 +271,18 @@ final class SmartSqlRefusalTests: StoreTestCase {
         XCTAssertEqual(try store.soupNames, ["s"])
     }
 
+    func testDangerousFunctionsAreRefused() throws {
+        // This SQLite is built with ENABLE_FTS3_TOKENIZER: fts3_tokenizer() leaks native pointers
+        // and, with two arguments, registers a pointer as code to call. Smart SQL must not reach it.
+        for sql in ["select hex(fts3_tokenizer('simple'))",
+                    "select fts3_tokenizer('evil', x'4141414141414141')",
+                    "select {s:name} from {s} where fts3_tokenizer('porter') is not null",
+                    "select FTS3_TOKENIZER('simple')",
+                    "select load_extension('libevil')"] {
+            try assertRejected(.argument, sql) { try smart(sql) }
+        }
+    }
+
     func testStringsThatLookLikeStatementsAreData() throws {
         try upsert("s", #"{"name":"x; delete from s; attach"}"#)
         XCTAssertEqual(try smart("select {s:name} from {s} where {s:name} = 'x; delete from s; attach'").rows.count, 1)

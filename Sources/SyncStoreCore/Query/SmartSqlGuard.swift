@@ -6,9 +6,15 @@ enum SmartSqlGuard {
     private static let authorizer: @convention(c) (
         UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?, UnsafePointer<CChar>?
-    ) -> Int32 = { _, action, _, _, _, _ in
+    ) -> Int32 = { _, action, _, function, _, _ in
         switch action {
-        case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION: return SQLITE_OK
+        case SQLITE_SELECT, SQLITE_READ: return SQLITE_OK
+        case SQLITE_FUNCTION:
+            // fts3_tokenizer() returns native pointers and registers pointers as code (this
+            // SQLite is built with ENABLE_FTS3_TOKENIZER); load_extension() loads code.
+            guard let function else { return SQLITE_OK }
+            return sqlite3_stricmp(function, "fts3_tokenizer") == 0 || sqlite3_stricmp(function, "load_extension") == 0
+                ? SQLITE_DENY : SQLITE_OK
         default: return SQLITE_DENY
         }
     }
