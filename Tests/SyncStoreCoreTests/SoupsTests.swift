@@ -128,6 +128,9 @@ final class RegisterSoupTests: StoreTestCase {
             "日本語 ✓ 🍲",
             " ",
             "TABLE_1",
+            "nul\u{0}inside",
+            "tab\tnew\nline",
+            String(repeating: "long", count: 500),
         ]
         for (i, name) in names.enumerated() {
             try register(name, #"[{"path":"k","type":"string"},{"path":"n","type":"integer"},{"path":"t","type":"full_text"}]"#)
