@@ -419,8 +419,9 @@ final class SoqlCompiler {
                 throw SoqlError(kind: .invalidField, offset: lit.offset, message: "value of filter criterion for field '\(r.field.name)' must be of type \(typeName(r.field.type)) and should not be enclosed in quotes")
             }
             let (startDay, endDay) = try relativeRange(name, n, offset: lit.offset)
-            let lo = bind(boundary(day: startDay, r.field))
-            let hi = bind(boundary(day: endDay, r.field))
+            // Bind only the bounds the operator uses: every numbered parameter must appear in the SQL.
+            let lo = (op == "<=" || op == ">") ? "" : bind(boundary(day: startDay, r.field))
+            let hi = (op == "<" || op == ">=") ? "" : bind(boundary(day: endDay, r.field))
             switch op {
             case "=": return "(\(r.sql) >= \(lo) AND \(r.sql) < \(hi) AND \(r.sql) IS NOT NULL)"
             case "!=": return "(\(r.sql) < \(lo) OR \(r.sql) >= \(hi) OR \(r.sql) IS NULL)"
