@@ -240,8 +240,27 @@ def test_generated_valid_queries_all_succeed(fuzz_server):
         ops = ["=", "!="] if ftype == "boolean" else ["=", "!=", "<", ">", "<=", ">="]
         return f"{prefix}{name} {rng.choice(ops)} {literal_for(rng, ftype)}"
 
+    def special(t):
+        r = rng.random()
+        groupable = [n for n, ft in fields(t) if ft not in ("textarea", "double")]
+        numeric = [n for n, ft in fields(t) if ft in ("int", "double", "currency", "percent")]
+        if r < 0.3:
+            return f"SELECT COUNT() FROM {t} WHERE {predicate(t)}" + (f" LIMIT {rng.randint(0, 9)}" if rng.random() < 0.3 else "")
+        if r < 0.6:
+            g = rng.choice(groupable)
+            aggs = [f"COUNT(Id) c", f"MAX({rng.choice(groupable)})"] + ([f"SUM({rng.choice(numeric)}) s", f"AVG({rng.choice(numeric)})"] if numeric else [])
+            return f"SELECT {g}, {', '.join(rng.sample(aggs, rng.randint(1, len(aggs))))} FROM {t} GROUP BY {g} ORDER BY COUNT(Id) DESC LIMIT 5"
+        if r < 0.8 and t == "Account":
+            return f"SELECT Id FROM Account WHERE Id {rng.choice(['IN', 'NOT IN'])} (SELECT AccountId FROM Contact WHERE {predicate('Contact')})"
+        return f"SELECT FIELDS({rng.choice(['ALL', 'STANDARD', 'CUSTOM'])}) FROM {t} WHERE {predicate(t)} LIMIT 3"
+
     for _ in range(int(os.environ.get("FUZZ_ITERATIONS", "3000")) // 3):
         t = rng.choice(list(describe))
+        if rng.random() < 0.2:
+            q = special(t)
+            r = s.get(f"{fuzz_server.api}/query", params={"q": q}, timeout=10)
+            assert r.status_code == 200, f"{q}: {r.text[:300]}"
+            continue
         items = ["Id"] + [n for n, _ in rng.sample(fields(t), rng.randint(1, 5))]
         if parents(t) and rng.random() < 0.4:
             rel, target = rng.choice(parents(t))
