@@ -6,12 +6,16 @@ enum JSONFlags {
     static let encode = Int(JSON_COMPACT | JSON_ENCODE_ANY)
 }
 
-/// A borrowed view of a jansson value. It never owns a reference: whoever created the value
-/// (usually a `JSONDocument`) keeps it alive. Cheap to copy, no allocation.
+/// A view of a jansson value inside a document. It keeps its document alive (Swift may release
+/// an object right after its last use, so a bare pointer could outlive its tree).
 public struct JSON {
     public let raw: UnsafeMutablePointer<json_t>
+    private let owner: JSONDocument?
 
-    public init(_ raw: UnsafeMutablePointer<json_t>) { self.raw = raw }
+    init(_ raw: UnsafeMutablePointer<json_t>, owner: JSONDocument?) {
+        self.raw = raw
+        self.owner = owner
+    }
 
     public enum Kind { case object, array, string, integer, real, bool, null }
 
@@ -33,21 +37,21 @@ public struct JSON {
 
     public subscript(key: String) -> JSON? {
         guard isObject, let value = json_object_get(raw, key) else { return nil }
-        return JSON(value)
+        return JSON(value, owner: owner)
     }
 
     public var count: Int { isArray ? json_array_size(raw) : 0 }
 
     public subscript(index: Int) -> JSON? {
         guard isArray, index >= 0, let value = json_array_get(raw, index) else { return nil }
-        return JSON(value)
+        return JSON(value, owner: owner)
     }
 
     public var elements: [JSON] {
         guard isArray else { return [] }
         var result: [JSON] = []
         result.reserveCapacity(count)
-        for i in 0..<count { if let v = json_array_get(raw, i) { result.append(JSON(v)) } }
+        for i in 0..<count { if let v = json_array_get(raw, i) { result.append(JSON(v, owner: owner)) } }
         return result
     }
 
@@ -58,7 +62,7 @@ public struct JSON {
         var iter = json_object_iter(raw)
         while let it = iter {
             if let key = json_object_iter_key(it), let value = json_object_iter_value(it) {
-                result.append((String(cString: key), JSON(value)))
+                result.append((String(cString: key), JSON(value, owner: owner)))
             }
             iter = json_object_iter_next(raw, it)
         }
@@ -93,6 +97,12 @@ public struct JSON {
         }
     }
 
+    /// A new reference to this value (for moving it into another container), taken while the
+    /// owning document is certainly alive.
+    public func retained() -> UnsafeMutablePointer<json_t>? {
+        withExtendedLifetime(owner) { cjansson_incref(raw) }
+    }
+
     /// Compact serialization. Objects keep their insertion order.
     public func dump() -> String {
         guard let text = json_dumps(raw, JSONFlags.encode) else { return "null" }
@@ -124,12 +134,15 @@ public struct JSON {
 
 /// An owning reference to a parsed or built jansson value.
 public final class JSONDocument {
-    public let root: JSON
+    private let raw: UnsafeMutablePointer<json_t>
 
     /// Takes ownership of one reference to `raw`.
-    public init(owning raw: UnsafeMutablePointer<json_t>) { root = JSON(raw) }
+    public init(owning raw: UnsafeMutablePointer<json_t>) { self.raw = raw }
 
-    deinit { cjansson_decref(root.raw) }
+    deinit { cjansson_decref(raw) }
+
+    /// The root value; it keeps this document alive while in use.
+    public var root: JSON { JSON(raw, owner: self) }
 
     /// Parses JSON text. Rejects invalid UTF-8 and trailing garbage, including anything after a
     /// NUL character (the whole text is parsed, not just the part before a NUL).

@@ -43,7 +43,7 @@ enum ResultWriter {
                 let bytes = statement.textBytes(i)
                 if let base = bytes.baseAddress,
                    let doc = try? JSONDocument.parse(bytes: base, length: bytes.count) {
-                    return cjanssonRetain(doc.root.raw)
+                    return doc.root.retained()
                 }
             }
             return JSONMake.string(statement.text(i))

@@ -53,7 +53,7 @@ public struct IndexSpec: Equatable, Sendable {
             let item = JSONDocument.object()
             item.root.set("path", owned: JSONMake.string(spec.path))
             item.root.set("type", owned: JSONMake.string(spec.type.rawValue))
-            array.root.append(owned: cjanssonRetain(item.root.raw))
+            array.root.append(owned: item.root.retained())
         }
         return array.root.dump()
     }

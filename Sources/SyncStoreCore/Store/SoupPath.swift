@@ -47,9 +47,9 @@ enum SoupPath {
                 case .missing: continue
                 case .borrowed(let v):
                     if v.isNull { continue }
-                    collected.root.append(owned: cjansson_incref(v.raw))
+                    collected.root.append(owned: v.retained())
                 case .owned(let doc):
-                    collected.root.append(owned: cjansson_incref(doc.root.raw))
+                    collected.root.append(owned: doc.root.retained())
                 }
             }
             return .owned(collected)

@@ -160,8 +160,8 @@ struct SyncUpTask {
         for id in candidates { ids.root.append(owned: JSONMake.string(id)) }
         let names = JSONDocument.array()
         for name in [target.idFieldName] + fields.map(\.0) { names.root.append(owned: JSONMake.string(name)) }
-        body.root.set("ids", owned: cjanssonRetain(ids.root.raw))
-        body.root.set("fields", owned: cjanssonRetain(names.root.raw))
+        body.root.set("ids", owned: ids.root.retained())
+        body.root.set("fields", owned: names.root.retained())
         let records = try ctx.rest.json("POST", "composite/sobjects/\(type)", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
         for record in records.root.elements where record.isObject {
             guard let id = record[target.idFieldName]?.string ?? record["Id"]?.string else { continue }
@@ -204,8 +204,8 @@ struct SyncUpTask {
                 for i in indices { if let id = items[i].serverId { ids.root.append(owned: JSONMake.string(id)) } }
                 let fields = JSONDocument.array()
                 fields.root.append(owned: JSONMake.string(field))
-                body.root.set("ids", owned: cjanssonRetain(ids.root.raw))
-                body.root.set("fields", owned: cjanssonRetain(fields.root.raw))
+                body.root.set("ids", owned: ids.root.retained())
+                body.root.set("fields", owned: fields.root.retained())
                 let doc = try ctx.rest.json("POST", "composite/sobjects/\(RemoteURL.encode(type))", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
                 // The answer is in request order; null marks a deleted record.
                 for (position, i) in indices.enumerated() {
@@ -265,14 +265,14 @@ struct SyncUpTask {
         if withType {
             let attributes = JSONDocument.object()
             attributes.root.set("type", owned: JSONMake.string(item.type))
-            doc.root.set("attributes", owned: cjanssonRetain(attributes.root.raw))
+            doc.root.set("attributes", owned: attributes.root.retained())
         }
         if withId, let id = item.serverId { doc.root.set("Id", owned: JSONMake.string(id)) }
         for (name, value) in target.fields(of: item.entry.root, creating: creating, options: options) {
-            doc.root.set(name, owned: cjansson_incref(value.raw))
+            doc.root.set(name, owned: value.retained())
         }
         if creating, let ext = target.externalIdFieldName, let value = item.entry.root[ext], !value.isNull {
-            doc.root.set(ext, owned: cjansson_incref(value.raw))
+            doc.root.set(ext, owned: value.retained())
         }
         return doc
     }
@@ -369,8 +369,8 @@ struct SyncUpTask {
         let body = JSONDocument.object()
         body.root.set("allOrNone", owned: JSONMake.bool(false))
         let list = JSONDocument.array()
-        for record in records { list.root.append(owned: cjanssonRetain(record.root.raw)) }
-        body.root.set("records", owned: cjanssonRetain(list.root.raw))
+        for record in records { list.root.append(owned: record.root.retained()) }
+        body.root.set("records", owned: list.root.retained())
         let response = try ctx.rest.send(method, path, body: Array(body.root.dump().utf8), cancel: ctx.cancel)
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
         let results = try JSONDocument.parse(response.text, what: "collection response")
@@ -484,7 +484,7 @@ struct SyncUpTask {
         let item = JSONDocument.object()
         item.root.set("errorCode", owned: JSONMake.string(code))
         item.root.set("message", owned: JSONMake.string(message))
-        doc.root.append(owned: cjanssonRetain(item.root.raw))
+        doc.root.append(owned: item.root.retained())
         return doc.root.dump()
     }
 }

@@ -1,0 +1,335 @@
+/* Sync down through the C ABI against a real syncstore-devserver process (semantics §7-8).
+ * Usage: test_sync_down <work_dir> <devserver_binary> */
+#define _POSIX_C_SOURCE 200809L
+#include "sync_support.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *root, *binary;
+static const char *CONTACT_INDEXES =
+    "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"LastName\",\"type\":\"string\"},"
+    "{\"path\":\"__local__\",\"type\":\"string\"},{\"path\":\"__sync_id__\",\"type\":\"integer\"}]";
+
+static syncstore_store *open_store(const char *name, const devserver *server) {
+    syncstore_error err;
+    syncstore_store *store = NULL;
+    char config[128];
+    snprintf(config, sizeof config, "{\"storeName\":\"%s\"}", name);
+    EXPECT(syncstore_open(root, config, &store, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_soup(store, "contacts", CONTACT_INDEXES, &err), SYNCSTORE_OK, &err);
+    char *remote = devserver_remote_json(server, NULL);
+    EXPECT(syncstore_set_remote(store, remote, &err), SYNCSTORE_OK, &err);
+    free(remote);
+    return store;
+}
+
+/* Full sync down, callbacks, persisted state; then an incremental reSync that fetches only changes. */
+static void test_full_and_incremental(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=3000,Account=20", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("full", &server);
+    syncstore_error err;
+    recorder r;
+    recorder_init(&r);
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT FirstName, LastName FROM Contact\",\"maxBatchSize\":500}",
+                               "contacts", "{\"mergeMode\":\"OVERWRITE\"}", "contacts-down", record_state, &r, &id, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    if (strcmp(status_of(state), "DONE")) fprintf(stderr, "sync down: %s\n", json_string_value(json_object_get(state, "error")));
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    CHECK(json_integer_value(json_object_get(state, "totalSize")) == 3000);
+    CHECK(json_integer_value(json_object_get(state, "progress")) == 100);
+    CHECK(json_integer_value(json_object_get(state, "maxTimeStamp")) > 0);
+    CHECK(strcmp(str_or_empty(json_object_get(state, "name")), "contacts-down") == 0);
+    json_decref(state);
+    CHECK(r.terminal == 1 && r.order_ok && strcmp(r.last_status, "DONE") == 0);
+    CHECK(r.calls >= 7); /* RUNNING + 6 pages of 500 + DONE */
+    CHECK(soup_count(store, "contacts", NULL) == 3000);
+    char condition[128];
+    snprintf(condition, sizeof condition, "{contacts:__sync_id__} = %lld and {contacts:__local__} = 'false'", (long long)id);
+    CHECK(soup_count(store, "contacts", condition) == 3000);
+    /* every record has Id and LastModifiedDate even though the query did not ask for them */
+    CHECK(soup_count(store, "contacts", "json_extract({contacts:_soup}, '$.LastModifiedDate') is null") == 0);
+
+    /* the same name cannot be created twice; the state is found by name */
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id FROM Contact\"}", "contacts", NULL, "contacts-down",
+                               NULL, NULL, NULL, &err), SYNCSTORE_ERR_EXISTS, &err);
+    char *out = NULL;
+    EXPECT(syncstore_get_sync_status_by_name(store, "contacts-down", &out, &err), SYNCSTORE_OK, &err);
+    state = check_parse(out);
+    CHECK(json_integer_value(json_object_get(state, "_soupEntryId")) == id);
+    json_decref(state);
+
+    /* change three records on the server, then reSync: only changes come down */
+    json_t *page = devserver_call(&server, "GET", "query?q=SELECT+Id+FROM+Contact+ORDER+BY+Id+LIMIT+3", NULL, NULL);
+    const char *changed[3];
+    for (int i = 0; i < 3; i++) {
+        changed[i] = json_string_value(json_object_get(json_array_get(json_object_get(page, "records"), (size_t)i), "Id"));
+        char path[256];
+        snprintf(path, sizeof path, "sobjects/Contact/%s", changed[i]);
+        long status = 0;
+        json_decref(devserver_call(&server, "PATCH", path, "{\"LastName\":\"Changed\"}", &status));
+        CHECK(status == 204);
+    }
+    recorder r2;
+    recorder_init(&r2);
+    EXPECT(syncstore_resync_by_name(store, "contacts-down", record_state, &r2, NULL, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    /* >= maxTimeStamp: the three changes plus at most the few seeded rows at the old maximum */
+    long long fetched = json_integer_value(json_object_get(state, "totalSize"));
+    CHECK(fetched >= 3 && fetched <= 10);
+    json_decref(state);
+    CHECK(r2.terminal == 1 && r2.order_ok);
+    CHECK(soup_count(store, "contacts", "{contacts:LastName} = 'Changed'") == 3);
+    CHECK(soup_count(store, "contacts", NULL) == 3000);
+    json_t *entry = find_entry(store, "contacts", "Id", changed[0]);
+    CHECK(entry && strcmp(json_string_value(json_object_get(entry, "LastName")), "Changed") == 0);
+    json_decref(entry);
+    json_decref(page);
+
+    /* a reSync while the sync is running is refused */
+    EXPECT(syncstore_resync(store, id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    int rc = syncstore_resync(store, id, NULL, NULL, &err);
+    CHECK(rc == SYNCSTORE_ERR_BUSY || rc == SYNCSTORE_OK); /* OK only if the first already finished */
+    json_decref(wait_state(store, id));
+
+    recorder_free(&r);
+    recorder_free(&r2);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
+/* OVERWRITE replaces a locally modified record; LEAVE_IF_CHANGED keeps it. */
+static void test_merge_modes(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=50", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("merge", &server);
+    syncstore_error err;
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id, LastName FROM Contact\"}", "contacts", NULL, NULL,
+                               NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_decref(wait_state(store, id));
+    json_t *entry = find_entry(store, "contacts", "LastName", "Smith");
+    if (!entry) { /* any record will do */
+        json_t *page = devserver_call(&server, "GET", "query?q=SELECT+Id+FROM+Contact+LIMIT+1", NULL, NULL);
+        entry = find_entry(store, "contacts", "Id", json_string_value(json_object_get(json_array_get(json_object_get(page, "records"), 0), "Id")));
+        json_decref(page);
+    }
+    CHECK(entry != NULL);
+    char server_id[64];
+    snprintf(server_id, sizeof server_id, "%s", json_string_value(json_object_get(entry, "Id")));
+    json_object_set_new(entry, "LastName", json_string("LocalEdit"));
+    json_object_set_new(entry, "__local__", json_true());
+    json_object_set_new(entry, "__locally_updated__", json_true());
+    char *text = json_dumps(entry, 0);
+    EXPECT(syncstore_upsert(store, "contacts", text, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    free(text);
+    json_decref(entry);
+    /* the server copy changes too */
+    char path[256];
+    snprintf(path, sizeof path, "sobjects/Contact/%s", server_id);
+    json_decref(devserver_call(&server, "PATCH", path, "{\"LastName\":\"ServerEdit\"}", NULL));
+
+    int64_t leave = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id, LastName FROM Contact\"}", "contacts",
+                               "{\"mergeMode\":\"LEAVE_IF_CHANGED\"}", NULL, NULL, NULL, &leave, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, leave);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    entry = find_entry(store, "contacts", "Id", server_id);
+    CHECK(entry && strcmp(json_string_value(json_object_get(entry, "LastName")), "LocalEdit") == 0);
+    CHECK(entry && json_is_true(json_object_get(entry, "__local__")));
+    json_decref(entry);
+
+    EXPECT(syncstore_resync(store, id, NULL, NULL, &err), SYNCSTORE_OK, &err); /* OVERWRITE */
+    json_decref(wait_state(store, id));
+    entry = find_entry(store, "contacts", "Id", server_id);
+    CHECK(entry && strcmp(json_string_value(json_object_get(entry, "LastName")), "ServerEdit") == 0);
+    CHECK(entry && json_is_false(json_object_get(entry, "__local__")));
+    json_decref(entry);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
+/* 10k records sharing one LastModifiedDate, synced in pages of 500; stopped mid-way, then
+ * reSync: all there, none doubled. A WHERE with OR keeps its meaning on reSync. */
+static void test_ties_stop_and_or(void) {
+    char import_path[1024];
+    snprintf(import_path, sizeof import_path, "%s/ties.json", root);
+    FILE *f = fopen(import_path, "w");
+    fputs("{\"Contact\":[", f);
+    for (int i = 0; i < 10000; i++)
+        fprintf(f, "%s{\"LastName\":\"Tie%05d\",\"FirstName\":\"%s\",\"LastModifiedDate\":\"2025-06-01T12:00:00.000+0000\"}",
+                i ? "," : "", i, i % 2 ? "Odd" : "Even");
+    fputs("]}", f);
+    fclose(f);
+    devserver server;
+    const char *args[] = {"--import", import_path, "--faults", "GET */query/* latency=30", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("ties", &server);
+    syncstore_error err;
+    recorder r;
+    recorder_init(&r);
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id, LastName, FirstName FROM Contact\",\"maxBatchSize\":500}",
+                               "contacts", NULL, "ties", record_state, &r, &id, &err), SYNCSTORE_OK, &err);
+    /* stop after a few pages have landed */
+    for (int i = 0; i < 400; i++) {
+        long long n = soup_count(store, "contacts", NULL);
+        if (n >= 2000) break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT(syncstore_stop_syncs(store, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double stop_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("stopped after %.3f s with %lld of 10000 records\n", stop_seconds, soup_count(store, "contacts", NULL));
+    CHECK(strcmp(status_of(state), "STOPPED") == 0);
+    CHECK(stop_seconds < 1.0);
+    json_decref(state);
+    CHECK(r.terminal == 1 && strcmp(r.last_status, "STOPPED") == 0);
+    long long partial = soup_count(store, "contacts", NULL);
+    CHECK(partial % 500 == 0 && partial < 10000); /* whole pages only */
+    /* stopped manager refuses new runs until restart */
+    EXPECT(syncstore_resync(store, id, NULL, NULL, &err), SYNCSTORE_ERR_STATE, &err);
+    recorder r2;
+    recorder_init(&r2);
+    EXPECT(syncstore_restart_syncs(store, 1, record_state, &r2, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(r2.terminal == 1);
+    CHECK(soup_count(store, "contacts", NULL) == 10000);
+    CHECK(soup_count(store, "contacts", "1 = 1 group by {contacts:Id} having count(*) > 1") == 0);
+
+    /* OR in the WHERE clause: the timestamp filter must not swallow the OR */
+    json_decref(devserver_call(&server, "POST", "sobjects/Contact", "{\"LastName\":\"NewOdd\",\"FirstName\":\"Odd\"}", NULL));
+    int64_t or_id = 0;
+    EXPECT(syncstore_create_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id, LastName, FirstName FROM Contact WHERE FirstName = 'Odd' OR LastName = 'Tie00000'\"}",
+                                      "contacts", NULL, "or-sync", &or_id, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_resync(store, or_id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, or_id);
+    CHECK(json_integer_value(json_object_get(state, "totalSize")) == 5002);
+    json_decref(state);
+    json_decref(devserver_call(&server, "POST", "sobjects/Contact", "{\"LastName\":\"NewEven\",\"FirstName\":\"Even\"}", NULL));
+    EXPECT(syncstore_resync(store, or_id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, or_id);
+    /* only the newest Odd record matches (>= maxTimeStamp); an unparenthesized filter would pull all Evens */
+    CHECK(json_integer_value(json_object_get(state, "totalSize")) == 1);
+    json_decref(state);
+    CHECK(soup_count(store, "contacts", "{contacts:LastName} = 'NewEven'") == 0);
+
+    recorder_free(&r);
+    recorder_free(&r2);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
+/* Ghosts: records deleted on the server go; records of another sync sharing the soup and
+ * locally modified records stay; the sync is not left running. */
+static void test_ghosts(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=40,Account=10", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("ghosts", &server);
+    syncstore_error err;
+    int64_t contacts = 0, accounts = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id, LastName FROM Contact\"}", "contacts", NULL, NULL,
+                               NULL, NULL, &contacts, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id, Name FROM Account\"}", "contacts", NULL, NULL,
+                               NULL, NULL, &accounts, &err), SYNCSTORE_OK, &err);
+    json_decref(wait_state(store, contacts));
+    json_decref(wait_state(store, accounts));
+    CHECK(soup_count(store, "contacts", NULL) == 50);
+    json_t *page = devserver_call(&server, "GET", "query?q=SELECT+Id+FROM+Contact+ORDER+BY+Id+LIMIT+3", NULL, NULL);
+    json_t *records = json_object_get(page, "records");
+    for (size_t i = 0; i < 3; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "sobjects/Contact/%s", json_string_value(json_object_get(json_array_get(records, i), "Id")));
+        json_decref(devserver_call(&server, "DELETE", path, NULL, NULL));
+    }
+    /* the third deleted one is locally modified: it must survive */
+    json_t *kept = find_entry(store, "contacts", "Id", json_string_value(json_object_get(json_array_get(records, 2), "Id")));
+    json_object_set_new(kept, "__local__", json_true());
+    char *text = json_dumps(kept, 0);
+    EXPECT(syncstore_upsert(store, "contacts", text, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    free(text);
+    json_decref(kept);
+    json_decref(page);
+    recorder r;
+    recorder_init(&r);
+    EXPECT(syncstore_clean_resync_ghosts(store, contacts, record_state, &r, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, contacts);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(r.terminal == 1 && r.last && json_integer_value(json_object_get(r.last, "removed")) == 2);
+    CHECK(soup_count(store, "contacts", NULL) == 48); /* 10 accounts untouched */
+    EXPECT(syncstore_clean_resync_ghosts(store, accounts, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    json_decref(wait_state(store, accounts));
+    CHECK(soup_count(store, "contacts", NULL) == 48);
+    recorder_free(&r);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
+/* Other targets: sosl, mru, refresh. */
+static void test_other_targets(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=30,Account=10", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("targets", &server);
+    syncstore_error err;
+    json_decref(devserver_call(&server, "POST", "sobjects/Contact", "{\"LastName\":\"Zyxwvut\",\"FirstName\":\"Sosl\"}", NULL));
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"sosl\",\"query\":\"FIND {Zyxwvut} IN ALL FIELDS RETURNING Contact(Id, LastName, LastModifiedDate)\"}",
+                               "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    if (strcmp(status_of(state), "DONE")) fprintf(stderr, "sosl: %s\n", json_string_value(json_object_get(state, "error")));
+    json_decref(state);
+    CHECK(soup_count(store, "contacts", "{contacts:LastName} = 'Zyxwvut'") == 1);
+
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"mru\",\"sobjectType\":\"Contact\",\"fieldlist\":[\"Id\",\"LastName\"]}",
+                               "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    if (strcmp(status_of(state), "DONE")) fprintf(stderr, "mru: %s\n", json_string_value(json_object_get(state, "error")));
+    json_decref(state);
+
+    /* refresh: change the server copy of the record we hold, refresh brings it back */
+    json_t *entry = find_entry(store, "contacts", "LastName", "Zyxwvut");
+    char path[256];
+    snprintf(path, sizeof path, "sobjects/Contact/%s", entry ? json_string_value(json_object_get(entry, "Id")) : "none");
+    json_decref(entry);
+    json_decref(devserver_call(&server, "PATCH", path, "{\"FirstName\":\"Refreshed\"}", NULL));
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"refresh\",\"sobjectType\":\"Contact\",\"fieldlist\":[\"Id\",\"LastName\",\"FirstName\"]}",
+                               "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(soup_count(store, "contacts", "json_extract({contacts:_soup}, '$.FirstName') = 'Refreshed'") == 1);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
+    root = argv[1];
+    binary = argv[2];
+    if (access(binary, X_OK) != 0) { fprintf(stderr, "devserver binary %s is missing: build it first\n", binary); return 2; }
+    check_fresh_dir(root);
+    test_full_and_incremental();
+    test_merge_modes();
+    test_ties_stop_and_or();
+    test_ghosts();
+    test_other_targets();
+    return check_finish();
+}
