@@ -4,6 +4,7 @@
 import XCTest
 @testable import SyncStoreCore
 
+// semantics §1-5 bad input
 final class BadInputTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -139,6 +140,7 @@ final class BadInputTests: StoreTestCase {
 }
 
 /// The snapshot used by every "store unchanged" assertion must see any change.
+// semantics §1-5 bad input
 final class SnapshotSelfTests: StoreTestCase {
     func testSnapshotSeesEveryKindOfChange() throws {
         try register("s", #"[{"path":"k","type":"string"},{"path":"t","type":"full_text"}]"#)

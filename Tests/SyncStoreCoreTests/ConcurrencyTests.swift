@@ -21,6 +21,7 @@ final class Flag: @unchecked Sendable {
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }
 
+// semantics §1-4 concurrency
 final class ConcurrencyTests: StoreTestCase {
     func testConcurrentUpsertsAndQueries() throws {
         let s = try store

@@ -3,6 +3,7 @@
 import XCTest
 @testable import SyncStoreCore
 
+// semantics §3
 final class UpsertTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -157,6 +158,7 @@ final class UpsertTests: StoreTestCase {
     }
 }
 
+// semantics §3
 final class RemoveTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

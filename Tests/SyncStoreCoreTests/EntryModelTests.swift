@@ -4,6 +4,7 @@
 import XCTest
 @testable import SyncStoreCore
 
+// semantics §2-3
 final class EntryModelTests: StoreTestCase {
     func testRandomOperationsMatchTheModel() throws {
         var random = SeededRandom(state: 7)

@@ -4,6 +4,7 @@
 import XCTest
 @testable import SyncStoreCore
 
+// semantics §6
 final class LocalFlagsTests: StoreTestCase {
     private let flags = ["__local__", "__locally_created__", "__locally_updated__", "__locally_deleted__"]
 

@@ -16,6 +16,7 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
+// semantics §4
 final class QueryModelTests: StoreTestCase {
     /// A model value: nil (missing), a string or a number.
     enum Value: Comparable {

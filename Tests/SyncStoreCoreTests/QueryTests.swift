@@ -3,6 +3,7 @@
 import XCTest
 @testable import SyncStoreCore
 
+// semantics §4
 final class QuerySpecTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -126,6 +127,7 @@ final class QuerySpecTests: StoreTestCase {
     }
 }
 
+// semantics §4
 final class CursorTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

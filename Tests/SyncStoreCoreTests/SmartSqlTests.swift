@@ -4,6 +4,7 @@ import XCTest
 import Foundation
 @testable import SyncStoreCore
 
+// semantics §5
 final class SmartSqlTokenTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -110,6 +111,7 @@ final class SmartSqlTokenTests: StoreTestCase {
     }
 }
 
+// semantics §5
 final class SmartSqlMatchTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -158,6 +160,7 @@ final class SmartSqlMatchTests: StoreTestCase {
     }
 }
 
+// semantics §5
 final class SmartSqlResultValueTests: StoreTestCase {
     func testEveryResultValueBecomesValidJSON() throws {
         try register("s", #"[{"path":"a","type":"string"}]"#)
@@ -188,6 +191,7 @@ final class SmartSqlResultValueTests: StoreTestCase {
     }
 }
 
+// semantics §5
 final class SmartSqlRefusalTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

@@ -6,6 +6,7 @@ import CSQLite
 
 let allFiveSpecs = #"[{"path":"name","type":"string"},{"path":"age","type":"integer"},{"path":"score","type":"floating"},{"path":"bio","type":"full_text"},{"path":"meta.tag","type":"json1"}]"#
 
+// semantics §2
 final class RegisterSoupTests: StoreTestCase {
     func testRegisterWithAllFiveIndexTypesAndSpecsRoundTripInOrder() throws {
         try register("people", allFiveSpecs)
@@ -190,6 +191,7 @@ final class RegisterSoupTests: StoreTestCase {
     }
 }
 
+// semantics §2
 final class SoupEntryIdTests: StoreTestCase {
     func testIdsStartAtOneAlsoAfterRemoveAndReRegister() throws {
         try register("s", #"[{"path":"a","type":"string"}]"#)
@@ -226,6 +228,7 @@ final class SoupEntryIdTests: StoreTestCase {
     }
 }
 
+// semantics §2
 final class AlterSoupTests: StoreTestCase {
     private func seed() throws {
         try register("s", #"[{"path":"name","type":"string"},{"path":"old","type":"integer"}]"#)
@@ -359,6 +362,7 @@ final class AlterSoupTests: StoreTestCase {
     }
 }
 
+// semantics §2
 final class ArrayProjectionTests: StoreTestCase {
     func testStringIndexThroughAnArrayHoldsTheJSONText() throws {
         try register("cats", #"[{"path":"colors","type":"string"},{"path":"cats.color","type":"string"},{"path":"name","type":"string"}]"#)

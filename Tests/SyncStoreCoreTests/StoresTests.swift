@@ -4,6 +4,7 @@ import XCTest
 import Glibc
 @testable import SyncStoreCore
 
+// semantics §1
 final class StoreConfigTests: XCTestCase {
     func testDefaultWhenOmittedEmptyOrNull() throws {
         for text in [nil, "", "  \n", "null"] as [String?] {
@@ -43,6 +44,7 @@ final class StoreConfigTests: XCTestCase {
     }
 }
 
+// semantics §1
 final class StoreRegistryTests: StoreTestCase {
     var registry = StoreRegistry()
 
@@ -206,6 +208,7 @@ final class StoreRegistryTests: StoreTestCase {
     }
 }
 
+// semantics §1
 final class DatabaseSizeTests: StoreTestCase {
     func testDatabaseSizeGrowsAsDataIsAdded() throws {
         let s = try store
