@@ -150,7 +150,7 @@ extension API {
             if creating {
                 let obj = try recordType(rec)
                 let id = try store.create(obj, values: try store.columnValues(obj, body: rec, creating: true))
-                return ItemResult(id: id, error: nil, created: true)
+                return ItemResult(id: id, error: nil)
             }
             guard let raw = rec.value(forKeyIgnoringCase: "Id")?.stringValue else {
                 throw APIError(400, "MISSING_ARGUMENT", "Id not specified in an update call", fields: [])

@@ -100,9 +100,9 @@ struct DevServerCommand: AsyncParsableCommand {
             fflush(nil)
         }
         var app = try tls.map { tls in
-            Application(responder: responder, server: try .tls(.http1(), tlsConfiguration: tls), configuration: configuration,
+            Application(responder: responder, server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])), tlsConfiguration: tls), configuration: configuration,
                         onServerRunning: { announce($0.localAddress?.port ?? port) })
-        } ?? Application(responder: responder, server: .http1(), configuration: configuration,
+        } ?? Application(responder: responder, server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])), configuration: configuration,
                          onServerRunning: { announce($0.localAddress?.port ?? port) })
         app.logger.logLevel = verbose ? .info : .warning
         if verbose { for n in notes { app.logger.info("\(n)") } }

@@ -106,3 +106,28 @@ def test_min_batch_size_pages_small_data(start_server):
         assert len(page["records"]) == 5
         page = s.get(server.url + page["nextRecordsUrl"], headers=h).json()
     assert len(ids) == len(set(ids)) == 23
+
+
+def test_expect_100_continue_is_answered(start_server):
+    """libcurl sends Expect: 100-continue for bodies over 1 MB and waits 1 s unless answered."""
+    import socket
+    import time
+    import urllib.parse
+
+    server = start_server()
+    u = urllib.parse.urlsplit(server.url)
+    body = json.dumps({"records": [{"attributes": {"type": "Contact"}, "LastName": f"E{i}"} for i in range(50)]}).encode()
+    with socket.create_connection((u.hostname, u.port), timeout=5) as sock:
+        head = (f"POST /services/data/v60.0/composite/sobjects HTTP/1.1\r\nHost: {u.netloc}\r\n"
+                f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n")
+        t0 = time.monotonic()
+        sock.sendall(head.encode())
+        interim = sock.recv(1024)
+        assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
+        assert time.monotonic() - t0 < 0.5
+        sock.sendall(body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200")
