@@ -8,6 +8,7 @@ import os
 import pathlib
 import select
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -35,7 +36,9 @@ class DevServer:
         if tls:
             cmd += ["--tls-cert", tls[0], "--tls-key", tls[1]]
         self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # stderr goes to a file: an unread pipe could fill up and block the server.
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr)
         deadline = time.time() + startup_timeout
         line = b""
         while time.time() < deadline:
@@ -47,7 +50,9 @@ class DevServer:
                 break
         if not line:
             self.proc.kill()
-            err = self.proc.stderr.read().decode(errors="replace")
+            self.proc.wait()
+            self.stderr.seek(0)
+            err = self.stderr.read().decode(errors="replace")
             raise RuntimeError(f"devserver did not print its URL: {' '.join(cmd)}\n{err}")
         self.url = line.decode().strip()
         self.api = f"{self.url}/services/data/v{API_VERSION}"
