@@ -113,6 +113,18 @@ final class API: @unchecked Sendable {
 
     private func route(_ req: APIRequest) throws -> APIResponse {
         let s = req.segments
+        if s.count == 3, s[0] == "id" || (s[0] == "services" && s[1] == "oauth2" && s[2] == "userinfo") {
+            // Identity URL (the token response's `id`) and OpenID userinfo, for login flows.
+            guard auth.isAuthorized(req.headers["authorization"]) else { throw APIError.invalidSession }
+            return APIResponse(status: 200, json: .object([
+                ("id", .string("\(baseURL)/id/\(Auth.orgId)/\(Auth.userId)")), ("user_id", .string(Auth.userId)),
+                ("organization_id", .string(Auth.orgId)), ("username", .string(auth.username)),
+                ("display_name", .string("Dev User")), ("email", .string(auth.username)),
+                ("urls", .object([("rest", .string("\(baseURL)/services/data/v{version}/")),
+                                  ("sobjects", .string("\(baseURL)/services/data/v{version}/sobjects/")),
+                                  ("query", .string("\(baseURL)/services/data/v{version}/query/"))])),
+            ]))
+        }
         guard s.first == "services" else { throw APIError.notFound }
         if s.count == 3, s[1] == "oauth2" {
             guard req.method == "POST" else { throw APIError.methodNotAllowed(req.method, allowed: ["POST"]) }

@@ -279,6 +279,8 @@ def test_oauth_password_and_refresh(https_server, tls_files):
     refreshed = s.post(token_url, data={"grant_type": "refresh_token", "refresh_token": tok["refresh_token"]}).json()
     assert refreshed["access_token"] != tok["access_token"] and "refresh_token" not in refreshed
     assert s.get(q, params={"q": "SELECT Id FROM Account LIMIT 1"}, headers={"Authorization": f"OAuth {refreshed['access_token']}"}).status_code == 200
+    identity = s.get(tok["id"], headers={"Authorization": f"Bearer {refreshed['access_token']}"}).json()
+    assert identity["username"] == "dev@example.com" and identity["user_id"].startswith("005")
 
 
 def test_describe_and_versions(sf, https_server, http):
