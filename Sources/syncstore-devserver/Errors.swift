@@ -38,10 +38,6 @@ struct APIError: Error {
     static let invalidSession = APIError(401, "INVALID_SESSION_ID", "Session expired or invalid")
     static let entityIsDeleted = APIError(404, "ENTITY_IS_DELETED", "entity is deleted", fields: [])
 
-    static func malformedQuery(_ msg: String) -> APIError { APIError(400, "MALFORMED_QUERY", msg) }
-    static func invalidType(_ type: String) -> APIError {
-        APIError(404, "NOT_FOUND", "The requested resource does not exist")
-    }
     static func jsonParser(_ msg: String) -> APIError { APIError(400, "JSON_PARSER_ERROR", msg) }
     static func methodNotAllowed(_ method: String, allowed: [String]) -> APIError {
         APIError(405, "METHOD_NOT_ALLOWED", "HTTP Method '\(method)' not allowed. Allowed are \(allowed.joined(separator: ","))")

@@ -67,8 +67,6 @@ final class Faults: @unchecked Sendable {
     private var rng = SplitMix64(seed: 1)
     private(set) var spec = ""
 
-    var isEmpty: Bool { lock.withLock { rules.isEmpty } }
-
     func set(_ spec: String) throws {
         let (rules, seed) = try Faults.parse(spec)
         lock.withLock {

@@ -55,7 +55,6 @@ struct FieldDef: Sendable {
     /// on Account, as in a real org) or, by default, clear the lookup.
     var cascadeDelete = false
 
-    var isReadOnly: Bool { !createable && !updateable }
     /// Required on create: not nillable, settable, no default (booleans default to false).
     var requiredOnCreate: Bool { !nillable && createable && defaultValue == nil && type != .boolean }
 }
@@ -91,7 +90,6 @@ struct SObjectDef: Sendable {
 
     var tableName: String { "\"t_\(name)\"" }
     var nameFieldName: String? { fields.first(where: { $0.nameField })?.name }
-    var externalIdFields: [FieldDef] { fields.filter { $0.externalId } }
 
     func relationship(_ name: String) -> FieldDef? {
         let lower = name.lowercased()
