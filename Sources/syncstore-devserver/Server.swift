@@ -27,6 +27,7 @@ struct DevResponder: HTTPResponder {
     /// `--verbose`: one stderr line per request (method, path, status, ms, injected fault).
     let logRequests: Bool
     static let maxBody = 64 << 20
+    static let storeQueue = DispatchQueue(label: "syncstore-devserver.store")
 
     private func log(_ method: String, _ path: String, _ status: String, _ started: Int64, _ fault: FaultRule.Action?) {
         guard logRequests else { return }
@@ -72,7 +73,12 @@ struct DevResponder: HTTPResponder {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let apiRequest = APIRequest(method: method, rawPath: path, rawQuery: request.uri.query, headers: headers, body: bytes)
-        let resp = api.handle(apiRequest)
+        let api = self.api
+        // SQLite work runs on one serial queue, not on Swift's small cooperative pool, so a long
+        // query never stalls latency sleeps, admin calls or connection handling.
+        let resp = await withCheckedContinuation { continuation in
+            DevResponder.storeQueue.async { continuation.resume(returning: api.handle(apiRequest)) }
+        }
         log(method, path, String(resp.status), started, decision.action)
         switch decision.action {
         case .dropAfter?:
