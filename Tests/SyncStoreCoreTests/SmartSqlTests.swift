@@ -95,6 +95,13 @@ final class SmartSqlTokenTests: StoreTestCase {
         XCTAssertEqual(try smart("select {contacts:Title} as `{backtick}` from {contacts} where {contacts:Title} = 'y'").rows.count, 1)
     }
 
+    func testJsonTableFunctionsAreAllowed() throws {
+        try upsert("contacts", #"{"FirstName":"Tag","LastName":"Tagged","tags":["a","b","c"]}"#)
+        let rows = try smart("select j.value from {contacts}, json_each({contacts:_soup}, '$.tags') as j where {contacts:LastName} = 'Tagged' order by j.value").rows
+        XCTAssertEqual(rows.map { $0.first as? String }, ["a", "b", "c"])
+        XCTAssertEqual(try smart("select count(*) from json_tree('{\"x\":[1,2]}')").rows.first.flatMap { int($0.first) }, 4)
+    }
+
     func testWithClauseThatOnlyReadsIsAllowed() throws {
         let rows = try smart("with paris as (select {contacts:FirstName} as n from {contacts} where {contacts:Address.City} = 'Paris') select n from paris order by n").rows
         XCTAssertEqual(rows.map { $0.first as? String }, ["Ann", "Cy"])
@@ -256,6 +263,10 @@ final class SmartSqlRefusalTests: StoreTestCase {
             "select {s:name}} from {s}",
             "select * from {s} where 1 = 1) union all select * from (select 1",
             "/* comment */ delete from {s}",
+            "select * from pragma_table_info('soup_attrs')",
+            "select name from pragma_database_list",
+            "select * from pragma_compile_options",
+            "select * from {s} where exists (select 1 from PRAGMA_index_list('soup_attrs'))",
             "explain select * from {s}",
             "explain query plan select * from {s}",
             "values (1)",

@@ -6,9 +6,14 @@ enum SmartSqlGuard {
     private static let authorizer: @convention(c) (
         UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?, UnsafePointer<CChar>?
-    ) -> Int32 = { _, action, _, function, _, _ in
+    ) -> Int32 = { _, action, table, function, _, _ in
         switch action {
-        case SQLITE_SELECT, SQLITE_READ: return SQLITE_OK
+        case SQLITE_SELECT: return SQLITE_OK
+        case SQLITE_READ:
+            // pragma_xxx() table-valued functions run their PRAGMA when stepped, after this
+            // authorizer is gone: refuse them here, by name.
+            guard let table else { return SQLITE_OK }
+            return sqlite3_strnicmp(table, "pragma_", 7) == 0 ? SQLITE_DENY : SQLITE_OK
         case SQLITE_FUNCTION:
             // fts3_tokenizer() returns native pointers and registers pointers as code (this
             // SQLite is built with ENABLE_FTS3_TOKENIZER); load_extension() loads code.
