@@ -187,6 +187,20 @@ final class CursorTests: StoreTestCase {
         XCTAssertEqual(try CursorPage(store.moveCursor(b.cursorId, toPage: 1)).ids, Array(6...10))
     }
 
+    func testCursorOverARemovedOrAlteredSoupFailsCleanly() throws {
+        let page = try query("s", #"{"queryType":"range","indexPath":"n","pageSize":5}"#)
+        try store.alterSoup("s", specsJSON: #"[{"path":"m","type":"integer"}]"#, reIndexData: true)
+        // The plan named a column that is gone: an error, not a crash, and the cursor can be closed.
+        do { _ = try store.moveCursor(page.cursorId, toPage: 1) } catch is StoreError {}
+        try store.closeCursor(page.cursorId)
+        let other = try query("s", #"{"queryType":"range","pageSize":5}"#)
+        try store.removeSoup("s")
+        let error = assertStoreError(.notFound) { try store.moveCursor(other.cursorId, toPage: 1) }
+        XCTAssertTrue(error?.message.contains("query again") ?? false, error?.message ?? "")
+        try register("s", #"[{"path":"n","type":"integer"}]"#)
+        assertStoreError(.notFound, "a re-registered soup is a different soup") { try store.moveCursor(other.cursorId, toPage: 0) }
+    }
+
     func testPagesAreRequeriedButTotalEntriesStays() throws {
         let page = try query("s", #"{"queryType":"range","indexPath":"n","beginKey":20,"pageSize":4}"#)
         XCTAssertEqual(page.totalEntries, 6)

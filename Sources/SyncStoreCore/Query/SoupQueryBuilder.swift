@@ -12,6 +12,8 @@ struct QueryPlan {
     let rows: Rows
     /// Smart SQL is checked against the authorizer when prepared.
     let isSmart: Bool
+    /// The soup table a non-smart plan reads, to tell a cursor whose soup is gone.
+    var soupTable: String? = nil
 }
 
 /// Turns a non-smart query spec into SQL over a soup's table (semantics §4).
@@ -38,7 +40,7 @@ enum SoupQueryBuilder {
         }
         return QueryPlan(pageSQL: "SELECT \(select) \(from)\(orderSQL) LIMIT ? OFFSET ?",
                          countSQL: "SELECT count(*) \(from)",
-                         bindings: bindings, rows: rows, isSmart: false)
+                         bindings: bindings, rows: rows, isSmart: false, soupTable: soup.table)
     }
 
     /// The WHERE condition selecting the spec's rows, shared by queries and removal by query.

@@ -412,10 +412,17 @@ public final class SmartStore: @unchecked Sendable {
             throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
         }
         let index = cursor.clamp(page)
-        let entries = try readers.withReader { db in
-            try readPage(cursor.plan, pageSize: cursor.pageSize, page: index, on: db)
+        do {
+            let entries = try readers.withReader { db in
+                try readPage(cursor.plan, pageSize: cursor.pageSize, page: index, on: db)
+            }
+            return cursor.json(page: index, entries: entries)
+        } catch {
+            if let table = cursor.plan.soupTable, !catalogLock.withLock({ soups.values.contains { $0.table == table } }) {
+                throw StoreError.notFound("The soup cursor \(id) was reading has been removed; close the cursor and query again")
+            }
+            throw error
         }
-        return cursor.json(page: index, entries: entries)
     }
 
     public func closeCursor(_ id: Int64) { cursors.close(id) }
