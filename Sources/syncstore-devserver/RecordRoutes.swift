@@ -317,24 +317,31 @@ extension API {
     // MARK: briefcase
 
     /// `connect/briefcase/priming-records`: ids and SystemModstamps of the records each briefcase
-    /// rule selects, paged with relayToken (an opaque offset), filtered by changedAfterTimestamp.
+    /// rule selects, filtered by changedAfterTimestamp, paged with a relayToken that carries the
+    /// offset and the filter (`rt-<offset>[-<afterMillis>]`): as in the API, later pages send only
+    /// the token.
     static let masterRecordTypeId = "012000000000000AAA"
 
     func primingRecords(_ req: APIRequest, version: String) throws -> APIResponse {
         let pageSize = 2000
         var offset = 0
-        if let token = req.query["relayToken"], !token.isEmpty {
-            guard token.hasPrefix("rt-"), let n = Int(token.dropFirst(3)), n >= 0, n <= 100_000_000 else {
-                throw APIError(400, "INVALID_INPUT", "Invalid relayToken: \(token)")
-            }
-            offset = n
-        }
         var after: Int64?
         if let c = req.query["changedAfterTimestamp"], !c.isEmpty {
             guard let ms = Int64(c) ?? SFTime.parseDateTime(c) else {
                 throw APIError(400, "INVALID_INPUT", "changedAfterTimestamp must be epoch milliseconds or an ISO-8601 date-time")
             }
             after = ms
+        }
+        if let token = req.query["relayToken"], !token.isEmpty {
+            let parts = token.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2 || parts.count == 3, parts[0] == "rt", let n = Int(parts[1]), n >= 0, n <= 100_000_000 else {
+                throw APIError(400, "INVALID_INPUT", "Invalid relayToken: \(token)")
+            }
+            offset = n
+            if parts.count == 3 {
+                guard let ms = Int64(parts[2]) else { throw APIError(400, "INVALID_INPUT", "Invalid relayToken: \(token)") }
+                after = ms
+            }
         }
         // Collect every (type, id, stamp) in rule order (deduplicated), then serve one page.
         var all: [(String, String, String)] = []
@@ -377,7 +384,7 @@ extension API {
         let ruleCount = schema.briefcases.reduce(0) { $0 + $1.rules.count }
         return APIResponse(status: 200, json: .object([
             ("primingRecords", .object(byType.map { ($0.0, .object([(API.masterRecordTypeId, .array($0.1))])) })),
-            ("relayToken", next < all.count ? .string("rt-\(next)") : .null),
+            ("relayToken", next < all.count ? .string("rt-\(next)" + (after.map { "-\($0)" } ?? "")) : .null),
             ("ruleErrors", .array([])),
             ("stats", .object([("ruleCountTotal", .int(Int64(ruleCount))), ("recordCountTotal", .int(Int64(all.count))),
                                ("ruleCountServed", .int(Int64(ruleCount))), ("recordCountServed", .int(Int64(pageRows.count)))])),

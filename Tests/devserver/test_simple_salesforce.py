@@ -337,6 +337,28 @@ def test_briefcase_and_layout(https_server, http):
     cid = http.post(f"{https_server.api}/sobjects/Account", json={"Name": "Primed"}).json()["id"]
     recent = http.get(url, params={"changedAfterTimestamp": datetime.datetime.now(datetime.timezone.utc).replace(year=2026, month=1, day=1).isoformat()}).json()
     assert cid in [r["id"] for r in recent["primingRecords"]["Account"]["012000000000000AAA"]]
+    assert recent["relayToken"] is None and recent["stats"]["recordCountTotal"] < 50
+
+
+def test_briefcase_relay_token_keeps_the_filter(start_server):
+    import requests as rq
+
+    server = start_server("--seed", "Account=2500")
+    s = rq.Session()
+    s.trust_env = False
+    s.headers["Authorization"] = "Bearer devserver-test-token"
+    url = f"{server.api}/connect/briefcase/priming-records"
+    # Seeded Accounts are one second apart from 2025-01-01T00:00:00: skip the first 100.
+    after_ms = int(datetime.datetime(2025, 1, 1, 0, 1, 40, 500000, tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    page = s.get(url, params={"changedAfterTimestamp": str(after_ms)}).json()
+    total = page["stats"]["recordCountTotal"]
+    assert 2370 <= total <= 2420
+    ids = [r["id"] for r in page["primingRecords"]["Account"]["012000000000000AAA"]]
+    while page["relayToken"]:
+        page = s.get(url, params={"relayToken": page["relayToken"]}).json()
+        assert page["stats"]["recordCountTotal"] == total
+        ids += [r["id"] for r in page["primingRecords"].get("Account", {}).get("012000000000000AAA", [])]
+    assert len(ids) == len(set(ids)) == total
     lay = http.get(f"{https_server.api}/ui-api/layout/Contact", params={"layoutType": "Compact", "mode": "View"}).json()
     assert lay["layoutType"] == "Compact" and lay["sections"][0]["layoutRows"]
 
