@@ -118,6 +118,75 @@ final class SmartSqlTokenTests: StoreTestCase {
     }
 }
 
+// semantics §5 — the SDK's own Smart SQL test cases (Android SmartSqlTest), checked on results.
+final class SmartSqlSdkCompatibilityTests: StoreTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try register("employees", #"[{"path":"firstName","type":"string"},{"path":"lastName","type":"string"},{"path":"deptCode","type":"string"},{"path":"employeeId","type":"string"},{"path":"managerId","type":"string"},{"path":"salary","type":"integer"},{"path":"education","type":"json1"},{"path":"isManager","type":"json1"}]"#)
+        try register("departments", #"[{"path":"deptCode","type":"string"},{"path":"name","type":"string"},{"path":"budget","type":"integer"}]"#)
+        try upsert("employees", """
+            [{"firstName":"Christine","lastName":"Haas","deptCode":"A00","employeeId":"00010","salary":200000,"education":"MIT","isManager":true,"address":{"city":"San Francisco","zipcode":"94105"}},
+             {"firstName":"Michael","lastName":"Thompson","deptCode":"B01","employeeId":"00020","managerId":"00010","salary":120000,"education":"Stanford","isManager":false},
+             {"firstName":"Sally","lastName":"Kwan","deptCode":"C01","employeeId":"00310","managerId":"00010","salary":100000,"education":"MIT","isManager":false,"address":{"city":"Oakland"}},
+             {"firstName":"Göktuğ","lastName":"Null","deptCode":null,"employeeId":"101"},
+             {"firstName":"보배","lastName":"Empty","deptCode":"","employeeId":"102"},
+             {"firstName":"Eve","lastName":"Missing","employeeId":"103","education":"{ { { } } "}]
+            """)
+        try upsert("departments", #"[{"deptCode":"A00","name":"Spiffy","budget":1000000},{"deptCode":"B01","name":"Planning","budget":2000000}]"#)
+    }
+
+    private func column(_ sql: String) throws -> [String?] { try smart(sql).rows.map { $0.first as? String } }
+
+    func testJoinAndConcatenation() throws {
+        let rows = try smart("select {departments:name}, {employees:firstName} || ' ' || {employees:lastName} from {employees}, {departments} where {departments:deptCode} = {employees:deptCode} order by {departments:name}, {employees:lastName}").rows
+        XCTAssertEqual(rows.map { "\($0[0] as? String ?? "?")/\($0[1] as? String ?? "?")" }, ["Planning/Michael Thompson", "Spiffy/Christine Haas"])
+    }
+
+    func testSelfJoinOnJson1Fields() throws {
+        let rows = try smart("select mgr.{employees:education}, e.{employees:education} from {employees} as mgr, {employees} as e where mgr.{employees:education} = e.{employees:education} and mgr.{employees:employeeId} <> e.{employees:employeeId}").rows
+        XCTAssertEqual(rows.count, 2, "Haas and Kwan share MIT, both ways")
+        let notEqual = try smart("select mgr.{employees:salary},e.{employees:salary} from {employees} as mgr, {employees} as e where e.{employees:lastName} = 'Thompson' and not (mgr.{employees:employeeId}<>e.{employees:managerId})").rows
+        XCTAssertEqual(notEqual.map { $0.compactMap { int($0) } }, [[200000, 120000]])
+    }
+
+    func testTableQualifiedJson1Column() throws {
+        XCTAssertEqual(try column("select {employees}.{employees:education} from {employees} where {employees}.{employees:education} is not null order by {employees}.{employees:education}"),
+                       ["MIT", "MIT", "Stanford", "{ { { } } "])
+        XCTAssertEqual(try column("select e.{employees:education} from {employees} as e, {departments} where {departments:name} = 'Spiffy' and e.{employees:lastName} = 'Haas'"), ["MIT"])
+    }
+
+    func testNonIndexedNestedPaths() throws {
+        XCTAssertEqual(try column("select {employees:address.zipcode} from {employees} where {employees:address.city} = 'San Francisco'"), ["94105"])
+    }
+
+    func testNullMissingAndEmptyFields() throws {
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:deptCode} is not null order by {employees:employeeId}"), ["00010", "00020", "00310", "102"])
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:deptCode} is null order by {employees:employeeId}"), ["101", "103"])
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:deptCode} = '' order by {employees:employeeId}"), ["102"])
+    }
+
+    func testBooleansInJson1Fields() throws {
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:isManager} = 1"), ["00010"])
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:isManager} = 0 order by {employees:employeeId}"), ["00020", "00310"])
+    }
+
+    func testNonAsciiLike() throws {
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:firstName} like '%ğ%'"), ["101"])
+        XCTAssertEqual(try column("select {employees:employeeId} from {employees} where {employees:firstName} like '%배%'"), ["102"])
+    }
+
+    func testQuotedCurlyBraces() throws {
+        XCTAssertEqual(try column("select {employees:lastName} from {employees} where {employees:education} like ' { { { } } '"), [])
+        XCTAssertEqual(try column("select {employees:lastName} from {employees} where {employees:education} like '{ { { } } '"), ["Missing"])
+        XCTAssertEqual(try smart("select {employees:lastName}, '{a:b}', {employees:firstName} from {employees} where {employees:address.city} = 'Oakland'").rows.first?[1] as? String, "{a:b}")
+    }
+
+    func testAggregates() throws {
+        XCTAssertEqual(try smart("select count(*) from {employees}").rows.first.flatMap { int($0.first) }, 6)
+        XCTAssertEqual(try smart("select sum({departments:budget}) from {departments}").rows.first.flatMap { int($0.first) }, 3000000)
+    }
+}
+
 // semantics §5
 final class SmartSqlMatchTests: StoreTestCase {
     override func setUpWithError() throws {
