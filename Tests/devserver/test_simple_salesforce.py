@@ -338,6 +338,8 @@ def test_briefcase_and_layout(https_server, http):
     recent = http.get(url, params={"changedAfterTimestamp": datetime.datetime.now(datetime.timezone.utc).replace(year=2026, month=1, day=1).isoformat()}).json()
     assert cid in [r["id"] for r in recent["primingRecords"]["Account"]["012000000000000AAA"]]
     assert recent["relayToken"] is None and recent["stats"]["recordCountTotal"] < 50
+    lay = http.get(f"{https_server.api}/ui-api/layout/Contact", params={"layoutType": "Compact", "mode": "View"}).json()
+    assert lay["layoutType"] == "Compact" and lay["sections"][0]["layoutRows"]
 
 
 def test_briefcase_relay_token_keeps_the_filter(start_server):
@@ -359,8 +361,6 @@ def test_briefcase_relay_token_keeps_the_filter(start_server):
         assert page["stats"]["recordCountTotal"] == total
         ids += [r["id"] for r in page["primingRecords"].get("Account", {}).get("012000000000000AAA", [])]
     assert len(ids) == len(set(ids)) == total
-    lay = http.get(f"{https_server.api}/ui-api/layout/Contact", params={"layoutType": "Compact", "mode": "View"}).json()
-    assert lay["layoutType"] == "Compact" and lay["sections"][0]["layoutRows"]
 
 
 def test_fields_macro(sf):
