@@ -275,6 +275,7 @@ struct Schema: Sendable {
           {"name": "Email", "type": "email", "length": 80},
           {"name": "Phone", "type": "phone"},
           {"name": "MobilePhone", "type": "phone"},
+          {"name": "HomePhone", "type": "phone"},
           {"name": "Title", "type": "string", "length": 128},
           {"name": "Department", "type": "string", "length": 80},
           {"name": "MailingCity", "type": "string", "length": 40},

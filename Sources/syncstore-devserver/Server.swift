@@ -18,6 +18,12 @@ struct DevContext: RequestContext {
 
 struct ConnectionDropped: Error {}
 
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value += 1; return value } }
+}
+
 /// The HTTP front: admin endpoints, fault injection, then the API (synchronous, under the store lock).
 struct DevResponder: HTTPResponder {
     typealias Context = DevContext
@@ -28,6 +34,7 @@ struct DevResponder: HTTPResponder {
     let logRequests: Bool
     static let maxBody = 64 << 20
     static let storeQueue = DispatchQueue(label: "syncstore-devserver.store")
+    static let apiCalls = Counter()
 
     private func log(_ method: String, _ path: String, _ status: String, _ started: Int64, _ fault: FaultRule.Action?) {
         guard logRequests else { return }
@@ -76,10 +83,12 @@ struct DevResponder: HTTPResponder {
         let api = self.api
         // SQLite work runs on one serial queue, not on Swift's small cooperative pool, so a long
         // query never stalls latency sleeps, admin calls or connection handling.
-        let resp = await withCheckedContinuation { continuation in
+        var resp = await withCheckedContinuation { continuation in
             DevResponder.storeQueue.async { continuation.resume(returning: api.handle(apiRequest)) }
         }
         log(method, path, String(resp.status), started, decision.action)
+        // Clients (simple-salesforce's api_usage, the SDKs) read this header; counted per process.
+        resp.headers.append(("Sforce-Limit-Info", "api-usage=\(DevResponder.apiCalls.next())/1000000"))
         switch decision.action {
         case .dropAfter?:
             // The request was handled (and committed); the client never hears about it.

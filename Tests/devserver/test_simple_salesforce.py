@@ -21,6 +21,8 @@ def all_contacts(sf, fields="Id, FirstName, LastName, Email, Title, AccountId, B
 
 
 def test_query_shape(sf):
+    sf.query("SELECT Id FROM Contact LIMIT 1")
+    assert sf.api_usage["api-usage"].used > 0  # parsed from Sforce-Limit-Info
     res = sf.query("SELECT Id, FirstName, LastName, Account.Name, LastModifiedDate FROM Contact WHERE AccountId != null LIMIT 5")
     assert res["totalSize"] == 5 and res["done"] is True and "nextRecordsUrl" not in res
     for r in res["records"]:
