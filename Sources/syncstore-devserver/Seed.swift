@@ -51,10 +51,17 @@ struct Seeder {
             guard let obj = schema.object(kv[0]) else { throw SchemaError(description: "--seed: unknown sObject type '\(kv[0])'") }
             out.append((obj, n))
         }
-        // Parents before children so lookups can point at seeded parents.
-        return out.sorted { a, b in
-            dependsOn(b.0, a.0) && !dependsOn(a.0, b.0)
+        // Parents before children so lookups can point at seeded parents (a topological order;
+        // cycles and self-lookups fall back to the order given).
+        var ordered: [(SObjectDef, Int)] = []
+        var pending = out
+        while !pending.isEmpty {
+            let ready = pending.firstIndex { item in
+                !pending.contains { other in other.0.name != item.0.name && dependsOn(item.0, other.0) }
+            } ?? 0
+            ordered.append(pending.remove(at: ready))
         }
+        return ordered
     }
 
     private static func dependsOn(_ child: SObjectDef, _ parent: SObjectDef) -> Bool {

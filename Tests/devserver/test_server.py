@@ -65,16 +65,22 @@ def test_custom_schema(start_server, tmp_path):
             {"name": "Serial__c", "type": "string", "externalId": True, "unique": True},
             {"name": "Account__c", "type": "reference", "referenceTo": "Account", "relationshipName": "Account__r", "childRelationshipName": "Gadgets__r"},
         ]},
+        {"name": "Part__c", "keyPrefix": "a0P", "fields": [
+            {"name": "Gadget__c", "type": "reference", "referenceTo": "Gadget__c", "relationshipName": "Gadget__r", "required": True},
+        ]},
     ]}
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema))
-    server = start_server("--schema", str(path), "--seed", "Account=3,Gadget__c=10")
+    server = start_server("--schema", str(path), "--seed", "Part__c=20,Gadget__c=10,Account=3")
     res = query(server, "SELECT Name, (SELECT Serial__c FROM Gadgets__r) FROM Account")
     assert res["totalSize"] == 3
     linked = query(server, "SELECT COUNT() FROM Gadget__c WHERE Account__c != null")["totalSize"]
     assert 0 < linked <= 10
     assert sum((a["Gadgets__r"] or {"totalSize": 0})["totalSize"] for a in res["records"]) == linked
     assert query(server, "SELECT Id FROM Gadget__c LIMIT 1")["records"][0]["Id"].startswith("a0G")
+    # Seeded parents first whatever the order given: every Part has its (required) Gadget.
+    parts = query(server, "SELECT Gadget__r.Name, Gadget__r.Account__r.Name FROM Part__c")["records"]
+    assert len(parts) == 20 and all(p["Gadget__r"] is not None for p in parts)
     r = session().get(f"{server.api}/query", params={"q": "SELECT Id FROM Contact"})
     assert r.status_code == 400 and r.json()[0]["errorCode"] == "INVALID_TYPE"
 
