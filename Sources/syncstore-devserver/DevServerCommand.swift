@@ -73,7 +73,7 @@ struct DevServerCommand: AsyncParsableCommand {
                 notes.append("seeded \(n) \(obj.name)")
             }
         }
-        let userParts = user.split(separator: ":", maxSplits: 1).map(String.init)
+        let userParts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let auth = Auth(fixedToken: token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: tokenLifetime)
         let api = API(store: store, auth: auth)
         api.minBatchSize = minBatchSize
@@ -99,11 +99,19 @@ struct DevServerCommand: AsyncParsableCommand {
             print(url)
             fflush(nil)
         }
+        // Both branches spell out .http1(...) because HTTPServerBuilder lives in HummingbirdCore,
+        // which this target does not import.
         var app = try tls.map { tls in
-            Application(responder: responder, server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])), tlsConfiguration: tls), configuration: configuration,
-                        onServerRunning: { announce($0.localAddress?.port ?? port) })
-        } ?? Application(responder: responder, server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])), configuration: configuration,
-                         onServerRunning: { announce($0.localAddress?.port ?? port) })
+            Application(
+                responder: responder,
+                server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])), tlsConfiguration: tls),
+                configuration: configuration,
+                onServerRunning: { announce($0.localAddress?.port ?? port) })
+        } ?? Application(
+            responder: responder,
+            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
+            configuration: configuration,
+            onServerRunning: { announce($0.localAddress?.port ?? port) })
         app.logger.logLevel = verbose ? .info : .warning
         if verbose { for n in notes { app.logger.info("\(n)") } }
         try await app.runService()
