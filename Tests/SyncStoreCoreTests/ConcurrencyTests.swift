@@ -131,6 +131,44 @@ final class ConcurrencyTests: StoreTestCase {
         XCTAssertEqual(failures.all, [])
     }
 
+    /// Queries racing alterSoup see the old or the new indexes, never an error.
+    func testQueriesRacingAlterSoup() throws {
+        let s = try store
+        try s.registerSoup("a", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        _ = try s.upsert(soup: "a", entriesJSON: "[" + (0..<50).map { #"{"k":"k\#($0 % 5)","b":\#($0)}"# }.joined(separator: ",") + "]")
+        let failures = Failures()
+        let done = Flag()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            defer { group.leave() }
+            var reads = 0
+            while !done.isSet || reads < 50 {
+                reads += 1
+                do {
+                    let page = try CursorPage(s.querySoup("a", specJSON: #"{"queryType":"range","indexPath":"b","beginKey":10,"endKey":19,"pageSize":100}"#))
+                    if page.totalEntries != 10 { failures.add("saw \(page.totalEntries) entries") }
+                    s.closeCursor(page.cursorId)
+                    let k = try CursorPage(s.querySoup("a", specJSON: #"{"queryType":"exact","indexPath":"k","matchKey":"k1","selectPaths":["b"]}"#))
+                    if k.totalEntries != 10 { failures.add("saw \(k.totalEntries) k1 entries") }
+                    s.closeCursor(k.cursorId)
+                    let smart = try CursorPage(s.runSmartQuery(specJSON: #"{"queryType":"smart","smartSql":"select count(*) from {a} where {a:b} between 10 and 19 and {a:k} = 'k1'"}"#))
+                    if int(smart.rows.first?.first) != 2 { failures.add("smart saw \(smart.rows)") }
+                    s.closeCursor(smart.cursorId)
+                } catch { failures.add("\(error)") }
+            }
+        }
+        for i in 0..<30 {
+            let specs = i % 3 == 0 ? #"[{"path":"k","type":"string"}]"#
+                : i % 3 == 1 ? #"[{"path":"k","type":"string"},{"path":"b","type":"integer"}]"#
+                : #"[{"path":"b","type":"floating"},{"path":"k","type":"full_text"}]"#
+            try s.alterSoup("a", specsJSON: specs, reIndexData: true)
+        }
+        done.set()
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(Array(Set(failures.all)).sorted().prefix(5), [])
+    }
+
     func testHandlesOpenedAndClosedFromManyThreads() throws {
         let registry = StoreRegistry()
         let root = self.root

@@ -12,6 +12,11 @@ public final class SmartStore: @unchecked Sendable {
     let readers: ReaderPool
     private let catalogLock = Lock()
     private var soups: [String: SoupInfo]
+    /// Bumped (under catalogLock) whenever the catalog changes or an alter starts, so a read
+    /// planned with old indexes can tell it should plan again (see `reading`).
+    private var catalogVersion = 0
+    /// True from the start of an alterSoup until its new indexes are published or rolled back.
+    private var alterInFlight = false
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     private var nextIds: [String: Int64] = [:]
     /// The sync engine of this store, created on first use.
@@ -37,7 +42,10 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     private func setSoup(_ name: String, _ info: SoupInfo?) {
-        catalogLock.withLock { soups[name] = info }
+        catalogLock.withLock {
+            soups[name] = info
+            catalogVersion += 1
+        }
     }
 
     /// Runs `body` in one write transaction. On failure the catalog and id caches are reloaded
@@ -53,7 +61,12 @@ public final class SmartStore: @unchecked Sendable {
             } catch {
                 nextIds.removeAll()
                 writer.clearCache()
-                if let reloaded = try? SoupCatalog.loadAll(writer) { catalogLock.withLock { soups = reloaded } }
+                let reloaded = try? SoupCatalog.loadAll(writer)
+                catalogLock.withLock {
+                    if let reloaded { soups = reloaded }
+                    catalogVersion += 1
+                    alterInFlight = false
+                }
                 throw error
             }
         }
@@ -148,6 +161,11 @@ public final class SmartStore: @unchecked Sendable {
     public func alterSoup(_ name: String, specs: [IndexSpec], reIndexData: Bool) throws {
         _ = try write({ db -> SoupInfo in
             let old = try self.requireSoup(name)
+            // Readers that fail on a dropped column from now on retry with the new indexes.
+            self.catalogLock.withLock {
+                self.alterInFlight = true
+                self.catalogVersion += 1
+            }
             let (info, _) = try SoupCatalog.alter(db, old, specs: specs)
             // New statements must see the altered table before re-indexing uses them.
             db.clearCache()
@@ -158,6 +176,7 @@ public final class SmartStore: @unchecked Sendable {
             return info
         }, committed: { info in
             self.setSoup(name, info)
+            self.catalogLock.withLock { self.alterInFlight = false }
             self.schemaChanged()
         })
     }
@@ -281,8 +300,7 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     public func retrieve(soup name: String, ids: [Int64]) throws -> TextBuffer {
-        let info = try requireSoup(name)
-        return try reading(name, info) { try readers.withReader { db in
+        try reading(name) { info in try readers.withReader { db in
             let statement = try db.cached("SELECT soup FROM \(info.table) WHERE id = ?")
             defer { statement.reset() }
             var out = TextBuffer()
@@ -303,12 +321,34 @@ public final class SmartStore: @unchecked Sendable {
 
     /// Runs a read of soup `name`. A read that fails because the soup was removed (or removed
     /// and registered again) meanwhile says "not found" rather than "no such table".
-    private func reading<T>(_ name: String, _ info: SoupInfo, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            if soup(name)?.table != info.table { throw StoreError.soupNotFound(name) }
-            throw error
+    /// A read of soup `name` that fails because the soup was altered meanwhile (a column it
+    /// planned with is gone) is planned again with the new indexes once the alter is published;
+    /// one that fails because the soup was removed says "not found".
+    private func reading<T>(_ name: String, _ body: (SoupInfo) throws -> T) throws -> T {
+        try retryingOnCatalogChange {
+            guard let info = soup(name) else { throw StoreError.soupNotFound(name) }
+            do {
+                return try body(info)
+            } catch {
+                if soup(name)?.table != info.table { throw StoreError.soupNotFound(name) }
+                throw error
+            }
+        }
+    }
+
+    /// Runs a read planned from the catalog again when it failed while the catalog changed.
+    private func retryingOnCatalogChange<T>(_ body: () throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            let version = catalogLock.withLock { catalogVersion }
+            do {
+                return try body()
+            } catch let error as StoreError where error.code != .notFound {
+                let (nowVersion, altering) = catalogLock.withLock { (catalogVersion, alterInFlight) }
+                guard nowVersion != version || altering, attempt < 50 else { throw error }
+                attempt += 1
+                if altering { usleep(1000) }
+            }
         }
     }
 
@@ -371,9 +411,9 @@ public final class SmartStore: @unchecked Sendable {
         guard spec.queryType != .smart else {
             throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
         }
-        let info = try requireSoup(name)
-        let plan = try SoupQueryBuilder.plan(spec, soup: info)
-        return try reading(name, info) { try openCursor(plan, pageSize: spec.pageSize, owner: owner) }
+        return try reading(name) { info in
+            try openCursor(try SoupQueryBuilder.plan(spec, soup: info), pageSize: spec.pageSize, owner: owner)
+        }
     }
 
     public func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
@@ -382,8 +422,7 @@ public final class SmartStore: @unchecked Sendable {
         guard spec.queryType == .smart, let sql = spec.smartSql else {
             throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
         }
-        let plan = try smartPlan(sql)
-        return try openCursor(plan, pageSize: spec.pageSize, owner: owner)
+        return try retryingOnCatalogChange { try openCursor(try smartPlan(sql), pageSize: spec.pageSize, owner: owner) }
     }
 
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
