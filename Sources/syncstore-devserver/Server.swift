@@ -66,12 +66,15 @@ struct DevResponder: HTTPResponder {
         switch decision.action {
         case .status(let code)?:
             let errorCode = code == 503 ? "SERVER_UNAVAILABLE" : (code >= 500 ? "UNKNOWN_EXCEPTION" : "REQUEST_LIMIT_EXCEEDED")
-            return makeResponse(APIResponse(error: APIError(code, errorCode, "Injected fault: HTTP \(code) for \(method) \(path)")))
+            var r = APIResponse(error: APIError(code, errorCode, "Injected fault: HTTP \(code) for \(method) \(path)"))
+            r.headers.append(("Content-Type", "application/json;charset=UTF-8"))
+            if code == 503 || code == 429 { r.headers.append(("Retry-After", "1")) }
+            return makeResponse(r)
         case .unauthorized?:
-            return makeResponse(APIResponse(error: .invalidSession))
+            return makeResponse(APIResponse(status: 401, headers: [("Content-Type", "application/json;charset=UTF-8")], body: APIError.invalidSession.body))
         case .expireTokens?:
             api.auth.expireAll()
-            return makeResponse(APIResponse(error: .invalidSession))
+            return makeResponse(APIResponse(status: 401, headers: [("Content-Type", "application/json;charset=UTF-8")], body: APIError.invalidSession.body))
         case .dropBefore?:
             return try await drop(context)
         default:

@@ -65,6 +65,7 @@ def test_5xx_then_recovery(start_server):
     codes = [s.get(f"{server.api}/query", params={"q": "SELECT Id FROM Contact"}) for _ in range(3)]
     assert [c.status_code for c in codes] == [503, 503, 200]
     assert codes[0].json()[0]["errorCode"] == "SERVER_UNAVAILABLE"
+    assert codes[0].headers["Retry-After"] == "1" and codes[0].headers["Content-Type"].startswith("application/json")
 
 
 def test_401_storm(start_server):
