@@ -67,14 +67,13 @@ struct DevResponder: HTTPResponder {
         case .status(let code)?:
             let errorCode = code == 503 ? "SERVER_UNAVAILABLE" : (code >= 500 ? "UNKNOWN_EXCEPTION" : "REQUEST_LIMIT_EXCEEDED")
             var r = APIResponse(error: APIError(code, errorCode, "Injected fault: HTTP \(code) for \(method) \(path)"))
-            r.headers.append(("Content-Type", "application/json;charset=UTF-8"))
             if code == 503 || code == 429 { r.headers.append(("Retry-After", "1")) }
             return makeResponse(r)
         case .unauthorized?:
-            return makeResponse(APIResponse(status: 401, headers: [("Content-Type", "application/json;charset=UTF-8")], body: APIError.invalidSession.body))
+            return makeResponse(APIResponse(error: .invalidSession))
         case .expireTokens?:
             api.auth.expireAll()
-            return makeResponse(APIResponse(status: 401, headers: [("Content-Type", "application/json;charset=UTF-8")], body: APIError.invalidSession.body))
+            return makeResponse(APIResponse(error: .invalidSession))
         case .dropBefore?:
             return try await drop(context)
         default:
@@ -119,6 +118,9 @@ struct DevResponder: HTTPResponder {
 
     private func makeResponse(_ r: APIResponse, streamed: Bool = false) -> Response {
         var fields = HTTPFields()
+        if !r.body.isEmpty, !r.headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+            fields[.contentType] = "application/json;charset=UTF-8"
+        }
         for (name, value) in r.headers {
             if let n = HTTPFields.Element.Name(name) { fields.append(HTTPFields.Element(name: n, value: value)) }
         }
