@@ -237,10 +237,12 @@ final class ConcurrencyTests: StoreTestCase {
             let page = try CursorPage(s.querySoup("big", specJSON: #"{"queryType":"range","indexPath":"n","pageSize":5}"#))
             let smartCount = try CursorPage(s.runSmartQuery(specJSON: #"{"queryType":"smart","smartSql":"select count(*) from {big}"}"#))
             _ = try s.retrieve(soup: "big", ids: [1])
+            let size = try s.databaseSize()
             queries += 1
             if before && writeInProgress() {
                 completedDuringWrite += 1
                 if page.totalEntries != 2 || int(smartCount.rows.first?.first) != 2 { sawPartial = true }
+                if size <= 0 { failures.add("database size \(size)") }
             }
             s.closeCursor(page.cursorId)
             s.closeCursor(smartCount.cursorId)

@@ -486,10 +486,11 @@ public final class SmartStore: @unchecked Sendable {
     // MARK: store facts
 
     /// Bytes used by the database: pages in use (including those still in the WAL).
+    /// Read on a reader connection (the last committed state), so it never waits for a write.
     public func databaseSize() throws -> Int64 {
-        try writeLock.withLock {
-            let pages = try writer.scalarInt("PRAGMA page_count") ?? 0
-            let size = try writer.scalarInt("PRAGMA page_size") ?? 0
+        try readers.withReader { db in
+            let pages = try db.scalarInt("PRAGMA page_count") ?? 0
+            let size = try db.scalarInt("PRAGMA page_size") ?? 0
             return pages * size
         }
     }
