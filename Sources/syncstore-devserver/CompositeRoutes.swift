@@ -97,7 +97,10 @@ extension API {
             }
         }
         if !allOrNone {
-            for i in 0..<count { results.append(one(i)) }
+            // One outer transaction, one savepoint per record: partial failure, cheap commits.
+            try store.db.savepoint {
+                for i in 0..<count { results.append(one(i)) }
+            }
             return results
         }
         do {
