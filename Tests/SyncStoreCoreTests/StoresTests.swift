@@ -99,7 +99,11 @@ final class StoreRegistryTests: StoreTestCase {
         let config = try StoreConfig(name: "victim")
         assertStoreError(.busy) { try registry.removeStore(root: root, config: config) }
         XCTAssertEqual(try registry.listStores(root: root, global: false), ["victim"], "a busy removal removes nothing")
+        let second = try open(#"{"storeName": "victim"}"#)
         try registry.close(handle)
+        assertStoreError(.busy, "still open through the second handle") { try registry.removeStore(root: root, config: config) }
+        XCTAssertTrue(try registry.store(second).soupExists("s"))
+        try registry.close(second)
         try registry.removeStore(root: root, config: config)
         XCTAssertEqual(try registry.listStores(root: root, global: false), [])
         for suffix in ["", "-wal", "-shm"] {
