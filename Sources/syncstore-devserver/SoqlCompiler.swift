@@ -125,6 +125,7 @@ final class SoqlCompiler {
         var groupSQL = ""
         if !q.groupBy.isEmpty && !isCountOnly {
             groupSQL = " GROUP BY " + (try q.groupBy.map { try resolve($0, scope: scope).sql }).joined(separator: ", ")
+            if let h = q.having { groupSQL += " HAVING " + (try condition(h, scope: scope)) }
         }
         let orderSQL = isCountOnly ? "" : try orderBy(q.orderBy, scope: scope, aggregate: hasAggregates || !q.groupBy.isEmpty)
         var sql = "SELECT \(selectSQL) FROM \(obj.tableName) t0 \(scope.joinSQL)"
@@ -380,6 +381,16 @@ final class SoqlCompiler {
                 throw SoqlError(kind: .invalidField, offset: ref.offset, message: "invalid operator on field: \(r.field.name)")
             }
             return "(\(r.sql) LIKE \(bind(.text(pattern))) ESCAPE '\\' AND \(r.sql) IS NOT NULL)"
+        case .aggregateCompare(let fn, let arg, let op, let lit):
+            let value: SQLValue
+            switch lit.value {
+            case .number(let n): value = Int64(n).map { .int($0) } ?? .double(Double(n) ?? 0)
+            case .string(let str, _): value = .text(str)
+            case .date(let d): value = .text(d)
+            case .datetime(let ms): value = .text(SFTime.format(millis: ms))
+            default: throw SoqlError(kind: .malformed, offset: lit.offset, message: "unexpected value in HAVING")
+            }
+            return "(\(try aggregateSQL(fn, arg, scope: scope)) \(op) \(bind(value)))"
         case .search(let terms, let fields):
             var termParts: [String] = []
             for term in terms {

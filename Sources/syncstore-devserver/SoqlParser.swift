@@ -168,6 +168,8 @@ indirect enum Condition {
     case like(FieldRef, Literal)
     /// SOSL term match: every term must match at least one of the fields (LIKE patterns).
     case search(terms: [String], fields: [String])
+    /// HAVING: `COUNT(Id) > 1`, `MAX(Amount) >= 100`.
+    case aggregateCompare(function: String, argument: FieldRef?, op: String, Literal)
 }
 
 struct OrderItem {
@@ -183,6 +185,7 @@ struct SoqlQuery {
     var alias: String?
     var condition: Condition?
     var groupBy: [FieldRef] = []
+    var having: Condition?
     var orderBy: [OrderItem] = []
     var limit: Int?
     var offset: Int?
@@ -254,6 +257,7 @@ struct SoqlParser {
         if accept("GROUP") {
             try expectKeyword("BY")
             repeat { q.groupBy.append(try parseFieldRef()) } while acceptPunct(",")
+            if accept("HAVING") { q.having = try parseOr() }
         }
         if accept("ORDER") {
             try expectKeyword("BY")
@@ -364,6 +368,12 @@ struct SoqlParser {
     }
 
     private mutating func parsePredicate() throws -> Condition {
+        if cur.kind == .ident, Self.aggregateFunctions.contains(cur.upper), peek().kind == .punct, peek().text == "(" {
+            guard case .aggregate(let fn, let arg, nil, _) = try parseSelectItem() else { throw unexpected() }
+            guard cur.kind == .punct, ["=", "!=", "<", ">", "<=", ">="].contains(cur.text) else { throw unexpected() }
+            let op = advance().text
+            return .aggregateCompare(function: fn, argument: arg, op: op, try parseLiteral())
+        }
         let field = try parseFieldRef()
         if cur.kind == .punct, ["=", "!=", "<", ">", "<=", ">="].contains(cur.text) {
             let op = advance().text

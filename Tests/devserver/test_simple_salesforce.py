@@ -117,6 +117,8 @@ def test_count_and_aggregates(sf):
     agg = sf.query("SELECT LastName, COUNT(Id) cnt FROM Contact GROUP BY LastName ORDER BY COUNT(Id) DESC")
     assert agg["records"][0]["attributes"]["type"] == "AggregateResult"
     assert sum(r["cnt"] for r in agg["records"]) == sf.query("SELECT COUNT() FROM Contact WHERE LastName != null")["totalSize"]
+    having = sf.query("SELECT LastName, COUNT(Id) cnt FROM Contact GROUP BY LastName HAVING COUNT(Id) > 80 AND MAX(Title) != 'x'")
+    assert {r["LastName"] for r in having["records"]} == {r["LastName"] for r in agg["records"] if r["cnt"] > 80}
 
 
 def test_sosl_search(sf):
