@@ -32,7 +32,7 @@ SOSL_CORPUS = [
 ]
 VOCAB = [
     "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "LIKE", "LIMIT", "OFFSET", "ORDER", "BY", "GROUP", "ASC", "DESC",
-    "NULLS", "FIRST", "LAST", "COUNT()", "COUNT(Id)", "null", "true", "false", "TODAY", "LAST_N_DAYS:", "(", ")", ",", ".",
+    "NULLS", "FIRST", "LAST", "HAVING", "FIELDS(ALL)", "COUNT()", "COUNT(Id)", "null", "true", "false", "TODAY", "LAST_N_DAYS:", "(", ")", ",", ".",
     "=", "!=", "<>", "<", ">", "<=", ">=", "'", "\\", "'\\'", "'abc'", "'%'", "0", "-1", "1.5", "99999999999999999999999",
     "2026-01-01", "2026-13-45", "2026-01-01T00:00:00Z", "2026-01-01T25:00:00+0000", "Id", "Name", "Contact", "Account",
     "Contacts", "Account.Name", "Account.Owner.Name", "Widget__c", "Account__r.Name", "{", "}", "FIND", "RETURNING", ":", ";",
@@ -249,7 +249,8 @@ def test_generated_valid_queries_all_succeed(fuzz_server):
         if r < 0.6:
             g = rng.choice(groupable)
             aggs = [f"COUNT(Id) c", f"MAX({rng.choice(groupable)})"] + ([f"SUM({rng.choice(numeric)}) s", f"AVG({rng.choice(numeric)})"] if numeric else [])
-            return f"SELECT {g}, {', '.join(rng.sample(aggs, rng.randint(1, len(aggs))))} FROM {t} GROUP BY {g} ORDER BY COUNT(Id) DESC LIMIT 5"
+            having = f" HAVING COUNT(Id) {rng.choice(['>', '<=', '!='])} {rng.randint(0, 20)}" if rng.random() < 0.4 else ""
+            return f"SELECT {g}, {', '.join(rng.sample(aggs, rng.randint(1, len(aggs))))} FROM {t} GROUP BY {g}{having} ORDER BY COUNT(Id) DESC LIMIT 5"
         if r < 0.8 and t == "Account":
             return f"SELECT Id FROM Account WHERE Id {rng.choice(['IN', 'NOT IN'])} (SELECT AccountId FROM Contact WHERE {predicate('Contact')})"
         return f"SELECT FIELDS({rng.choice(['ALL', 'STANDARD', 'CUSTOM'])}) FROM {t} WHERE {predicate(t)} LIMIT 3"
