@@ -79,6 +79,13 @@ final class SmartSqlTokenTests: StoreTestCase {
         // Quoted alias and a join between two soups.
         let quoted = try smart(#"select "m".{employees:name} from {employees} "m" where "m".{employees:employeeId} = '4'"#).rows
         XCTAssertEqual(quoted.first?.first as? String, "Carl")
+        for (open, close) in [("[", "]"), ("`", "`"), ("\"", "\"")] {
+            let m = "\(open)m x\(close)"
+            let rows = try smart("select \(m).{employees:name}, \(m).{employees:_soupEntryId}, \(m).{employees:dept} from {employees} as \(m) where \(m).{employees:employeeId} = '4'").rows
+            XCTAssertEqual(rows.first?.first as? String, "Carl", m)
+            XCTAssertEqual(rows.first.flatMap { int($0[1]) }, 4, m)
+            XCTAssertEqual(rows.first?.last as? String, "R&D", m)
+        }
         let join = try smart("select {employees:name}, {contacts:LastName} from {employees}, {contacts} where {employees:_soupEntryId} = {contacts:_soupEntryId} order by {employees:_soupEntryId}").rows
         XCTAssertEqual(join.map { $0[1] as? String }, ["Smith", "Smith", "Jones", "Brown"])
     }

@@ -112,12 +112,13 @@ struct SmartSqlTranslator {
         return (content, j)
     }
 
-    /// Removes and returns `alias` when the output ends with `alias.` (a bare or quoted name).
+    /// Removes and returns `alias` when the output ends with `alias.` (a bare, "quoted",
+    /// `backquoted` or [bracketed] name).
     private func takeQualifier(from out: inout [UInt8]) -> String? {
         guard out.last == UInt8(ascii: ".") else { return nil }
         var k = out.count - 1
-        if k > 0 && (out[k - 1] == UInt8(ascii: "\"") || out[k - 1] == UInt8(ascii: "`")) {
-            let quote = out[k - 1]
+        if k > 0 && (out[k - 1] == UInt8(ascii: "\"") || out[k - 1] == UInt8(ascii: "`") || out[k - 1] == UInt8(ascii: "]")) {
+            let quote = out[k - 1] == UInt8(ascii: "]") ? UInt8(ascii: "[") : out[k - 1]
             var m = k - 2
             while m >= 0 && out[m] != quote { m -= 1 }
             guard m >= 0 else { return nil }
