@@ -130,8 +130,22 @@ struct DevResponder: HTTPResponder {
     }
 
     /// `/__devserver/faults`: GET shows the rules and counters, PUT replaces the spec, DELETE clears it.
+    /// `POST /__devserver/import`: loads records as `--import` does (explicit ids and timestamps,
+    /// e.g. to make LastModifiedDate ties mid-test); answers `{"imported": N}`.
     private func admin(method: String, path: String, body: [UInt8]) -> APIResponse {
         guard adminEnabled else { return APIResponse(error: .notFound) }
+        if path == "/__devserver/import" {
+            guard method == "POST" else { return APIResponse(error: APIError.methodNotAllowed(method, allowed: ["POST"])) }
+            do {
+                let json = try JSON.parse(body)
+                let n = try api.store.locked { try Seeder(store: api.store).importFile(json) }
+                return APIResponse(status: 200, json: .object([("imported", .int(Int64(n)))]))
+            } catch let e as JSONParseError {
+                return APIResponse(error: APIError.jsonParser(e.message))
+            } catch {
+                return APIResponse(error: APIError(400, "INVALID_INPUT", "\(error)"))
+            }
+        }
         guard path == "/__devserver/faults" else { return APIResponse(error: .notFound) }
         let text: [(String, String)] = [("Content-Type", "text/plain; charset=utf-8")]
         switch method {

@@ -119,3 +119,20 @@ def test_admin_endpoint(start_server):
 def test_bad_fault_spec_is_rejected():
     r = subprocess.run([binary_path(), "--port", "0", "--faults", "GET * drop=sideways"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "drop=sideways" in r.stderr
+
+
+def test_admin_import_makes_ties(start_server):
+    server = start_server("--admin")
+    s = session()
+    stamp = "2025-06-01T12:00:00.000+0000"
+    records = {"Contact": [{"LastName": f"Tie{i:03}", "LastModifiedDate": stamp} for i in range(5)]}
+    r = s.post(f"{server.url}/__devserver/import", json=records)
+    assert r.status_code == 200 and r.json() == {"imported": 5}
+    got = s.get(f"{server.api}/query", params={"q": f"SELECT Id FROM Contact WHERE LastModifiedDate = {stamp}"}).json()
+    assert got["totalSize"] == 5
+    bad = s.post(f"{server.url}/__devserver/import", json={"Nope": [{}]})
+    assert bad.status_code == 400
+    # Writes after an import still get stamps after everything imported.
+    new = s.post(f"{server.api}/sobjects/Contact", json={"LastName": "After"}).json()["id"]
+    after = s.get(f"{server.api}/sobjects/Contact/{new}").json()["SystemModstamp"]
+    assert after > stamp
