@@ -41,7 +41,7 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Fault injection spec (see below).") var faults: String?
     @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
-    @Flag(help: "Enable /__devserver/faults to change faults at run time.") var admin = false
+    @Flag(help: "Enable /__devserver/faults (change faults at run time) and /__devserver/import.") var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
 
     func validate() throws {
