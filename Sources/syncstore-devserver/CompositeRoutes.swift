@@ -292,7 +292,7 @@ extension API {
             if let b = sub["body"], !b.isNull {
                 bodyBytes = Array(try substitute(b.text, bodies: bodies, inJSON: true).utf8)
             }
-            let parts = url.split(separator: "?", maxSplits: 1).map(String.init)
+            let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             var headers: [String: String] = [:]
             for (k, v) in sub["httpHeaders"]?.objectValue ?? [] { if let s = v.stringValue { headers[k.lowercased()] = s } }
             let subReq = APIRequest(method: method, rawPath: parts[0], rawQuery: parts.count > 1 ? parts[1] : nil, headers: headers, body: bodyBytes)

@@ -145,7 +145,13 @@ def test_malformed_bodies_do_not_crash(fuzz_server):
     s.trust_env = False
     s.headers["Authorization"] = f"Bearer {TOKEN}"
     bodies = [b"", b"{", b"[]", b"null", b'{"LastName": {"a": 1}}', b'{"LastName": "x", "Birthdate": 5}', b"\xff\xfe",
-              b'{"records": "no"}', b'{"compositeRequest": [{"method": "GET"}]}', b"[" * 5000, b'{"LastName":"' + b"x" * 100 + b'"}']
+              b'{"records": "no"}', b'{"compositeRequest": [{"method": "GET"}]}',
+              b'{"compositeRequest": [{"method": "GET", "url": "", "referenceId": "a"}]}',
+              b'{"compositeRequest": [{"method": "GET", "url": "?", "referenceId": "a"}]}',
+              b'{"compositeRequest": [{"method": "POST", "url": "/services/data/v60.0/sobjects/Account", "referenceId": "a", "body": {"Name": "@{a.id}"}}]}',
+              b'{"compositeRequest": [{"method": "GET", "url": "/services/data/v60.0/query?q=SELECT+Id+FROM+Account+LIMIT+1", "referenceId": "q"},'
+              b' {"method": "GET", "url": "/services/data/v60.0/sobjects/Account/@{q.records[99999999999999999999].Id}", "referenceId": "r"}]}',
+              b'{"ids": [".", "", "x"], "fields": [".", "", "Account..Name"]}', b'{"ids": [], "fields": ["."]}', b"[" * 5000, b'{"LastName":"' + b"x" * 100 + b'"}']
     bodies += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 200))) for _ in range(100)]
     paths = ["sobjects/Contact", "composite/sobjects", "composite", "sobjects/Widget__c/External_Id__c/k1", "composite/sobjects/Contact"]
     for body in bodies:
