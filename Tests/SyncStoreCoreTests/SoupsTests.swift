@@ -323,9 +323,9 @@ final class AlterSoupTests: StoreTestCase {
         XCTAssertEqual(rows.map { $0[0] as? String }, ["p", "q", "r"])
         XCTAssertEqual(rows.map { $0[3] as? String }, [nil, nil, "delta"])
         // No leftover columns of dropped indexes.
-        let schema = try rawDump(dbPath).filter { $0.hasPrefix("schema t:table | t:\(try XCTUnwrap(try s.soup("s")).table) ") }
+        let table = try XCTUnwrap(s.soup("s")).table
+        let schema = try rawDump(dbPath).filter { $0.hasPrefix("schema t:table | t:\(table) ") }
         XCTAssertEqual(schema.count, 1)
-        let table = try XCTUnwrap(try s.soup("s")).table
         let definition = try XCTUnwrap(schema.first?.components(separatedBy: "CREATE TABLE").last)
         XCTAssertEqual(definition.components(separatedBy: "\(table)_").count - 1, 3, "index columns of c, u, t only: \(definition)")
     }
