@@ -38,7 +38,12 @@ enum SFTime {
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 
-    static func format(millis: Int64) -> String {
+    /// Years 0001...9999; wider values (say a client's epoch-ms parameter) are clamped, never trap.
+    static let minMillis: Int64 = -62_135_596_800_000
+    static let maxMillis: Int64 = 253_402_300_799_999
+
+    static func format(millis unclamped: Int64) -> String {
+        let millis = min(max(unclamped, minMillis), maxMillis)
         let ms = Int(((millis % 1000) + 1000) % 1000)
         let secs = (millis - Int64(ms)) / 1000
         var dayCount = Int(secs / 86400)
@@ -119,7 +124,8 @@ enum SFTime {
     static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// RFC 7231 date, for Last-Modified.
-    static func httpDate(millis: Int64) -> String {
+    static func httpDate(millis unclamped: Int64) -> String {
+        let millis = min(max(unclamped, 0), maxMillis)
         let secs = millis / 1000
         let dayCount = Int(secs / 86400)
         let rem = Int(secs % 86400)

@@ -289,3 +289,8 @@ def test_generated_valid_queries_all_succeed(fuzz_server):
         assert r.status_code == 200, f"{q}: {r.text[:300]}"
         body = r.json()
         assert body["done"] is True and body["totalSize"] == len(body["records"])
+    for params in ({"changedAfterTimestamp": "-9223372036854775808"}, {"changedAfterTimestamp": "9223372036854775807"},
+                   {"relayToken": "rt-1--9223372036854775808"}, {"relayToken": "rt-0-9223372036854775807"}, {"relayToken": "rt--1"}):
+        r = s.get(f"{fuzz_server.api}/connect/briefcase/priming-records", params=params, timeout=10)
+        assert r.status_code in (200, 400), f"{params}: {r.status_code}"
+    assert fuzz_server.alive()
