@@ -47,6 +47,7 @@ struct DevServerCommand: AsyncParsableCommand {
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard (1...315_360_000).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 1 s to 10 years") }
         guard (1...2000).contains(minBatchSize) else { throw ValidationError("--min-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
