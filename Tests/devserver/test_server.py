@@ -137,3 +137,18 @@ def test_expect_100_continue_is_answered(start_server):
         while b"\r\n\r\n" not in answer:
             answer += sock.recv(65536)
         assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_issued_tokens_expire(start_server):
+    import time
+
+    server = start_server("--token-lifetime", "1")
+    s = requests.Session()
+    s.trust_env = False
+    tok = s.post(f"{server.url}/services/oauth2/token", data={"grant_type": "password", "username": "dev@example.com", "password": "devpassword"}).json()
+    h = {"Authorization": f"Bearer {tok['access_token']}"}
+    assert s.get(f"{server.api}/limits", headers=h).status_code == 200
+    time.sleep(1.3)
+    expired = s.get(f"{server.api}/limits", headers=h)
+    assert expired.status_code == 401 and expired.json()[0]["errorCode"] == "INVALID_SESSION_ID"
+    assert session().get(f"{server.api}/limits").status_code == 200, "the --token token never expires"
