@@ -244,23 +244,26 @@ final class Store: @unchecked Sendable {
                 created: String? = nil, modified: String? = nil, track: Bool = true) throws -> String {
         try checkUnique(obj, values, excluding: nil)
         var seq = nextSeq[obj.name] ?? 1
-        var id = explicitId ?? SFId.make(prefix: obj.keyPrefix, sequence: seq)
-        if explicitId == nil {
-            // Imported records may already hold a generated-looking id: skip past it.
-            while try meta(obj, id: id) != nil {
-                seq += 1
-                id = SFId.make(prefix: obj.keyPrefix, sequence: seq)
-            }
-        }
-        nextSeq[obj.name] = seq + 1
-        let stamp = SFTime.format(millis: clock.next())
+        // Only API writes take a clock tick: seeded/imported rows bring their own stamps, and ticking
+        // for each of them would push the clock ahead of real time.
+        let mod = modified ?? SFTime.format(millis: clock.next())
         let cols = ["seq", "\"Id\"", "\"IsDeleted\"", "\"CreatedDate\"", "\"LastModifiedDate\"", "\"SystemModstamp\""] + values.map { "\"\($0.0.name)\"" }
         let placeholders = (1...cols.count).map { "?\($0)" }.joined(separator: ",")
         let s = try db.prepare("INSERT INTO \(obj.tableName) (\(cols.joined(separator: ","))) VALUES (\(placeholders))")
-        let mod = modified ?? stamp
-        try s.run([.int(seq), .text(id), .int(0), .text(created ?? mod), .text(mod), .text(mod)] + values.map { $0.1 })
-        if track { touch(obj.name, id) }
-        return id
+        var attempts = 0
+        while true {
+            let id = explicitId ?? SFId.make(prefix: obj.keyPrefix, sequence: seq)
+            do {
+                try s.run([.int(seq), .text(id), .int(0), .text(created ?? mod), .text(mod), .text(mod)] + values.map { $0.1 })
+                nextSeq[obj.name] = seq + 1
+                if track { touch(obj.name, id) }
+                return id
+            } catch let e as SQLiteError where e.isConstraint && explicitId == nil && attempts < 10_000 {
+                // An imported record already holds this generated id (or seq): take the next one.
+                attempts += 1
+                seq += 1
+            }
+        }
     }
 
     func update(_ obj: SObjectDef, id: String, values: [(FieldDef, SQLValue)]) throws {

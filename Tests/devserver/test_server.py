@@ -152,3 +152,14 @@ def test_issued_tokens_expire(start_server):
     expired = s.get(f"{server.api}/limits", headers=h)
     assert expired.status_code == 401 and expired.json()[0]["errorCode"] == "INVALID_SESSION_ID"
     assert session().get(f"{server.api}/limits").status_code == 200, "the --token token never expires"
+
+
+def test_writes_after_a_big_seed_use_wall_clock_time(start_server):
+    import datetime
+
+    server = start_server("--seed", "Contact=20000")
+    s = session()
+    cid = s.post(f"{server.api}/sobjects/Contact", json={"LastName": "Now"}).json()["id"]
+    stamp = s.get(f"{server.api}/sobjects/Contact/{cid}").json()["SystemModstamp"]
+    written = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z")
+    assert abs((written - datetime.datetime.now(datetime.timezone.utc)).total_seconds()) < 5
