@@ -201,6 +201,16 @@ final class StoreRegistryTests: StoreTestCase {
         XCTAssertFalse(registry.isOpen(path: path))
     }
 
+    func testOpeningAStoreWithDamagedMetadataIsAStorageError() throws {
+        let handle = try open(#"{"storeName": "meta"}"#)
+        try registry.store(handle).registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        try registry.close(handle)
+        let path = StoreRegistry.path(root: root, config: try StoreConfig(name: "meta"))
+        try rawExec(path, "UPDATE soup_index_map SET type = 'bogus'")
+        let error = assertStoreError(.storage) { try open(#"{"storeName": "meta"}"#) }
+        XCTAssertTrue(error?.message.contains("bogus") ?? false, error?.message ?? "")
+    }
+
     func testDataPersistsAcrossCloseAndReopen() throws {
         let h = try open(#"{"storeName": "persist"}"#)
         try registry.store(h).registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)
