@@ -12,6 +12,10 @@ extension API {
             try allow(req, ["POST"])
             return try composite(req, version: version)
         }
+        if s == ["batch"] {
+            try allow(req, ["POST"])
+            return try batch(req)
+        }
         guard s[0] == "sobjects" else { throw APIError.notFound }
         switch s.count {
         case 1:
@@ -221,6 +225,46 @@ extension API {
         return writeResults(results)
     }
 
+    // MARK: composite/batch
+
+    /// `{"batchRequests":[{"method","url":"vNN.N/...","richInput"?}], "haltOnError"?}`: independent
+    /// subrequests (no transaction, no references) -> `{"hasErrors","results":[{"statusCode","result"}]}`.
+    private func batch(_ req: APIRequest) throws -> APIResponse {
+        let body = try req.json()
+        guard let subs = body["batchRequests"]?.arrayValue, !subs.isEmpty else {
+            throw APIError(400, "JSON_PARSER_ERROR", "batchRequests is required")
+        }
+        guard subs.count <= API.maxComposite else {
+            throw APIError(400, "LIMIT_EXCEEDED", "Limit Exceeded. Max number of batch requests: \(API.maxComposite)")
+        }
+        let haltOnError = body["haltOnError"]?.boolValue ?? false
+        var hasErrors = false
+        var results = JSONWriter()
+        for (i, sub) in subs.enumerated() {
+            if i > 0 { results.raw(",") }
+            if haltOnError && hasErrors {
+                results.raw("{\"statusCode\":412,\"result\":")
+                results.raw(APIError(412, "BATCH_PROCESSING_HALTED", "Batch processing halted per request").body)
+                results.raw("}")
+                continue
+            }
+            var url = sub["url"]?.stringValue ?? ""
+            if !url.hasPrefix("/") { url = "/services/data/" + url }
+            var spec: [(String, JSON)] = [("method", sub["method"] ?? .string("GET")), ("url", .string(url)), ("referenceId", .string("b\(i)"))]
+            if let input = sub["richInput"] { spec.append(("body", input)) }
+            let resp = runSub(.object(spec), bodies: [:], version: "")
+            if resp.status >= 400 { hasErrors = true }
+            results.raw("{\"statusCode\":\(resp.status),\"result\":")
+            if resp.body.isEmpty { results.raw("null") } else { results.raw(resp.body) }
+            results.raw("}")
+        }
+        var w = JSONWriter()
+        w.raw("{\"hasErrors\":\(hasErrors),\"results\":[")
+        w.raw(results.bytes)
+        w.raw("]}")
+        return APIResponse(status: 200, body: w.bytes)
+    }
+
     // MARK: /composite
 
     func composite(_ req: APIRequest, version: String) throws -> APIResponse {
@@ -300,7 +344,8 @@ extension API {
                   let v = parseVersion(subReq.segments[2]) else {
                 throw APIError(400, "INVALID_INPUT", "The url must start with /services/data/vXX.X/: \(url)")
             }
-            if subReq.segments.count > 3, subReq.segments[3] == "composite" && subReq.segments.count == 4 {
+            // composite and composite/batch cannot nest (composite/sobjects can be a subrequest).
+            if subReq.segments.count > 3, subReq.segments[3] == "composite", subReq.segments.count == 4 || subReq.segments[4] == "batch" {
                 throw APIError(400, "INVALID_INPUT", "composite requests cannot be nested")
             }
             var resp = try store.db.savepoint { try dispatch(subReq, version: v) }

@@ -386,3 +386,17 @@ def test_delete_cascades_and_clears_lookups(sf):
         sf.Contact.get(con)  # Contact.AccountId cascades, as in a real org
     widget = sf.Widget__c.get(wid)
     assert widget["Account__c"] is None and widget["SystemModstamp"] > before
+
+
+def test_composite_batch(sf):
+    cid = sf.Contact.create({"LastName": "Batch"})["id"]
+    res = sf.restful("composite/batch", method="POST", json={"haltOnError": True, "batchRequests": [
+        {"method": "PATCH", "url": f"v60.0/sobjects/Contact/{cid}", "richInput": {"Title": "Batched"}},
+        {"method": "GET", "url": f"v60.0/sobjects/Contact/{cid}?fields=Title"},
+        {"method": "GET", "url": "v60.0/sobjects/Contact/003000000000000AAA"},
+        {"method": "GET", "url": f"v60.0/sobjects/Contact/{cid}"},
+    ]})
+    assert res["hasErrors"] is True
+    assert [r["statusCode"] for r in res["results"]] == [204, 200, 404, 412]
+    assert res["results"][1]["result"]["Title"] == "Batched" and res["results"][0]["result"] is None
+    assert res["results"][3]["result"][0]["errorCode"] == "BATCH_PROCESSING_HALTED"

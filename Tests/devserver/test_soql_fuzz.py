@@ -153,7 +153,9 @@ def test_malformed_bodies_do_not_crash(fuzz_server):
               b' {"method": "GET", "url": "/services/data/v60.0/sobjects/Account/@{q.records[99999999999999999999].Id}", "referenceId": "r"}]}',
               b'{"ids": [".", "", "x"], "fields": [".", "", "Account..Name"]}', b'{"ids": [], "fields": ["."]}', b"[" * 5000, b'{"LastName":"' + b"x" * 100 + b'"}']
     bodies += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 200))) for _ in range(100)]
-    paths = ["sobjects/Contact", "composite/sobjects", "composite", "sobjects/Widget__c/External_Id__c/k1", "composite/sobjects/Contact"]
+    paths = ["sobjects/Contact", "composite/sobjects", "composite", "composite/batch", "sobjects/Widget__c/External_Id__c/k1", "composite/sobjects/Contact"]
+    bodies += [b'{"batchRequests": [{"method": "GET", "url": ""}]}', b'{"batchRequests": [{"url": "?"}], "haltOnError": true}',
+               b'{"batchRequests": [{"method": "POST", "url": "v60.0/composite/batch", "richInput": {"batchRequests": []}}]}']
     for body in bodies:
         for path in paths:
             for method in ("POST", "PATCH"):
