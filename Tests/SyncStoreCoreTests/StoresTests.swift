@@ -211,6 +211,37 @@ final class StoreRegistryTests: StoreTestCase {
         XCTAssertTrue(error?.message.contains("bogus") ?? false, error?.message ?? "")
     }
 
+    func testClosingTheLastHandleReleasesTheStore() throws {
+        weak var released: SmartStore?
+        try {
+            let h1 = try open(#"{"storeName": "gone"}"#)
+            let h2 = try open(#"{"storeName": "gone"}"#)
+            let s = try registry.store(h1)
+            released = s
+            try s.registerSoup("s", specsJSON: #"[{"path":"k","type":"string"},{"path":"t","type":"full_text"}]"#)
+            _ = try s.upsert(soup: "s", entriesJSON: #"{"k":"a","t":"b"}"#)
+            let page = try CursorPage(s.querySoup("s", specJSON: "{}", owner: h1))
+            _ = try s.moveCursor(page.cursorId, toPage: 0)
+            _ = try smart("select count(*) from {s}", on: s)
+            try registry.close(h1)
+            try registry.close(h2)
+        }()
+        XCTAssertNil(released, "the store object (and its SQLite connections) must go with its last handle")
+        // Also once its sync manager was created (the manager refers to the store).
+        weak var withSync: SmartStore?
+        try {
+            let h = try open(#"{"storeName": "synced"}"#)
+            let s = try registry.store(h)
+            withSync = s
+            _ = try s.syncManager()
+            try registry.close(h)
+        }()
+        XCTAssertNil(withSync, "a store whose sync manager was used must go with its last handle too")
+        // The files can then be removed and the store reopened fresh.
+        try registry.removeStore(root: root, config: try StoreConfig(name: "gone"))
+        XCTAssertEqual(try registry.store(try open(#"{"storeName": "gone"}"#)).soupNames, [])
+    }
+
     func testDataPersistsAcrossCloseAndReopen() throws {
         let h = try open(#"{"storeName": "persist"}"#)
         try registry.store(h).registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)

@@ -103,7 +103,11 @@ public final class SmartStore: @unchecked Sendable {
     func closeSyncs(owner: Int, last: Bool) throws {
         guard let manager = syncManagerLock.withLock({ syncManagerStorage }) else { return }
         try manager.close(owner: owner)
-        if last { manager.close() }
+        if last {
+            manager.close()
+            // The manager holds the store: drop it so the store (and its connections) can go.
+            syncManagerLock.withLock { syncManagerStorage = nil }
+        }
     }
 
     /// Whether the caller runs on this store's sync worker (inside a sync callback).
