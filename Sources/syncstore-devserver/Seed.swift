@@ -34,6 +34,9 @@ enum SampleData {
     static let departments = ["Sales", "Marketing", "Engineering", "Finance", "Operations", "Support", "Procurement", "Legal"]
     static let cities = ["San Francisco", "New York", "Chicago", "Austin", "Seattle", "London", "Paris", "Berlin", "São Paulo", "Lisbon", "Tokyo", "Sydney", "Toronto", "Mumbai"]
     static let countries = ["USA", "USA", "USA", "UK", "France", "Germany", "Brazil", "Portugal", "Japan", "Australia", "Canada", "India"]
+    /// Lower-case ASCII forms for e-mail local parts and host names.
+    static let emailNames = firstNames.map { $0.lowercased().replacingOccurrences(of: "é", with: "e") }
+    static let hostWords = companyWords.map { $0.lowercased().replacingOccurrences(of: " ", with: "") }
     static let words = ["quick", "reliable", "offline", "sync", "priority", "renewal", "pilot", "expansion", "urgent", "follow-up", "quarterly", "review", "widget", "shipment", "contract", "demo"]
 }
 
@@ -80,7 +83,7 @@ struct Seeder {
             while try s.step() { if let id = s.text(0) { ids.append(id) } }
             parentIds[f.name] = ids
         }
-        let fields = obj.fields.filter { !$0.system && $0.createable }
+        let roles = obj.fields.filter { !$0.system && $0.createable }.map { ($0, role($0, obj: obj)) }
         // Fixed base time: seeds must not depend on the clock. Seeded rows may share a
         // LastModifiedDate (as bulk-loaded rows do in real orgs); API writes never do.
         let base = Int64(SFTime.days(year: 2025, month: 1, day: 1)) * 86_400_000 + Int64(fnv1a(obj.name) % 1000)
@@ -89,11 +92,12 @@ struct Seeder {
         do {
             for i in 0..<count {
                 var values: [(FieldDef, SQLValue)] = []
-                for f in fields { values.append((f, value(for: f, obj: obj, index: i, rng: &rng, parents: parentIds[f.name] ?? []))) }
+                for (f, role) in roles { values.append((f, value(for: f, role: role, obj: obj, index: i, rng: &rng, parents: parentIds[f.name] ?? []))) }
                 let created = base + Int64(i) * 1000
                 let modified = created + Int64(rng.int(4)) * 1000
                 maxStamp = max(maxStamp, modified)
-                try store.create(obj, values: values, created: SFTime.format(millis: created), modified: SFTime.format(millis: modified), track: false)
+                try store.create(obj, values: values, created: SFTime.format(millis: created), modified: SFTime.format(millis: modified), track: false,
+                                 sameColumnsAs: "seed:\(obj.name)")
             }
             try store.db.exec("COMMIT")
         } catch {
@@ -104,10 +108,31 @@ struct Seeder {
         return count
     }
 
-    private func value(for f: FieldDef, obj: SObjectDef, index i: Int, rng: inout SplitMix64, parents: [String]) -> SQLValue {
+    /// What a field's seeded values look like, decided once per field (not per row: string
+    /// matching on every row dominated seeding time).
+    private enum Role {
+        case externalId, firstName, lastName, title, department, city, country, number, accountName, name, birthdate, other
+    }
+
+    private func role(_ f: FieldDef, obj: SObjectDef) -> Role {
+        let name = f.name.lowercased()
+        if f.type == .date { return name.contains("birth") ? .birthdate : .other }
+        guard f.type == .string else { return .other }
+        if f.externalId { return .externalId }
+        if name == "firstname" { return .firstName }
+        if name == "lastname" { return .lastName }
+        if name.contains("title") { return .title }
+        if name.contains("department") { return .department }
+        if name.contains("city") { return .city }
+        if name.contains("country") { return .country }
+        if name.contains("number") { return .number }
+        if f.nameField { return obj.name == "Account" ? .accountName : .name }
+        return .other
+    }
+
+    private func value(for f: FieldDef, role: Role, obj: SObjectDef, index i: Int, rng: inout SplitMix64, parents: [String]) -> SQLValue {
         let optional = f.nillable && !f.externalId && !f.nameField
         if optional && f.type != .boolean && rng.chance(0.08) { return .null }
-        let name = f.name.lowercased()
         switch f.type {
         case .reference:
             return parents.isEmpty ? .null : .text(rng.pick(parents))
@@ -122,34 +147,34 @@ struct Seeder {
         case .percent:
             return .double(Double(rng.int(11) * 10))
         case .date:
-            let year = name.contains("birth") ? 1950 + rng.int(50) : 2024 + rng.int(3)
+            let year = role == .birthdate ? 1950 + rng.int(50) : 2024 + rng.int(3)
             return .text(SFTime.formatDate(days: SFTime.days(year: year, month: 1 + rng.int(12), day: 1 + rng.int(28))))
         case .datetime:
             return .text(SFTime.format(millis: Int64(SFTime.days(year: 2024 + rng.int(2), month: 1 + rng.int(12), day: 1 + rng.int(28))) * 86_400_000))
         case .picklist:
             return .text(f.picklistValues.isEmpty ? "Value \(rng.int(5))" : rng.pick(f.picklistValues))
         case .email:
-            return .text("\(rng.pick(SampleData.firstNames).lowercased()).\(i)@example.com".replacingOccurrences(of: "é", with: "e"))
+            return .text("\(rng.pick(SampleData.emailNames)).\(i)@example.com")
         case .phone:
             return .text("(555) \(100 + rng.int(900))-\(1000 + rng.int(9000))")
         case .url:
-            return .text("https://www.\(rng.pick(SampleData.companyWords).lowercased().replacingOccurrences(of: " ", with: ""))\(i).example.com")
+            return .text("https://www.\(rng.pick(SampleData.hostWords))\(i).example.com")
         case .textarea:
             return .text((0..<(3 + rng.int(8))).map { _ in rng.pick(SampleData.words) }.joined(separator: " "))
         case .string:
-            if f.externalId { return .text(clip("EXT-\(obj.name)-\(i)", f)) }
-            if name == "firstname" { return .text(rng.pick(SampleData.firstNames)) }
-            if name == "lastname" { return .text(rng.pick(SampleData.lastNames)) }
-            if name.contains("title") { return .text(rng.pick(SampleData.titles)) }
-            if name.contains("department") { return .text(rng.pick(SampleData.departments)) }
-            if name.contains("city") { return .text(rng.pick(SampleData.cities)) }
-            if name.contains("country") { return .text(rng.pick(SampleData.countries)) }
-            if name.contains("number") { return .text(clip("AC-\(100_000 + i)", f)) }
-            if f.nameField {
-                if obj.name == "Account" { return .text(clip("\(rng.pick(SampleData.companyWords)) \(rng.pick(SampleData.companySuffixes)) \(i)", f)) }
-                return .text(clip("\(obj.label) \(i) \(rng.pick(SampleData.words))", f))
+            switch role {
+            case .externalId: return .text(clip("EXT-\(obj.name)-\(i)", f))
+            case .firstName: return .text(rng.pick(SampleData.firstNames))
+            case .lastName: return .text(rng.pick(SampleData.lastNames))
+            case .title: return .text(rng.pick(SampleData.titles))
+            case .department: return .text(rng.pick(SampleData.departments))
+            case .city: return .text(rng.pick(SampleData.cities))
+            case .country: return .text(rng.pick(SampleData.countries))
+            case .number: return .text(clip("AC-\(100_000 + i)", f))
+            case .accountName: return .text(clip("\(rng.pick(SampleData.companyWords)) \(rng.pick(SampleData.companySuffixes)) \(i)", f))
+            case .name: return .text(clip("\(obj.label) \(i) \(rng.pick(SampleData.words))", f))
+            case .birthdate, .other: return .text(clip("\(rng.pick(SampleData.words)) \(i)", f))
             }
-            return .text(clip("\(rng.pick(SampleData.words)) \(i)", f))
         case .id:
             return .null
         }

@@ -9,6 +9,7 @@ final class Store: @unchecked Sendable {
     let clock = WriteClock()
     private let lock = NSLock()
     private var nextSeq: [String: Int64] = [:]
+    private var insertSQL: [String: String] = [:]
     /// Most recently created, updated or read ids per type, newest first (for `recentItems`).
     private var recent: [String: [String]] = [:]
 
@@ -241,15 +242,22 @@ final class Store: @unchecked Sendable {
     /// Inserts a record; `explicitId`/`timestamps` are for `--import` only.
     @discardableResult
     func create(_ obj: SObjectDef, values: [(FieldDef, SQLValue)], explicitId: String? = nil,
-                created: String? = nil, modified: String? = nil, track: Bool = true) throws -> String {
+                created: String? = nil, modified: String? = nil, track: Bool = true, sameColumnsAs cacheKey: String? = nil) throws -> String {
         try checkUnique(obj, values, excluding: nil)
         var seq = nextSeq[obj.name] ?? 1
         // Only API writes take a clock tick: seeded/imported rows bring their own stamps, and ticking
         // for each of them would push the clock ahead of real time.
         let mod = modified ?? SFTime.format(millis: clock.next())
-        let cols = ["seq", "\"Id\"", "\"IsDeleted\"", "\"CreatedDate\"", "\"LastModifiedDate\"", "\"SystemModstamp\""] + values.map { "\"\($0.0.name)\"" }
-        let placeholders = (1...cols.count).map { "?\($0)" }.joined(separator: ",")
-        let s = try db.prepare("INSERT INTO \(obj.tableName) (\(cols.joined(separator: ","))) VALUES (\(placeholders))")
+        let sql: String
+        if let cacheKey, let cached = insertSQL[cacheKey] {
+            sql = cached // bulk loads insert the same columns row after row
+        } else {
+            let cols = ["seq", "\"Id\"", "\"IsDeleted\"", "\"CreatedDate\"", "\"LastModifiedDate\"", "\"SystemModstamp\""] + values.map { "\"\($0.0.name)\"" }
+            let placeholders = (1...cols.count).map { "?\($0)" }.joined(separator: ",")
+            sql = "INSERT INTO \(obj.tableName) (\(cols.joined(separator: ","))) VALUES (\(placeholders))"
+            if let cacheKey { insertSQL[cacheKey] = sql }
+        }
+        let s = try db.prepare(sql)
         var attempts = 0
         while true {
             let id = explicitId ?? SFId.make(prefix: obj.keyPrefix, sequence: seq)
