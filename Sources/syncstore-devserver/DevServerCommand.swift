@@ -9,23 +9,27 @@ struct DevServerCommand: AsyncParsableCommand {
         commandName: "syncstore-devserver",
         abstract: "A local Salesforce REST API emulator (SQLite-backed) for developing, testing and benchmarking SyncStore.",
         discussion: """
-        The first line printed on stdout is the base URL (e.g. https://127.0.0.1:40123).
-        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0): sobjects, describe,
-        query, queryAll, search, composite, composite/sobjects, connect/briefcase/priming-records,
-        ui-api/layout. Authenticate with --token, or POST /services/oauth2/token
-        (grant_type=password with --user, or grant_type=refresh_token).
+        The first line on stdout is the base URL, e.g. https://127.0.0.1:40123.
+        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0):
+        sobjects, describe, query, queryAll, search, composite,
+        composite/sobjects, composite/batch, ui-api/layout,
+        connect/briefcase/priming-records. Authenticate with --token, or
+        POST /services/oauth2/token (grant_type=password with --user, or
+        grant_type=refresh_token).
 
         FAULT SPEC (--faults, or PUT /__devserver/faults with --admin):
-          SPEC := PART (';' PART)*        PART := seed=N | RULE
-          RULE := [METHOD] [PATH-GLOB] ITEM...   (items separated by spaces)
+          SPEC := PART (';' PART)*      PART := seed=N | RULE
+          RULE := [METHOD] [PATH-GLOB] ITEM...   (space separated)
           ITEM := latency=MS[-MS] | status=CODE | drop=before|after|mid
-                | unauthorized | expire-tokens | rate=P | times=N | after=N
-        '*' in PATH-GLOB matches anything, '/' included. drop=after handles (commits) the
-        request, then closes the connection without answering; drop=mid sends half the body.
-        Examples:
+                | unauthorized | expire-tokens
+                | rate=P | times=N | after=N
+        '*' in PATH-GLOB matches anything, '/' included. drop=after handles
+        (commits) the request, then closes the connection unanswered;
+        drop=mid sends half the body. Examples:
           --faults 'latency=20ms'
           --faults 'POST */sobjects/* drop=after times=1'
-          --faults 'seed=7; GET */query* status=503 rate=0.1; * unauthorized after=10 times=3'
+          --faults 'seed=7; GET */query* status=503 rate=0.1'
+          --faults '* unauthorized after=10 times=3'
         """)
 
     @Option(help: "Address to bind (127.0.0.1 or ::1).") var host = "127.0.0.1"
@@ -39,7 +43,7 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "Lifetime of issued access tokens, in seconds.") var tokenLifetime = 7200
     @Option(help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
-    @Option(help: "Fault injection spec (see below).") var faults: String?
+    @Option(help: "Fault injection spec (grammar above).") var faults: String?
     @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
     @Flag(help: "Enable /__devserver/faults (change faults at run time) and /__devserver/import.") var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
