@@ -400,3 +400,16 @@ def test_composite_batch(sf):
     assert [r["statusCode"] for r in res["results"]] == [204, 200, 404, 412]
     assert res["results"][1]["result"]["Title"] == "Batched" and res["results"][0]["result"] is None
     assert res["results"][3]["result"][0]["errorCode"] == "BATCH_PROCESSING_HALTED"
+
+
+def test_query_all_pages_include_deleted(sf):
+    ids = [r["id"] for r in sf.restful("composite/sobjects", method="POST", json={"records": [
+        {"attributes": {"type": "Opportunity"}, "Name": f"QA{i}", "StageName": "Prospecting", "CloseDate": "2026-03-01"} for i in range(5)]})]
+    sf.restful("composite/sobjects", method="DELETE", params={"ids": ",".join(ids[:3])})
+    live = sf.query("SELECT COUNT() FROM Opportunity")["totalSize"]
+    res = sf.query("SELECT Id, IsDeleted FROM Opportunity", include_deleted=True, headers={"Sforce-Query-Options": "batchSize=200"})
+    assert "/queryAll/" in res["nextRecordsUrl"]
+    everything = sf.query_all("SELECT Id, IsDeleted FROM Opportunity", include_deleted=True)["records"]
+    assert len(everything) == live + 3
+    assert {r["Id"] for r in everything if r["IsDeleted"]} >= set(ids[:3])
+    assert sf.search("FIND {QA3} IN NAME FIELDS RETURNING Opportunity(Id)")["searchRecords"][0]["Id"] == ids[3]
