@@ -327,16 +327,98 @@ static void test_other_targets(void) {
     devserver_stop(&server);
 }
 
+/* parent_children, briefcase, layout and metadata targets, each into the soups they name. */
+static void test_multi_soup_targets(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Account=15,Contact=60,Widget__c=30", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("multi", &server);
+    syncstore_error err;
+    const char *id_index = "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"AccountId\",\"type\":\"string\"}]";
+    EXPECT(syncstore_register_soup(store, "accounts", id_index, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_soup(store, "widgets", id_index, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_soup(store, "meta", id_index, &err), SYNCSTORE_OK, &err);
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store,
+        "{\"type\":\"parent_children\",\"parent\":{\"sobjectType\":\"Account\",\"soupName\":\"accounts\"},"
+        "\"parentFieldlist\":[\"Id\",\"Name\"],\"children\":{\"sobjectType\":\"Contact\",\"sobjectTypePlural\":\"Contacts\","
+        "\"soupName\":\"contacts\",\"parentIdFieldName\":\"AccountId\"},\"childrenFieldlist\":[\"LastName\"],"
+        "\"relationshipType\":\"LOOKUP\"}", "accounts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    if (strcmp(status_of(state), "DONE")) fprintf(stderr, "parent_children: %s\n", json_string_value(json_object_get(state, "error")));
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(soup_count(store, "accounts", NULL) == 15);
+    long server_children = devserver_count(&server, "SELECT Id FROM Contact WHERE AccountId != null");
+    CHECK(server_children > 0 && soup_count(store, "contacts", NULL) == server_children);
+    CHECK(soup_count(store, "accounts", "json_extract({accounts:_soup}, '$.Contacts') is not null") == 0);
+
+    /* briefcase: Account, Contact (with an account), active Widgets, each into its soup */
+    EXPECT(syncstore_clear_soup(store, "accounts", &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_clear_soup(store, "contacts", &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_sync_down(store,
+        "{\"type\":\"briefcase\",\"infos\":[{\"sobjectType\":\"Account\",\"fieldlist\":[\"Name\"],\"soupName\":\"accounts\"},"
+        "{\"sobjectType\":\"Contact\",\"fieldlist\":[\"LastName\",\"AccountId\"],\"soupName\":\"contacts\"},"
+        "{\"sobjectType\":\"Widget__c\",\"fieldlist\":[\"Name\",\"Active__c\"],\"soupName\":\"widgets\"}]}",
+        "accounts", NULL, "briefcase", NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    if (strcmp(status_of(state), "DONE")) fprintf(stderr, "briefcase: %s\n", json_string_value(json_object_get(state, "error")));
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(soup_count(store, "accounts", NULL) == 15);
+    CHECK(soup_count(store, "contacts", NULL) == server_children);
+    long active = devserver_count(&server, "SELECT Id FROM Widget__c WHERE Active__c = true");
+    CHECK(soup_count(store, "widgets", NULL) == active);
+    /* incremental: one changed widget comes down again */
+    json_t *w = devserver_call(&server, "GET", "query?q=SELECT+Id+FROM+Widget__c+WHERE+Active__c+%3D+true+LIMIT+1", NULL, NULL);
+    char path[256];
+    snprintf(path, sizeof path, "sobjects/Widget__c/%s", json_string_value(json_object_get(json_array_get(json_object_get(w, "records"), 0), "Id")));
+    json_decref(devserver_call(&server, "PATCH", path, "{\"Name\":\"Renamed widget\"}", NULL));
+    json_decref(w);
+    EXPECT(syncstore_resync(store, id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    CHECK(json_integer_value(json_object_get(state, "totalSize")) < 10);
+    json_decref(state);
+    CHECK(soup_count(store, "widgets", "json_extract({widgets:_soup}, '$.Name') = 'Renamed widget'") == 1);
+
+    /* layout and metadata: one record each */
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"layout\",\"sobjectType\":\"Account\",\"layoutType\":\"Compact\"}",
+                               "meta", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"metadata\",\"sobjectType\":\"Contact\"}", "meta", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    json_t *layout = find_entry(store, "meta", "Id", "Account-Compact-View");
+    CHECK(layout && json_is_array(json_object_get(layout, "sections")));
+    json_decref(layout);
+    json_t *describe = find_entry(store, "meta", "Id", "Contact");
+    CHECK(describe && json_is_array(json_object_get(describe, "fields")));
+    json_decref(describe);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
     root = argv[1];
     binary = argv[2];
     if (access(binary, X_OK) != 0) { fprintf(stderr, "devserver binary %s is missing: build it first\n", binary); return 2; }
     check_fresh_dir(root);
+    fprintf(stderr, "-- test_full_and_incremental\n");
     test_full_and_incremental();
+    fprintf(stderr, "-- test_merge_modes\n");
     test_merge_modes();
+    fprintf(stderr, "-- test_ties_stop_and_or\n");
     test_ties_stop_and_or();
+    fprintf(stderr, "-- test_ghosts\n");
     test_ghosts();
+    fprintf(stderr, "-- test_other_targets\n");
     test_other_targets();
+    fprintf(stderr, "-- test_multi_soup_targets\n");
+    test_multi_soup_targets();
     return check_finish();
 }

@@ -7,7 +7,8 @@ enum JSONFlags {
 }
 
 /// A view of a jansson value inside a document. It keeps its document alive (Swift may release
-/// an object right after its last use, so a bare pointer could outlive its tree).
+/// an object right after its last use, so a bare pointer could outlive its tree). Removing or
+/// replacing a member frees that subtree: take `retained()` of any part still needed first.
 public struct JSON {
     public let raw: UnsafeMutablePointer<json_t>
     private let owner: JSONDocument?

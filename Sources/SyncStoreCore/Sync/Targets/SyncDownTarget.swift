@@ -81,9 +81,13 @@ enum SyncDownTargets {
         case "sosl": return try SoslTarget(json)
         case "mru": return try MruTarget(json)
         case "refresh": return try RefreshTarget(json, soupName: soupName)
+        case "parent_children": return try ParentChildrenTarget(json)
+        case "briefcase": return try BriefcaseTarget(json)
+        case "layout": return try LayoutTarget(json)
+        case "metadata": return try MetadataTarget(json)
         default:
             if let custom = customTargets?.down(type) { return try custom.make(json) }
-            throw StoreError.argument("Unknown sync down target type '\(type)': use soql, sosl, mru, refresh, or register a custom target")
+            throw StoreError.argument("Unknown sync down target type '\(type)': use soql, sosl, mru, refresh, parent_children, briefcase, layout, metadata, or register a custom target")
         }
     }
 }

@@ -1,0 +1,74 @@
+/// `{"type":"layout","sobjectType":"Account","layoutType"?:"Full"|"Compact","mode"?:"View"|"Edit",
+///   "formFactor"?, "recordTypeId"?}`: one record, the UI API layout, keyed
+/// "<sobjectType>-<layoutType>-<mode>" in the id field, with those three fields added.
+struct LayoutTarget: SyncDownTarget {
+    let common: TargetCommon
+    let sobjectType: String
+    let layoutType: String
+    let mode: String
+    let formFactor: String?
+    let recordTypeId: String?
+    var idFieldName: String { common.idFieldName }
+    var modificationDateFieldName: String { common.modificationDateFieldName }
+
+    init(_ json: JSON) throws {
+        common = try TargetCommon(json)
+        sobjectType = try common.required("sobjectType")
+        layoutType = try TargetCommon.optionalString(json, "layoutType") ?? "Full"
+        mode = try TargetCommon.optionalString(json, "mode") ?? "View"
+        formFactor = try TargetCommon.optionalString(json, "formFactor")
+        recordTypeId = try TargetCommon.optionalString(json, "recordTypeId")
+    }
+
+    var key: String { "\(sobjectType)-\(layoutType)-\(mode)" }
+
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
+        var query = [("layoutType", layoutType), ("mode", mode)]
+        if let formFactor { query.append(("formFactor", formFactor)) }
+        if let recordTypeId { query.append(("recordTypeId", recordTypeId)) }
+        let doc = try ctx.rest.json("GET", "ui-api/layout/\(RemoteURL.encode(sobjectType))?\(RemoteURL.query(query))", cancel: ctx.cancel)
+        guard doc.root.isObject else { throw StoreError(.server, "The layout response is not an object") }
+        doc.root.set(idFieldName, owned: JSONMake.string(key))
+        doc.root.set("sobjectType", owned: JSONMake.string(sobjectType))
+        doc.root.set("layoutType", owned: JSONMake.string(layoutType))
+        doc.root.set("mode", owned: JSONMake.string(mode))
+        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
+                                                           modificationDateFieldName: modificationDateFieldName, records: [doc.root])],
+                        totalSize: 1, next: nil)
+    }
+
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
+        throw StoreError(.internal, "A layout target has one page")
+    }
+
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? { [ctx.soupName: [key]] }
+}
+
+/// `{"type":"metadata","sobjectType":"Account"}`: one record, the object's describe, keyed by
+/// the sObject type in the id field.
+struct MetadataTarget: SyncDownTarget {
+    let common: TargetCommon
+    let sobjectType: String
+    var idFieldName: String { common.idFieldName }
+    var modificationDateFieldName: String { common.modificationDateFieldName }
+
+    init(_ json: JSON) throws {
+        common = try TargetCommon(json)
+        sobjectType = try common.required("sobjectType")
+    }
+
+    func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
+        let doc = try ctx.rest.json("GET", "sobjects/\(RemoteURL.encode(sobjectType))/describe", cancel: ctx.cancel)
+        guard doc.root.isObject else { throw StoreError(.server, "The describe response is not an object") }
+        doc.root.set(idFieldName, owned: JSONMake.string(sobjectType))
+        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
+                                                           modificationDateFieldName: modificationDateFieldName, records: [doc.root])],
+                        totalSize: 1, next: nil)
+    }
+
+    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
+        throw StoreError(.internal, "A metadata target has one page")
+    }
+
+    func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? { [ctx.soupName: [sobjectType]] }
+}
