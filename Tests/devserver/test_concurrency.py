@@ -4,7 +4,7 @@ import threading
 
 import requests
 
-from conftest import TOKEN
+from devserver_harness import TOKEN
 
 
 def test_parallel_clients(start_server):

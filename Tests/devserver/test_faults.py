@@ -5,7 +5,7 @@ import time
 import pytest
 import requests
 
-from conftest import TOKEN, binary_path
+from devserver_harness import TOKEN, binary_path
 
 
 def session():

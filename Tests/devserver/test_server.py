@@ -4,7 +4,7 @@ import subprocess
 
 import requests
 
-from conftest import TOKEN, binary_path
+from devserver_harness import TOKEN, binary_path
 
 
 def session():

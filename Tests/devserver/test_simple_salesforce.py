@@ -4,7 +4,7 @@ import re
 import uuid
 
 import pytest
-from conftest import trusting_session
+from devserver_harness import trusting_session
 from simple_salesforce.exceptions import (
     SalesforceExpiredSession,
     SalesforceGeneralError,

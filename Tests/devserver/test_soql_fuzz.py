@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 import requests
 
-from conftest import TOKEN
+from devserver_harness import TOKEN
 
 CORPUS = [
     "SELECT Id FROM Contact",
@@ -81,7 +81,7 @@ def deep_query(rng):
 
 @pytest.fixture(scope="module")
 def fuzz_server():
-    from conftest import DevServer
+    from devserver_harness import DevServer
 
     s = DevServer("--seed", "Account=50,Contact=300,Opportunity=20,Widget__c=20")
     yield s
