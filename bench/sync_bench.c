@@ -240,6 +240,32 @@ static int engine_up(char **argv) {
  * The parent: servers, children, ratios
  * ------------------------------------------------------------------------------------------- */
 
+/* Servers started by this run: stopped at exit, and checked when a child fails. */
+static devserver *live_servers[8];
+
+static void track_server(devserver *server, int on) {
+    for (int i = 0; i < 8; i++)
+        if (on ? !live_servers[i] : live_servers[i] == server) { live_servers[i] = on ? server : NULL; return; }
+}
+
+static void stop_servers(void) {
+    for (int i = 0; i < 8; i++)
+        if (live_servers[i]) { devserver_stop(live_servers[i]); live_servers[i] = NULL; }
+}
+
+/* Says so when a server this run started is gone (a failed request may be the server's fault). */
+static void report_dead_servers(void) {
+    for (int i = 0; i < 8; i++) {
+        devserver *s = live_servers[i];
+        int status = 0;
+        if (s && s->pid > 0 && waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            if (WIFSIGNALED(status)) fprintf(stderr, "bench-sync: the devserver %s was killed by signal %d\n", s->url, WTERMSIG(status));
+            else fprintf(stderr, "bench-sync: the devserver %s exited with status %d\n", s->url, WEXITSTATUS(status));
+            s->pid = 0;
+        }
+    }
+}
+
 typedef struct {
     double seconds;   /* the child's own timer */
     long long records;
@@ -278,7 +304,8 @@ static child_result run_child(char *const argv[]) {
     struct rusage usage;
     if (wait4(pid, &status, 0, &usage) < 0) fail("wait4", strerror(errno));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "bench-sync: child %s failed (status %d): %s\n", argv[0], status, r.out);
+        fprintf(stderr, "bench-sync: child %s %s failed (status %d): %s\n", argv[0], argv[1], status, r.out);
+        report_dead_servers();
         exit(1);
     }
     const char *rec = strstr(r.out, "records="), *sec = strstr(r.out, "seconds=");
@@ -336,20 +363,24 @@ static void make_dir(const char *dir) {
     if (system(command) != 0) fail("mkdir", dir);
 }
 
-static devserver start_server(const char *binary, const char *seed, const char *faults, const char *cert, const char *key) {
+static void start_server(devserver *server, const char *binary, const char *seed, const char *faults, const char *cert, const char *key) {
     const char *args[16];
     int n = 0;
     args[n++] = "--seed"; args[n++] = seed;
     if (faults) { args[n++] = "--faults"; args[n++] = faults; }
     if (cert) { args[n++] = "--tls-cert"; args[n++] = cert; args[n++] = "--tls-key"; args[n++] = key; }
     args[n] = NULL;
-    devserver server;
     double t0 = now_s();
-    devserver_start(&server, binary, args);
-    printf("  server %s  --seed %s%s%s%s: ready in %.1f s\n", server.url, seed, faults ? "  --faults " : "", faults ? faults : "",
+    devserver_start(server, binary, args);
+    track_server(server, 1);
+    printf("  server %s  --seed %s%s%s%s: ready in %.1f s\n", server->url, seed, faults ? "  --faults " : "", faults ? faults : "",
            cert ? "  (TLS)" : "", now_s() - t0);
     fflush(stdout);
-    return server;
+}
+
+static void stop_server(devserver *server) {
+    track_server(server, 0);
+    devserver_stop(server);
 }
 
 typedef struct {
@@ -373,20 +404,24 @@ static down_results bench_down(const options *o, const devserver *server, const 
     const char *ca = cafile ? cafile : "-";
     for (int r = 0; r < rounds; r++) {
         char *engine_argv[] = {self_path, "engine-down", (char *)server->url, DEVSERVER_TOKEN, engine_dir, (char *)ca, SOQL, NULL};
-        add(&d.engine, run_child(engine_argv), o->records);
+        child_result re = run_child(engine_argv), ra, rb = {0};
+        add(&d.engine, re, o->records);
         char *a_argv[] = {baseline_path, (char *)server->url, DEVSERVER_TOKEN, a_db, "--soql", SOQL,
                           cafile ? "--cafile" : NULL, (char *)cafile, NULL};
-        add(&d.base_a, run_child(a_argv), o->records);
+        ra = run_child(a_argv);
+        add(&d.base_a, ra, o->records);
         if (with_python) {
             char *b_argv[] = {(char *)o->python, script, (char *)server->url, DEVSERVER_TOKEN, b_db, "--soql", SOQL,
                               "--cafile", (char *)cafile, NULL};
-            add(&d.base_b, run_child(b_argv), o->records);
+            rb = run_child(b_argv);
+            add(&d.base_b, rb, o->records);
         }
         char *f_argv[] = {baseline_path, (char *)server->url, DEVSERVER_TOKEN, fetch_db, "--fetch-only", "--soql", SOQL,
                           cafile ? "--cafile" : NULL, (char *)cafile, NULL};
         add(&d.fetch, run_child(f_argv), o->records);
-        printf("  round %d: engine %.3f s, (a) %.3f s%s", r + 1, d.engine.best, d.base_a.best, with_python ? "" : "\n");
-        if (with_python) printf(", (b) %.3f s\n", d.base_b.best);
+        printf("  round %d: engine %.3f s (CPU %.2f s), (a) %.3f s (CPU %.2f s)%s", r + 1, re.seconds, re.cpu, ra.seconds, ra.cpu,
+               with_python ? "" : "\n");
+        if (with_python) printf(", (b) %.3f s (CPU %.2f s)\n", rb.seconds, rb.cpu);
         fflush(stdout);
     }
     print_series(&d.engine);
@@ -424,6 +459,7 @@ int main(int argc, char **argv) {
     find_programs();
     if (access(o.devserver, X_OK) != 0) fail("no devserver binary (build it: swift build -c release --product syncstore-devserver --scratch-path .build-bench)", o.devserver);
     make_dir(o.work);
+    atexit(stop_servers);
     int with_python = strcmp(o.python, "none") != 0;
     char loadavg[128] = "?";
     FILE *la = fopen("/proc/loadavg", "r");
@@ -441,16 +477,17 @@ int main(int argc, char **argv) {
     if (system(command) != 0) fail("openssl", "cannot make a self-signed certificate");
     snprintf(seed, sizeof seed, "Account=1000,Contact=%lld", o.records);
     printf("\n[1] sync down %lld Contacts over HTTPS (9 fields, 3 indexes, pages of 2000), %d alternating rounds\n", o.records, o.rounds);
-    devserver tls = start_server(o.devserver, seed, NULL, cert, key);
+    static devserver tls, plain, big, slow;
+    start_server(&tls, o.devserver, seed, NULL, cert, key);
     down_results https = bench_down(&o, &tls, cert, with_python, o.rounds);
-    devserver_stop(&tls);
+    stop_server(&tls);
 
     down_results http = {0};
     if (o.http) {
         printf("\n[1'] the same over plain HTTP (engine vs (a); simple-salesforce cannot do http)\n");
-        devserver plain = start_server(o.devserver, seed, NULL, NULL, NULL);
+        start_server(&plain, o.devserver, seed, NULL, NULL, NULL);
         http = bench_down(&o, &plain, NULL, 0, o.rounds);
-        devserver_stop(&plain);
+        stop_server(&plain);
     }
 
     /* ---- 2. peak RSS at M records ---- */
@@ -458,7 +495,7 @@ int main(int argc, char **argv) {
     if (o.rss_records > 0) {
         printf("\n[2] peak RSS: sync down %lld Contacts over HTTP, one run each\n", o.rss_records);
         snprintf(seed, sizeof seed, "Account=1000,Contact=%lld", o.rss_records);
-        devserver big = start_server(o.devserver, seed, NULL, NULL, NULL);
+        start_server(&big, o.devserver, seed, NULL, NULL, NULL);
         char engine_dir[2048], a_db[2048];
         snprintf(engine_dir, sizeof engine_dir, "%s/engine-rss", o.work);
         snprintf(a_db, sizeof a_db, "%s/baseline-a-rss.db", o.work);
@@ -466,7 +503,7 @@ int main(int argc, char **argv) {
         add(&rss_engine, run_child(engine_argv), o.rss_records);
         char *a_argv[] = {baseline_path, big.url, DEVSERVER_TOKEN, a_db, "--soql", SOQL, NULL};
         add(&rss_a, run_child(a_argv), o.rss_records);
-        devserver_stop(&big);
+        stop_server(&big);
         print_series(&rss_engine);
         print_series(&rss_a);
         snprintf(command, sizeof command, "rm -rf '%s' '%s'*", engine_dir, a_db);
@@ -481,7 +518,7 @@ int main(int argc, char **argv) {
         snprintf(faults, sizeof faults, "latency=%dms", o.latency);
         printf("\n[3] sync up %lld modified Contacts, %d ms latency on every request\n", o.up_records, o.latency);
         snprintf(seed, sizeof seed, "Account=100,Contact=%lld", o.up_records);
-        devserver slow = start_server(o.devserver, seed, faults, NULL, NULL);
+        start_server(&slow, o.devserver, seed, faults, NULL, NULL);
         char dir[2048], n[32], soql[256];
         snprintf(dir, sizeof dir, "%s/engine-up", o.work);
         snprintf(n, sizeof n, "%lld", o.up_records);
@@ -496,7 +533,7 @@ int main(int argc, char **argv) {
         add(&up_single, run_child(single_argv), o.single_records);
         snprintf(soql, sizeof soql, "SELECT Id FROM Contact WHERE Title = 'benchsingle'");
         long on_server_single = devserver_count(&slow, soql);
-        devserver_stop(&slow);
+        stop_server(&slow);
         if (on_server_batch != o.up_records || on_server_single != o.single_records) {
             fprintf(stderr, "bench-sync: the server has %ld/%ld edited records, expected %lld/%lld\n", on_server_batch,
                     on_server_single, o.up_records, o.single_records);
@@ -525,6 +562,8 @@ int main(int argc, char **argv) {
     if (with_python)
         printf("%-58s %-22s %-16s %s\n", "  engine / (b)", (snprintf(value, sizeof value, "%.2fx", e / b), value), ">= 1.5x", verdict(e / b >= 1.5));
     printf("%-58s %-22s %-16s %s\n", "  engine / (a)", (snprintf(value, sizeof value, "%.0f%%", 100 * e / a), value), ">= 70%", verdict(e / a >= 0.70));
+    printf("%-58s %-22s\n", "  CPU s (user+sys) engine / (a) / (b), best runs",
+           (snprintf(value, sizeof value, "%.2f / %.2f / %.2f", https.engine.cpu, https.base_a.cpu, https.base_b.cpu), value));
     printf("%-58s %-22s\n", "  peak RSS engine / (a) / (b), MB",
            (snprintf(value, sizeof value, "%.0f / %.0f / %.0f", https.engine.maxrss_kb / 1024.0, https.base_a.maxrss_kb / 1024.0,
                      https.base_b.maxrss_kb / 1024.0), value));
@@ -534,6 +573,8 @@ int main(int argc, char **argv) {
                (snprintf(value, sizeof value, "%.0f / %.0f / %.0f", eh, ah, rate(&http.fetch)), value));
         printf("%-58s %-22s %-16s %s\n", "  engine / (a)", (snprintf(value, sizeof value, "%.0f%%", 100 * eh / ah), value), ">= 70%",
                verdict(eh / ah >= 0.70));
+        printf("%-58s %-22s\n", "  CPU s (user+sys) engine / (a), best runs",
+               (snprintf(value, sizeof value, "%.2f / %.2f", http.engine.cpu, http.base_a.cpu), value));
     }
     if (o.rss_records > 0) {
         char figure[96];
