@@ -1,0 +1,250 @@
+// Sync engine tests (semantics §7-10): the pure pieces (SOQL rewriting, timestamps, remote and
+// option parsing, state round trip) and runs against a real syncstore-devserver process.
+import XCTest
+import Foundation
+import Glibc
+@testable import SyncStoreCore
+
+final class SoqlRewriterTests: XCTestCase {
+    // semantics §8: Id and LastModifiedDate added, ORDER BY added when missing
+    func testAddsIdModificationDateAndOrder() throws {
+        let q = try SoqlRewriter("SELECT Name FROM Account").syncQuery(idField: "Id", modificationField: "LastModifiedDate", since: nil)
+        XCTAssertEqual(q, "SELECT Name, Id, LastModifiedDate FROM Account ORDER BY LastModifiedDate")
+    }
+
+    func testKeepsExistingFieldsAndOrderCaseInsensitively() throws {
+        let q = try SoqlRewriter("select id, lastmodifieddate, Name from Account order by Name limit 10")
+            .syncQuery(idField: "Id", modificationField: "LastModifiedDate", since: nil)
+        XCTAssertEqual(q, "SELECT id, lastmodifieddate, Name from Account order by Name limit 10")
+    }
+
+    // semantics §8: the timestamp filter is parenthesized so OR keeps its meaning
+    func testTimestampFilterParenthesizesOr() throws {
+        let q = try SoqlRewriter("SELECT Id FROM Contact WHERE FirstName = 'a' OR LastName = 'b' LIMIT 5")
+            .syncQuery(idField: "Id", modificationField: "LastModifiedDate", since: 0)
+        XCTAssertEqual(q, "SELECT Id, LastModifiedDate FROM Contact WHERE (LastModifiedDate >= 1970-01-01T00:00:00.000Z) AND (FirstName = 'a' OR LastName = 'b') ORDER BY LastModifiedDate LIMIT 5")
+    }
+
+    func testKeywordsInsideStringsAndSubqueriesAreIgnored() throws {
+        let r = try SoqlRewriter("SELECT Name, (SELECT Id FROM Contacts WHERE Title = 'x') FROM Account WHERE Name = 'ORDER BY where'")
+        XCTAssertEqual(r.fields, ["Name", "(SELECT Id FROM Contacts WHERE Title = 'x')"])
+        XCTAssertEqual(r.idQuery(idField: "Id"), "SELECT Id FROM Account WHERE Name = 'ORDER BY where'")
+    }
+
+    func testRejectsWhatIsNotASelect() {
+        XCTAssertThrowsError(try SoqlRewriter("DELETE FROM Account"))
+        XCTAssertThrowsError(try SoqlRewriter("SELECT Id FROM Account WHERE (Name = 'x'"))
+    }
+}
+
+final class TimestampTests: XCTestCase {
+    func testParsesSalesforceForms() {
+        XCTAssertEqual(Timestamp.parse("2015-01-21T23:51:33.000+0000"), 1_421_884_293_000)
+        XCTAssertEqual(Timestamp.parse("2015-01-21T23:51:33.123Z"), 1_421_884_293_123)
+        XCTAssertEqual(Timestamp.parse("2015-01-22T01:51:33.000+02:00"), 1_421_884_293_000)
+        XCTAssertEqual(Timestamp.parse("1969-12-31T23:59:59.999Z"), -1)
+        XCTAssertNil(Timestamp.parse("2015-13-01T00:00:00Z"))
+        XCTAssertNil(Timestamp.parse("yesterday"))
+        XCTAssertNil(Timestamp.parse("2015-01-21T23:51:33.000+0000 trailing"))
+    }
+
+    func testFormatRoundTrips() {
+        for ms: Int64 in [0, 1_421_884_293_123, -1, 4_102_444_800_000] {
+            XCTAssertEqual(Timestamp.parse(Timestamp.format(ms)), ms)
+        }
+        XCTAssertEqual(Timestamp.format(1_421_884_293_123), "2015-01-21T23:51:33.123Z")
+    }
+}
+
+final class SyncConfigTests: XCTestCase {
+    func testRemoteConfig() throws {
+        let c = try RemoteConfig.parse(#"{"instanceUrl":"https://127.0.0.1:8443/","accessToken":"t","apiVersion":"61.0","verifyTls":false,"maxAttempts":2}"#)
+        XCTAssertEqual(c.instanceURL, "https://127.0.0.1:8443")
+        XCTAssertEqual(c.apiVersion, "v61.0")
+        XCTAssertFalse(c.http.verifyTLS)
+        XCTAssertEqual(c.maxAttempts, 2)
+        XCTAssertEqual(c.effectiveTokenURL, "https://127.0.0.1:8443/services/oauth2/token")
+        for bad in [#"{"accessToken":"t"}"#, #"{"instanceUrl":"ftp://x","accessToken":"t"}"#,
+                    #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"latest"}"#,
+                    #"{"instanceUrl":"http://x","accessToken":"t","maxAttempts":99}"#, "[]", "{"] {
+            XCTAssertThrowsError(try RemoteConfig.parse(bad), bad) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
+        }
+    }
+
+    // semantics §7: options default to OVERWRITE; unknown merge modes are refused
+    func testOptions() throws {
+        XCTAssertEqual(try SyncOptions.parse(nil).0.mergeMode, .overwrite)
+        let (options, _) = try SyncOptions.parse(#"{"mergeMode":"LEAVE_IF_CHANGED","fieldlist":["Name"]}"#)
+        XCTAssertEqual(options.mergeMode, .leaveIfChanged)
+        XCTAssertEqual(options.fieldlist, ["Name"])
+        XCTAssertThrowsError(try SyncOptions.parse(#"{"mergeMode":"MERGE"}"#))
+        XCTAssertThrowsError(try SyncOptions.parse(#"{"fieldlist":"Name"}"#))
+    }
+
+    func testSyncUpFieldsSkipLocalAndServerFields() throws {
+        let target = try SyncUpTarget.parse(nil, customTargets: CustomTargetRegistry())
+        let doc = try JSONDocument.parse(#"{"attributes":{"type":"Contact"},"Id":"003","LastName":"X","Title":null,"LastModifiedDate":"d","SystemModstamp":"d","__local__":true,"_soupEntryId":3,"Account":{"Name":"A"}}"#)
+        XCTAssertEqual(target.fields(of: doc.root, creating: true, options: SyncOptions()).map(\.0), ["LastName"])
+        let listed = try SyncUpTarget.parse(#"{"createFieldlist":["LastName","Title","Id"]}"#, customTargets: CustomTargetRegistry())
+        XCTAssertEqual(listed.fields(of: doc.root, creating: true, options: SyncOptions()).map(\.0), ["LastName"])
+        XCTAssertThrowsError(try SyncUpTarget.parse(#"{"type":"nope"}"#, customTargets: CustomTargetRegistry()))
+    }
+}
+
+/// A syncstore-devserver process on 127.0.0.1 for one test.
+final class DevServerProcess {
+    let process = Process()
+    let url: String
+    static let token = "swift-test-token"
+
+    init(_ arguments: [String]) throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let binary = ProcessInfo.processInfo.environment["SYNCSTORE_DEVSERVER"] ?? root.appendingPathComponent(".build/debug/syncstore-devserver").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw XCTSkip("syncstore-devserver is not built at \(binary)")
+        }
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--host", "127.0.0.1", "--port", "0", "--token", DevServerProcess.token] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var line = Data()
+        while true {
+            let byte = pipe.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data([10]) { break }
+            line.append(byte)
+        }
+        url = String(decoding: line, as: UTF8.self)
+        guard url.hasPrefix("http") else { throw TestFailure("devserver printed '\(url)'") }
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    var remote: RemoteConfig { RemoteConfig(instanceURL: url, accessToken: DevServerProcess.token) }
+
+    /// A direct call to the server, outside any sync (the REST client alone).
+    func call(_ method: String, _ path: String, body: String? = nil) throws -> Any? {
+        let response = try RestClient(config: remote).send(method, path, body: body.map { Array($0.utf8) })
+        guard !response.body.isEmpty else { return nil }
+        return try JSONSerialization.jsonObject(with: Data(response.body), options: [.fragmentsAllowed])
+    }
+
+    func count(_ soql: String) throws -> Int {
+        ((try call("GET", "query?q=\(RemoteURL.encode(soql))") as? [String: Any])?["totalSize"] as? Int) ?? -1
+    }
+}
+
+/// Collects a run's callbacks.
+final class StateLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var states: [[String: Any]] = []
+
+    var callback: SyncCallback {
+        { [self] text in
+            guard let state = try? parseJSON(text) as? [String: Any] else { return }
+            lock.lock()
+            states.append(state)
+            lock.unlock()
+        }
+    }
+
+    var all: [[String: Any]] { lock.lock(); defer { lock.unlock() }; return states }
+    var statuses: [String] { all.compactMap { $0["status"] as? String } }
+}
+
+final class SyncRunTests: StoreTestCase {
+    func soupCount(_ store: SmartStore, _ soup: String, _ condition: String = "1 = 1") throws -> Int {
+        let cursor = try parseJSON(try store.runSmartQuery(specJSON: #"{"queryType":"smart","pageSize":1,"smartSql":"select count(*) from {\#(soup)} where \#(condition)"}"#).string) as? [String: Any]
+        return ((cursor?["currentPageOrderedEntries"] as? [[Any]])?.first?.first as? Int) ?? -1
+    }
+
+    // semantics §7-8: a soql sync down lands every record, reports every state, ends DONE once
+    func testSyncDownAndIncrementalReSync() throws {
+        let server = try DevServerProcess(["--seed", "Contact=1200"])
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        let log = StateLog()
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact","maxBatchSize":500}"#,
+                                      soupName: "contacts", optionsJSON: nil, name: "down", callback: log.callback)
+        let state = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(state.status, .done, state.error)
+        XCTAssertEqual(state.totalSize, 1200)
+        XCTAssertEqual(log.statuses.first, "RUNNING")
+        XCTAssertEqual(log.statuses.filter { $0 != "RUNNING" }, ["DONE"])
+        XCTAssertEqual(log.all.compactMap { $0["progress"] as? Int }, log.all.compactMap { $0["progress"] as? Int }.sorted())
+        XCTAssertEqual(try soupCount(store, "contacts"), 1200)
+
+        // Only changed records come down again.
+        let first = try server.call("GET", "query?q=SELECT+Id+FROM+Contact+LIMIT+1") as? [String: Any]
+        let changedId = ((first?["records"] as? [[String: Any]])?.first?["Id"] as? String) ?? ""
+        _ = try server.call("PATCH", "sobjects/Contact/\(changedId)", body: #"{"LastName":"Renamed"}"#)
+        try manager.reSync(name: "down", callback: nil)
+        let again = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertLessThan(again.totalSize, 10)
+        XCTAssertEqual(try soupCount(store, "contacts", "{contacts:LastName} = 'Renamed'"), 1)
+        XCTAssertThrowsError(try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#,
+                                                  soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)) {
+            XCTAssertEqual(($0 as? StoreError)?.code, .exists)
+        }
+    }
+
+    // semantics §9: creates get server ids, updates and deletes reach the server, flags clear
+    func testSyncUpBatch() throws {
+        let server = try DevServerProcess([])
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        var entries: [String] = []
+        for i in 0..<450 { entries.append(#"{"attributes":{"type":"Contact"},"LastName":"Up\#(i)","__local__":true,"__locally_created__":true}"#) }
+        _ = try store.upsert(soup: "contacts", entriesJSON: "[" + entries.joined(separator: ",") + "]")
+        let id = try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: nil, callback: nil)
+        let state = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(state.status, .done, state.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName LIKE 'Up%'"), 450)
+        XCTAssertEqual(try soupCount(store, "contacts", "json_extract({contacts:_soup}, '$.__local__') = 0"), 450)
+        XCTAssertEqual(try soupCount(store, "contacts", "{contacts:Id} like '003%'"), 450)
+    }
+
+    // semantics §7: a run without a remote fails cleanly; a sync id that does not exist is NOT_FOUND
+    func testErrorsWithoutRemoteAndUnknownSync() throws {
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        let manager = try store.syncManager()
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#, soupName: "contacts",
+                                      optionsJSON: nil, name: nil, callback: nil)
+        let state = try manager.wait(id: id, timeoutMs: 10_000)
+        XCTAssertEqual(state.status, .failed)
+        XCTAssertEqual(state.errorCode, ErrorCode.state.rawValue)
+        XCTAssertThrowsError(try manager.reSync(id: 9999, callback: nil)) { XCTAssertEqual(($0 as? StoreError)?.code, .notFound) }
+        XCTAssertThrowsError(try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#, soupName: "nosoup",
+                                                  optionsJSON: nil, name: nil, callback: nil))
+        try store.registerSoup("unindexed", specsJSON: #"[{"path":"Name","type":"string"}]"#)
+        XCTAssertThrowsError(try manager.createSyncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#, soupName: "unindexed",
+                                                        optionsJSON: nil, name: nil)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
+    }
+
+    // semantics §7: a state left RUNNING by a crash is STOPPED when the store opens again
+    func testRunningBecomesStoppedOnOpen() throws {
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        var state = try store.syncManager().createSyncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#,
+                                                           soupName: "contacts", optionsJSON: nil, name: "crashy")
+        state.status = .running
+        try store.syncManager().states.save(state)
+        store.syncManager_forTestsClose()
+        let reopened = try reopenStore()
+        XCTAssertEqual(try reopened.syncManager().status(name: "crashy")?.status, .stopped)
+    }
+}
+
+extension SmartStore {
+    /// Ends the sync worker and drops the manager, as closing the last handle does.
+    func syncManager_forTestsClose() { try? closeSyncs(owner: 0, last: true) }
+}
