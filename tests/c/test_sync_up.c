@@ -454,6 +454,54 @@ static void test_custom_target(void) {
     EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
 }
 
+/* parent_children through /composite: a parent created offline with children that point at its
+ * temporary id; they arrive linked, and the local children then point at the server id. */
+static void test_parent_children(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Account=1", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("parent-children", &server, NULL);
+    syncstore_error err;
+    EXPECT(syncstore_register_soup(store, "accounts", "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"Name\",\"type\":\"string\"},{\"path\":\"__local__\",\"type\":\"string\"}]", &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_soup(store, "kids", "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"AccountId\",\"type\":\"string\"},{\"path\":\"LastName\",\"type\":\"string\"}]", &err), SYNCSTORE_OK, &err);
+    json_t *existing = devserver_call(&server, "GET", "query?q=SELECT+Id+FROM+Account+LIMIT+1", NULL, NULL);
+    const char *existing_id = json_string_value(json_object_get(json_array_get(json_object_get(existing, "records"), 0), "Id"));
+    char entries[1024];
+    snprintf(entries, sizeof entries, "[{\"Id\":\"%s\",\"Name\":\"Existing\",\"__local__\":false}, {\"Id\":\"local_1\",\"Name\":\"Offline Co\",\"__local__\":true,\"__locally_created__\":true}]", existing_id);
+    EXPECT(syncstore_upsert(store, "accounts", entries, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    snprintf(entries, sizeof entries, "[{\"AccountId\":\"local_1\",\"LastName\":\"KidOne\",\"__local__\":true,\"__locally_created__\":true},"
+             "{\"AccountId\":\"local_1\",\"LastName\":\"KidTwo\",\"__local__\":true,\"__locally_created__\":true},"
+             "{\"AccountId\":\"%s\",\"LastName\":\"KidOfExisting\",\"__local__\":true,\"__locally_created__\":true}]", existing_id);
+    EXPECT(syncstore_upsert(store, "kids", entries, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    int64_t id = 0;
+    EXPECT(syncstore_sync_up(store, "{\"type\":\"parent_children\",\"parent\":{\"sobjectType\":\"Account\",\"soupName\":\"accounts\"},"
+                             "\"children\":{\"sobjectType\":\"Contact\",\"soupName\":\"kids\",\"parentIdFieldName\":\"AccountId\"},"
+                             "\"parentCreateFieldlist\":[\"Name\"],\"childrenCreateFieldlist\":[\"LastName\",\"AccountId\"]}",
+                             "accounts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    if (strcmp(status_of(state), "DONE")) fprintf(stderr, "parent_children up: %s\n", json_string_value(json_object_get(state, "error")));
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    json_t *parent = find_entry(store, "accounts", "Name", "Offline Co");
+    const char *server_parent = parent ? str_or_empty(json_object_get(parent, "Id")) : "";
+    CHECK(strncmp(server_parent, "001", 3) == 0);
+    CHECK(parent && json_is_false(json_object_get(parent, "__local__")));
+    char soql[256];
+    snprintf(soql, sizeof soql, "SELECT Id FROM Contact WHERE AccountId = '%s'", server_parent);
+    CHECK(devserver_count(&server, soql) == 2);
+    snprintf(soql, sizeof soql, "SELECT Id FROM Contact WHERE AccountId = '%s' AND LastName = 'KidOfExisting'", existing_id);
+    CHECK(devserver_count(&server, soql) == 1);
+    char condition[128];
+    snprintf(condition, sizeof condition, "{kids:AccountId} = '%s'", server_parent);
+    CHECK(soup_count(store, "kids", condition) == 2);
+    CHECK(soup_count(store, "kids", "{kids:AccountId} = 'local_1'") == 0);
+    CHECK(soup_count(store, "kids", "{kids:Id} like '003%'") == 3);
+    json_decref(parent);
+    json_decref(existing);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
 static atomic_int after_close;
 static atomic_int closed_flag;
 
@@ -514,6 +562,7 @@ int main(int argc, char **argv) {
     test_edit_in_flight();
     test_auth();
     test_custom_target();
+    test_parent_children();
     test_close_waits();
     return check_finish();
 }

@@ -48,9 +48,14 @@ public final class SyncManager: @unchecked Sendable {
 
     public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
-        let target = try SyncUpTarget.parse(targetJSON, customTargets: customTargets)
+        let normalized: String
+        if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
+            normalized = targetJSON
+        } else {
+            normalized = try SyncUpTarget.parse(targetJSON, customTargets: customTargets).json
+        }
         _ = try store.requireSoup(soupName)
-        return try states.create(SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: target.json,
+        return try states.create(SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized,
                                            optionsJSON: options, soupName: soupName))
     }
 
@@ -134,6 +139,9 @@ public final class SyncManager: @unchecked Sendable {
                 let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
                 let task = SyncDownTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
                 try task.run(&state, since: state.maxTimeStamp > 0 ? state.maxTimeStamp : nil)
+            case .syncUp where ParentChildrenUpTask.isParentChildren(state.targetJSON):
+                let task = try ParentChildrenUpTask(ctx: ctx, targetJSON: state.targetJSON, options: options, states: states, emit: emit)
+                try task.run(&state)
             case .syncUp:
                 let target = try SyncUpTarget.parse(state.targetJSON, customTargets: customTargets)
                 let task = SyncUpTask(ctx: ctx, target: target, options: options, states: states, emit: emit)

@@ -62,7 +62,7 @@ struct SyncUpTask {
 
     // MARK: reading
 
-    private func dirtyIds(_ info: SoupInfo) throws -> [Int64] {
+    func dirtyIds(_ info: SoupInfo) throws -> [Int64] {
         try ctx.store.readers.withReader { db in
             let statement = try db.prepare("SELECT id FROM \(info.table) WHERE \(LocalFlags.dirtyCondition) ORDER BY id")
             var ids: [Int64] = []
@@ -71,7 +71,7 @@ struct SyncUpTask {
         }
     }
 
-    private func load(_ ids: [Int64], info: SoupInfo) throws -> [Item] {
+    func load(_ ids: [Int64], info: SoupInfo) throws -> [Item] {
         let text = try ctx.store.retrieve(soup: info.name, ids: ids)
         let doc = try JSONDocument.parse(text.string, what: "dirty entries")
         var items: [Item] = []
@@ -260,7 +260,7 @@ struct SyncUpTask {
         }
     }
 
-    private func body(_ item: Item, creating: Bool, withType: Bool, withId: Bool) -> JSONDocument {
+    func body(_ item: Item, creating: Bool, withType: Bool, withId: Bool) -> JSONDocument {
         let doc = JSONDocument.object()
         if withType {
             let attributes = JSONDocument.object()
@@ -427,8 +427,15 @@ struct SyncUpTask {
 
     /// Applies a batch's outcomes and the state in one transaction, each on the entry as it is
     /// now: if the host changed it since it was read, its new edit stays dirty.
-    private func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, state: SyncState) throws {
+    func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, state: SyncState?) throws {
         try ctx.store.write { db in
+            try applyIn(db, items, outcomes, info: info)
+            if let state { try states.save(state, db: db) }
+        }
+    }
+
+    /// `apply` inside a transaction the caller holds.
+    func applyIn(_ db: Connection, _ items: [Item], _ outcomes: [Outcome], info: SoupInfo) throws {
             var removals: [Int64] = []
             try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
                 var sink: TextBuffer? = nil
@@ -469,17 +476,15 @@ struct SyncUpTask {
                 }
             }
             try ctx.store.deleteRows(db, info, ids: removals)
-            try states.save(state, db: db)
-        }
     }
 
-    private func errorText(_ response: HTTPResponse) -> String {
+    func errorText(_ response: HTTPResponse) -> String {
         let text = response.text
         if (try? JSONDocument.parse(text)) != nil, !text.isEmpty { return text }
         return errorJSON("HTTP_\(response.status)", RestClient.describe(response))
     }
 
-    private func errorJSON(_ code: String, _ message: String) -> String {
+    func errorJSON(_ code: String, _ message: String) -> String {
         let doc = JSONDocument.array()
         let item = JSONDocument.object()
         item.root.set("errorCode", owned: JSONMake.string(code))
