@@ -145,7 +145,8 @@ int syncstore_remove_store(const char *root_dir, const char *store_config, syncs
  *  Errors: BUSY (nothing removed) if one of them is open in this process. */
 int syncstore_remove_all_stores(const char *root_dir, int is_global, syncstore_error *err);
 
-/** Size of the store's database in bytes (pages in use times page size, plus the WAL). */
+/** Size of the store's database in bytes: pages in use times page size, as of the last commit
+ *  (data still in the WAL counts). Grows as data is added; does not wait for a running write. */
 int syncstore_database_size(syncstore_store *store, int64_t *out_bytes, syncstore_error *err);
 
 /**
