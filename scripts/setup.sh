@@ -14,4 +14,4 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "swift is not on the PATH: install the Swift 6.3 toolchain"; exit 1; }
-python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 | grep -v 'Running pip as' || true
+python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -r Tests/devserver/requirements.txt 2>&1 | grep -v 'Running pip as' || true

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Every test suite: Swift (core), C (CTest, against the header and the release .so), Python.
+# Every test suite: Swift (core and sync), C (CTest: the header, the release .so, sync against a
+# real dev server process), Python (the ctypes binding, and the dev server with simple-salesforce).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 echo "== Swift tests"
-swift build --build-tests
+swift build --build-tests    # also builds .build/debug/syncstore-devserver, used by every sync suite
 swift test --skip-build
 
 echo "== C tests (CTest)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" >/dev/null
 cmake --build build -j2
 (cd build && ctest --output-on-failure)
 
 echo "== Python tests"
-SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" python3 -m pytest -q bindings/python/tests
+SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
+    python3 -m pytest -q bindings/python/tests Tests/devserver
