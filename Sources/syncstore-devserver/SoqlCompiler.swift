@@ -465,12 +465,25 @@ final class SoqlCompiler {
             while mm > 12 { mm -= 12; yy += 1 }
             return SFTime.days(year: yy, month: mm, day: 1)
         }
+        let k = n ?? 0
+        // Weeks start on Sunday (the API's default locale); day 0 (1970-01-01) was a Thursday.
+        let weekStart = t - ((t + 4) % 7 + 7) % 7
         switch name {
         case "TODAY": return (t, t + 1)
         case "YESTERDAY": return (t - 1, t)
         case "TOMORROW": return (t + 1, t + 2)
-        case "LAST_N_DAYS": return (t - (n ?? 0), t + 1)
-        case "NEXT_N_DAYS": return (t + 1, t + 1 + (n ?? 0))
+        case "LAST_N_DAYS": return (t - k, t + 1)
+        case "NEXT_N_DAYS": return (t + 1, t + 1 + k)
+        case "N_DAYS_AGO": return (t - k, t - k + 1)
+        case "THIS_WEEK": return (weekStart, weekStart + 7)
+        case "LAST_WEEK": return (weekStart - 7, weekStart)
+        case "NEXT_WEEK": return (weekStart + 7, weekStart + 14)
+        case "LAST_N_WEEKS": return (weekStart - 7 * k, weekStart)
+        case "NEXT_N_WEEKS": return (weekStart + 7, weekStart + 7 + 7 * k)
+        case "LAST_N_MONTHS": return (monthStart(y, m - k), monthStart(y, m))
+        case "NEXT_N_MONTHS": return (monthStart(y, m + 1), monthStart(y, m + 1 + k))
+        case "LAST_N_YEARS": return (SFTime.days(year: y - k, month: 1, day: 1), SFTime.days(year: y, month: 1, day: 1))
+        case "NEXT_N_YEARS": return (SFTime.days(year: y + 1, month: 1, day: 1), SFTime.days(year: y + 1 + k, month: 1, day: 1))
         case "THIS_MONTH": return (monthStart(y, m), monthStart(y, m + 1))
         case "LAST_MONTH": return (monthStart(y, m - 1), monthStart(y, m))
         case "NEXT_MONTH": return (monthStart(y, m + 1), monthStart(y, m + 2))

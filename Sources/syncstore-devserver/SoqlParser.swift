@@ -401,7 +401,10 @@ struct SoqlParser {
         throw unexpected()
     }
 
-    static let relativeDates: Set<String> = ["TODAY", "YESTERDAY", "TOMORROW", "LAST_N_DAYS", "NEXT_N_DAYS", "THIS_MONTH", "LAST_MONTH", "NEXT_MONTH", "THIS_YEAR", "LAST_YEAR", "NEXT_YEAR"]
+    static let relativeDates: Set<String> = ["TODAY", "YESTERDAY", "TOMORROW", "LAST_N_DAYS", "NEXT_N_DAYS", "N_DAYS_AGO",
+                                             "THIS_WEEK", "LAST_WEEK", "NEXT_WEEK", "LAST_N_WEEKS", "NEXT_N_WEEKS",
+                                             "THIS_MONTH", "LAST_MONTH", "NEXT_MONTH", "LAST_N_MONTHS", "NEXT_N_MONTHS",
+                                             "THIS_YEAR", "LAST_YEAR", "NEXT_YEAR", "LAST_N_YEARS", "NEXT_N_YEARS"]
 
     private mutating func parseLiteral() throws -> Literal {
         let t = cur
@@ -425,7 +428,7 @@ struct SoqlParser {
             if Self.relativeDates.contains(u) {
                 _ = advance()
                 var n: Int?
-                if u.hasSuffix("_N_DAYS") {
+                if u.contains("_N_") || u.hasPrefix("N_") {
                     try expectPunct(":")
                     n = try parseNonNegativeInt()
                     guard n ?? 0 <= 100_000 else { throw unexpected() }

@@ -413,3 +413,13 @@ def test_query_all_pages_include_deleted(sf):
     assert len(everything) == live + 3
     assert {r["Id"] for r in everything if r["IsDeleted"]} >= set(ids[:3])
     assert sf.search("FIND {QA3} IN NAME FIELDS RETURNING Opportunity(Id)")["searchRecords"][0]["Id"] == ids[3]
+
+
+def test_relative_date_literals(sf):
+    cid = sf.Contact.create({"LastName": "Relative"})["id"]
+    def has(where):
+        return cid in {r["Id"] for r in sf.query_all(f"SELECT Id FROM Contact WHERE LastName = 'Relative' AND {where}")["records"]}
+    assert has("CreatedDate = TODAY") and has("CreatedDate = THIS_WEEK") and has("CreatedDate = THIS_MONTH")
+    assert has("CreatedDate = LAST_N_DAYS:1") and has("CreatedDate > YESTERDAY") and has("CreatedDate = THIS_YEAR")
+    assert not has("CreatedDate = LAST_WEEK") and not has("CreatedDate = N_DAYS_AGO:1") and not has("CreatedDate = LAST_N_MONTHS:2")
+    assert not has("CreatedDate = NEXT_N_YEARS:3") and has("CreatedDate < NEXT_WEEK")

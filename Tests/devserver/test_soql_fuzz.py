@@ -201,9 +201,10 @@ def literal_for(rng, ftype):
     if ftype == "boolean":
         return rng.choice(["true", "false"])
     if ftype == "date":
-        return rng.choice(["2025-01-01", "1980-06-30", "TODAY", "LAST_N_DAYS:30", "THIS_YEAR"])
+        return rng.choice(["2025-01-01", "1980-06-30", "TODAY", "LAST_N_DAYS:30", "THIS_YEAR", "N_DAYS_AGO:3", "LAST_N_MONTHS:100000", "NEXT_N_YEARS:2"])
     if ftype == "datetime":
-        return rng.choice(["2025-01-01T00:00:00Z", "2025-01-01T01:00:00.000+0000", "2024-12-31T23:00:00-05:00", "YESTERDAY", "LAST_MONTH"])
+        return rng.choice(["2025-01-01T00:00:00Z", "2025-01-01T01:00:00.000+0000", "2024-12-31T23:00:00-05:00", "YESTERDAY", "LAST_MONTH",
+                           "THIS_WEEK", "LAST_N_WEEKS:2", "NEXT_WEEK", "LAST_N_YEARS:100000"])
     return rng.choice(["'001000000000001AAA'", "'003000000000001'"])
 
 
