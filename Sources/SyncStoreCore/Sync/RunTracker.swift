@@ -2,27 +2,10 @@ import Glibc
 
 /// Which syncs have a run queued or running, and waiting for them to end.
 final class RunTracker: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let lock = ConditionLock()
     private var active: [Int64: (flag: CancelFlag, owner: Int)] = [:]
 
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-        condition.deallocate()
-    }
-
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    private func locked<T>(_ body: () throws -> T) rethrows -> T { try lock.withLock(body) }
 
     /// Registers a run; BUSY when the sync already has one.
     func begin(_ id: Int64, owner: Int) throws -> CancelFlag {
@@ -39,7 +22,7 @@ final class RunTracker: @unchecked Sendable {
     func finish(_ id: Int64) {
         locked {
             active[id] = nil
-            pthread_cond_broadcast(condition)
+            lock.broadcast()
         }
     }
 
@@ -57,21 +40,11 @@ final class RunTracker: @unchecked Sendable {
     /// Waits until `id` has no run; false on timeout (timeoutMs < 0 waits forever).
     func wait(_ id: Int64, timeoutMs: Int64) -> Bool { wait(timeoutMs: timeoutMs) { self.active[id] == nil } }
 
-    func waitAll(timeoutMs: Int64) -> Bool { wait(timeoutMs: timeoutMs) { self.active.isEmpty } }
-
     private func wait(timeoutMs: Int64, until done: () -> Bool) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let total = Int64(deadline.tv_nsec) + max(0, timeoutMs) % 1000 * 1_000_000
-        deadline.tv_sec += Int(max(0, timeoutMs) / 1000) + Int(total / 1_000_000_000)
-        deadline.tv_nsec = Int(total % 1_000_000_000)
+        let deadline = timeoutMs < 0 ? nil : ConditionLock.deadline(afterMs: timeoutMs)
         return locked {
             while !done() {
-                if timeoutMs < 0 {
-                    pthread_cond_wait(condition, mutex)
-                } else if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT {
-                    return done()
-                }
+                if !lock.wait(deadline: deadline) { return done() }
             }
             return true
         }

@@ -2,70 +2,52 @@ import Glibc
 
 /// A thread that runs jobs one after another (the per-store sync worker).
 final class SerialWorker: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let lock = ConditionLock()
     private var jobs: [@Sendable () -> Void] = []
     private var finishing = false
     private var thread: pthread_t?
     private var started = false
 
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-        condition.deallocate()
-    }
-
     func submit(_ job: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(mutex)
-        jobs.append(job)
-        if !started {
-            started = true
-            thread = spawnThread { [self] in self.loop() }
+        lock.withLock {
+            jobs.append(job)
+            if !started {
+                started = true
+                thread = spawnThread { [self] in self.loop() }
+            }
+            lock.signal()
         }
-        pthread_cond_signal(condition)
-        pthread_mutex_unlock(mutex)
     }
 
     /// Whether the caller is this worker's thread (it must not wait for itself).
     var isCurrentThread: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard let thread else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        lock.withLock {
+            guard let thread else { return false }
+            return pthread_equal(thread, pthread_self()) != 0
+        }
     }
 
     /// Runs the queued jobs, then ends the thread and waits for it.
     func finish() {
-        pthread_mutex_lock(mutex)
-        finishing = true
-        let wasStarted = started
-        pthread_cond_signal(condition)
-        pthread_mutex_unlock(mutex)
-        if wasStarted, let thread, !pthread_equal(thread, pthread_self()).boolValue { pthread_join(thread, nil) }
+        let running: pthread_t? = lock.withLock {
+            finishing = true
+            lock.signal()
+            return started ? thread : nil
+        }
+        if let running, pthread_equal(running, pthread_self()) == 0 { pthread_join(running, nil) }
     }
 
     private func loop() {
         while true {
-            pthread_mutex_lock(mutex)
-            while jobs.isEmpty && !finishing { pthread_cond_wait(condition, mutex) }
-            if jobs.isEmpty {
-                pthread_mutex_unlock(mutex)
-                return
+            let job: (@Sendable () -> Void)? = lock.withLock {
+                while jobs.isEmpty && !finishing { _ = lock.wait() }
+                return jobs.isEmpty ? nil : jobs.removeFirst()
             }
-            let job = jobs.removeFirst()
-            pthread_mutex_unlock(mutex)
+            guard let job else { return }
             job()
         }
     }
 }
-
-extension Int32 { var boolValue: Bool { self != 0 } }
 
 private final class ThreadBody {
     let run: () -> Void
