@@ -402,6 +402,42 @@ static void test_multi_soup_targets(void) {
     devserver_stop(&server);
 }
 
+/* HTTPS: TLS verification is on; a private CA is accepted through caBundle only. */
+static void test_tls(void) {
+    char cert[1024], key[1024], command[4096];
+    snprintf(cert, sizeof cert, "%s/tls-cert.pem", root);
+    snprintf(key, sizeof key, "%s/tls-key.pem", root);
+    snprintf(command, sizeof command,
+             "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+             "-keyout '%s' -out '%s' >/dev/null 2>&1", key, cert);
+    if (system(command) != 0) { fprintf(stderr, "openssl failed; skipping the TLS test\n"); CHECK(0); return; }
+    devserver server;
+    const char *args[] = {"--seed", "Contact=30", "--tls-cert", cert, "--tls-key", key, NULL};
+    devserver_start(&server, binary, args);
+    CHECK(strncmp(server.url, "https://", 8) == 0);
+    syncstore_store *store = open_store("tls", &server);   /* remote without caBundle */
+    syncstore_error err;
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT Id FROM Contact\"}", "contacts", NULL, "tls",
+                               NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "FAILED") == 0);
+    CHECK(json_integer_value(json_object_get(state, "errorCode")) == SYNCSTORE_ERR_NETWORK);
+    json_decref(state);
+    char extra[1200];
+    snprintf(extra, sizeof extra, "\"caBundle\":\"%s\"", cert);
+    char *remote = devserver_remote_json(&server, extra);
+    EXPECT(syncstore_set_remote(store, remote, &err), SYNCSTORE_OK, &err);
+    free(remote);
+    EXPECT(syncstore_resync(store, id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(soup_count(store, "contacts", NULL) == 30);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
     root = argv[1];
@@ -420,5 +456,7 @@ int main(int argc, char **argv) {
     test_other_targets();
     fprintf(stderr, "-- test_multi_soup_targets\n");
     test_multi_soup_targets();
+    fprintf(stderr, "-- test_tls\n");
+    test_tls();
     return check_finish();
 }
