@@ -99,7 +99,6 @@ struct ParentChildrenUpTask {
             let own = JSONDocument(owning: retained)
             parentItems = [SyncUpTask.Item(entryId: parentEntryId, entry: own, action: .update,
                                            type: parentTask.target.sobjectType ?? "", serverId: own.root[parentTask.target.idFieldName]?.string)]
-            parentItems[0].action = .update
         }
         var parent = parentItems[0]
         let parentDirty = LocalFlags.isSet(parent.entry.root[LocalFlags.local])

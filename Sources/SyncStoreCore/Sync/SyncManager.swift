@@ -170,10 +170,12 @@ public final class SyncManager: @unchecked Sendable {
     }
 
     private func context(for state: SyncState, cancel: CancelFlag) throws -> SyncContext {
-        let rest = restClient() ?? RestClient(config: RemoteConfig(instanceURL: "http://127.0.0.1:9", accessToken: ""))
-        if restClient() == nil, !(usesCustomTarget(state)) {
+        let configured = restClient()
+        if configured == nil, !usesCustomTarget(state) {
             throw StoreError(.state, "No remote is configured for this store; set one (instance URL and token) before syncing")
         }
+        // Custom targets need no remote; they get a client that is never used.
+        let rest = configured ?? RestClient(config: RemoteConfig(instanceURL: "http://127.0.0.1:9", accessToken: ""))
         return SyncContext(rest: rest, cancel: cancel, store: store, soupName: state.soupName, syncId: state.id)
     }
 

@@ -436,46 +436,46 @@ struct SyncUpTask {
 
     /// `apply` inside a transaction the caller holds.
     func applyIn(_ db: Connection, _ items: [Item], _ outcomes: [Outcome], info: SoupInfo) throws {
-            var removals: [Int64] = []
-            try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
-                var sink: TextBuffer? = nil
-                let now = Clock.nowMillis()
-                for (i, item) in items.enumerated() {
-                    guard let current = try self.current(item.entryId, db: db, info: info) else { continue }
-                    let entry = current.root
-                    let edited = (entry[SoupPath.lastModified]?.int64 ?? 0) != item.lastModified
-                    switch outcomes[i] {
-                    case .untouched:
-                        continue
-                    case .created(let id):
-                        entry.set(target.idFieldName, owned: JSONMake.string(id))
-                        if edited {
-                            entry.set(LocalFlags.created, owned: JSONMake.bool(false))
-                            entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
-                            entry.set(LocalFlags.local, owned: JSONMake.bool(true))
-                            entry.remove(LocalFlags.pendingCreate)
-                            entry.remove(LocalFlags.lastError)
-                        } else {
-                            LocalFlags.clear(entry, syncId: nil)
-                        }
-                    case .updated:
-                        if edited { continue }
+        var removals: [Int64] = []
+        try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
+            var sink: TextBuffer? = nil
+            let now = Clock.nowMillis()
+            for (i, item) in items.enumerated() {
+                guard let current = try self.current(item.entryId, db: db, info: info) else { continue }
+                let entry = current.root
+                let edited = (entry[SoupPath.lastModified]?.int64 ?? 0) != item.lastModified
+                switch outcomes[i] {
+                case .untouched:
+                    continue
+                case .created(let id):
+                    entry.set(target.idFieldName, owned: JSONMake.string(id))
+                    if edited {
+                        entry.set(LocalFlags.created, owned: JSONMake.bool(false))
+                        entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
+                        entry.set(LocalFlags.local, owned: JSONMake.bool(true))
+                        entry.remove(LocalFlags.pendingCreate)
+                        entry.remove(LocalFlags.lastError)
+                    } else {
                         LocalFlags.clear(entry, syncId: nil)
-                    case .deleted:
-                        if !edited || LocalFlags.isSet(entry[LocalFlags.deleted]) {
-                            removals.append(item.entryId)
-                            continue
-                        }
-                        // Undeleted by the host meanwhile: the server copy is gone, so it is new again.
-                        entry.remove(target.idFieldName)
-                        entry.set(LocalFlags.created, owned: JSONMake.bool(true))
-                    case .failed(let error), .conflict(let error):
-                        entry.set(LocalFlags.lastError, owned: JSONMake.string(error))
                     }
-                    try writer.upsert(entry, index: i, now: now, into: &sink)
+                case .updated:
+                    if edited { continue }
+                    LocalFlags.clear(entry, syncId: nil)
+                case .deleted:
+                    if !edited || LocalFlags.isSet(entry[LocalFlags.deleted]) {
+                        removals.append(item.entryId)
+                        continue
+                    }
+                    // Undeleted by the host meanwhile: the server copy is gone, so it is new again.
+                    entry.remove(target.idFieldName)
+                    entry.set(LocalFlags.created, owned: JSONMake.bool(true))
+                case .failed(let error), .conflict(let error):
+                    entry.set(LocalFlags.lastError, owned: JSONMake.string(error))
                 }
+                try writer.upsert(entry, index: i, now: now, into: &sink)
             }
-            try ctx.store.deleteRows(db, info, ids: removals)
+        }
+        try ctx.store.deleteRows(db, info, ids: removals)
     }
 
     func errorText(_ response: HTTPResponse) -> String {
