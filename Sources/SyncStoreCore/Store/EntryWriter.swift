@@ -6,6 +6,9 @@ import Glibc
 final class EntryWriter {
     private let soup: SoupInfo
     private let columns: [IndexColumn]
+    /// Index paths split once per batch, not once per entry.
+    private let columnPaths: [[String]]
+    private let externalPathComponents: [String]
     private let externalIdPath: String?
     private let insert: Statement
     private let update: Statement
@@ -24,6 +27,8 @@ final class EntryWriter {
         self.soup = soup
         self.externalIdPath = externalIdPath
         columns = soup.columnIndexes
+        columnPaths = columns.map { SoupPath.components($0.path) }
+        externalPathComponents = externalIdPath.map(SoupPath.components) ?? []
         let table = soup.table
         let names = columns.map(\.columnName)
         let insertColumns = (["id", "soup", "created", "lastModified"] + names).joined(separator: ", ")
@@ -74,7 +79,7 @@ final class EntryWriter {
         }
         defer { free(text) }
         let length = strlen(text)
-        let values = columns.map { SoupPath.indexValue(entry, $0.path, for: $0.type) }
+        let values = zip(columns, columnPaths).map { SoupPath.indexValue(entry, $1, for: $0.type) }
         if existing != nil {
             update.reset()
             try update.bindText(text, length: length, at: 1)
@@ -128,7 +133,7 @@ final class EntryWriter {
             return (id, false)
         }
         let index0 = soup.index(for: path)
-        let key = SoupPath.indexValue(entry, path, for: index0?.type ?? .string)
+        let key = SoupPath.indexValue(entry, externalPathComponents, for: index0?.type ?? .string)
         if case .null = key {
             throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
         }

@@ -30,11 +30,13 @@ enum SoupPath {
     /// The value at `path`. Going through an array collects the projection of every element
     /// (nulls skipped), so "cats.color" over [{color:a},{color:b}] is ["a","b"].
     static func project(_ entry: JSON, _ path: String) -> Projected {
-        let parts = path.split(separator: ".").map(String.init)
-        return project(entry, parts[...])
+        project(entry, components(path)[...])
     }
 
-    private static func project(_ node: JSON, _ parts: ArraySlice<String>) -> Projected {
+    /// A path split at its dots, for callers that project the same path many times.
+    static func components(_ path: String) -> [String] { path.split(separator: ".").map(String.init) }
+
+    static func project(_ node: JSON, _ parts: ArraySlice<String>) -> Projected {
         guard let first = parts.first else { return .borrowed(node) }
         switch node.kind {
         case .object:
@@ -75,7 +77,11 @@ enum SoupPath {
     /// The index value of `path` in `entry`. A collected projection (through an array) owns its
     /// JSON, so it is kept alive until the value is read.
     static func indexValue(_ entry: JSON, _ path: String, for type: IndexType) -> SQLValue {
-        let projected = project(entry, path)
+        indexValue(entry, components(path), for: type)
+    }
+
+    static func indexValue(_ entry: JSON, _ components: [String], for type: IndexType) -> SQLValue {
+        let projected = project(entry, components[...])
         return withExtendedLifetime(projected) { sqlValue(projected.json, for: type) }
     }
 
