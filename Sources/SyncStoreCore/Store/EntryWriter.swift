@@ -68,16 +68,24 @@ final class EntryWriter {
     /// to `out` when given. Returns false when the entry was skipped (leaveIfChanged and the
     /// stored copy is dirty).
     @discardableResult
-    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?) throws -> Bool {
+    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?,
+                source: StoredText? = nil) throws -> Bool {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
         entry.set(SoupPath.lastModified, owned: JSONMake.int(now))
-        guard let text = entry.dumpCString() else {
-            throw StoreError.argument("Entry \(index) cannot be serialized (NaN or invalid value)")
+        let owned: UnsafeMutablePointer<CChar>
+        if let source, let built = source.text(entryId: id, lastModified: now) {
+            owned = built
+        } else {
+            guard let dumped = entry.dumpCString() else {
+                throw StoreError.argument("Entry \(index) cannot be serialized (NaN or invalid value)")
+            }
+            owned = dumped
         }
-        defer { free(text) }
+        let text = UnsafePointer(owned)
+        defer { free(owned) }
         let length = strlen(text)
         let values = zip(columns, columnPaths).map { SoupPath.indexValue(entry, $1, for: $0.type) }
         if existing != nil {
@@ -148,5 +156,35 @@ final class EntryWriter {
         default:
             throw StoreError(.conflict, "Entry \(index): several entries of soup '\(soup.name)' have the same value at '\(path)'; the external id must be unique")
         }
+    }
+}
+
+/// An entry's text taken from the text it arrived in (a record of a server page) plus members
+/// the store adds, so the entry is not serialized again. The added members must not already be
+/// in the record (the caller checks), or the text would hold duplicate keys.
+struct StoredText {
+    let bytes: [UInt8]
+    let range: Range<Int>
+    /// Members to add, as JSON text without braces: `"__local__":false,...`.
+    let members: String
+
+    /// A malloc'd NUL-terminated copy with `members`, `_soupEntryId` and `_soupLastModifiedDate`
+    /// added before the closing brace; nil when the range is not an object.
+    func text(entryId: Int64, lastModified: Int64) -> UnsafeMutablePointer<CChar>? {
+        guard range.lowerBound >= 0, range.upperBound <= bytes.count, range.count >= 2,
+              bytes[range.lowerBound] == UInt8(ascii: "{"), bytes[range.upperBound - 1] == UInt8(ascii: "}") else { return nil }
+        let body = bytes[(range.lowerBound + 1)..<(range.upperBound - 1)]
+        let empty = body.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        let tail = Array(((empty ? "" : ",") + members + ",\"\(SoupPath.entryId)\":\(entryId),\"\(SoupPath.lastModified)\":\(lastModified)}").utf8)
+        let total = range.count - 1 + tail.count
+        guard let p = malloc(total + 1)?.assumingMemoryBound(to: UInt8.self) else { return nil }
+        bytes.withUnsafeBufferPointer { all in
+            if let base = all.baseAddress { memcpy(p, base + range.lowerBound, range.count - 1) }
+        }
+        tail.withUnsafeBufferPointer { t in
+            if let base = t.baseAddress { memcpy(p + range.count - 1, base, tail.count) }
+        }
+        p[total] = 0
+        return UnsafeMutableRawPointer(p).assumingMemoryBound(to: CChar.self)
     }
 }

@@ -24,6 +24,14 @@ enum LocalFlags {
     /// SQL (1 or 0) telling whether the entry in `soup` is dirty.
     static var dirtyCondition: String { "(\(SoupPath.jsonExtract(local)) IN (1, 'true', '1'))" }
 
+    /// Keys the store and the sync engine write into entries.
+    static let storeKeys = [local, created, updated, deleted, lastError, syncId, pendingCreate, SoupPath.entryId, SoupPath.lastModified]
+
+    /// What `clear` sets, as JSON members (for entries stored from their server text).
+    static func cleanMembers(syncId: Int64) -> String {
+        "\"\(local)\":false,\"\(created)\":false,\"\(updated)\":false,\"\(deleted)\":false,\"\(self.syncId)\":\(syncId)"
+    }
+
     /// Marks an entry clean, as written by a sync.
     static func clear(_ entry: JSON, syncId: Int64?) {
         entry.set(local, owned: JSONMake.bool(false))

@@ -62,9 +62,16 @@ struct SyncDownTask {
                 try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,
                                               leaveIfChanged: options.mergeMode == .leaveIfChanged) { writer in
                     var sink: TextBuffer? = nil
+                    let members = LocalFlags.cleanMembers(syncId: ctx.syncId)
                     for (i, record) in group.records.enumerated() where record.isObject {
+                        // Stored as the server sent it, plus the flags, unless it already has keys the store sets.
+                        var source: StoredText? = nil
+                        if let bytes = group.source, let ranges = group.ranges, i < ranges.count,
+                           !LocalFlags.storeKeys.contains(where: { record[$0] != nil }) {
+                            source = StoredText(bytes: bytes, range: ranges[i], members: members)
+                        }
                         LocalFlags.clear(record, syncId: ctx.syncId)
-                        try writer.upsert(record, index: i, now: now, into: &sink)
+                        try writer.upsert(record, index: i, now: now, into: &sink, source: source)
                     }
                 }
             }

@@ -23,13 +23,13 @@ struct SoqlTarget: SyncDownTarget {
 
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
         let soql = rewriter.syncQuery(idField: idFieldName, modificationField: modificationDateFieldName, since: since)
-        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), headers: batchHeader, cancel: ctx.cancel)
+        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), headers: batchHeader, cancel: ctx.cancel, keepSource: true)
         return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
     }
 
     func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
         guard let next = page.next else { throw StoreError(.internal, "nextPage called after the last page") }
-        let doc = try ctx.rest.json("GET", next, headers: batchHeader, cancel: ctx.cancel)
+        let doc = try ctx.rest.json("GET", next, headers: batchHeader, cancel: ctx.cancel, keepSource: true)
         return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
     }
 

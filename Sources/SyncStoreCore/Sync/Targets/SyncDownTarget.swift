@@ -13,6 +13,9 @@ struct RecordGroup {
     let idFieldName: String
     let modificationDateFieldName: String
     let records: [JSON]
+    /// The response text and each record's place in it, when records can be stored as sent.
+    var source: [UInt8]? = nil
+    var ranges: [Range<Int>]? = nil
 }
 
 /// One page of a sync down. `owner` keeps the parsed response (and so the records) alive.
@@ -100,11 +103,13 @@ enum QueryPaging {
         }
         let done = doc.root["done"]?.bool ?? true
         let next = done ? nil : doc.root["nextRecordsUrl"]?.string
-        return DownPage(owner: [doc],
-                        groups: [RecordGroup(soupName: soupName, idFieldName: common.idFieldName,
-                                             modificationDateFieldName: common.modificationDateFieldName,
-                                             records: records.elements)],
-                        totalSize: doc.root["totalSize"]?.int64, next: next)
+        var group = RecordGroup(soupName: soupName, idFieldName: common.idFieldName,
+                                modificationDateFieldName: common.modificationDateFieldName, records: records.elements)
+        if let source = doc.source, let ranges = RecordSlicer.recordRanges(source), ranges.count == group.records.count {
+            group.source = source
+            group.ranges = ranges
+        }
+        return DownPage(owner: [doc], groups: [group], totalSize: doc.root["totalSize"]?.int64, next: next)
     }
 
     static func queryPath(_ soql: String) -> String { "query?q=\(RemoteURL.encode(soql))" }
