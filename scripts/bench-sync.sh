@@ -30,7 +30,7 @@ if [ ! -x "$venv/bin/python" ]; then
         $SUDO apt-get install -y -qq python3-venv >/dev/null && python3 -m venv "$venv"; }
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r bench/requirements.txt
-"$venv/bin/python" -c 'import simple_salesforce, sys; print("simple-salesforce", simple_salesforce.__version__ if hasattr(simple_salesforce, "__version__") else "?", "python", sys.version.split()[0])'
+"$venv/bin/python" -c 'import importlib.metadata as m, sys; print("simple-salesforce", m.version("simple-salesforce"), "requests", m.version("requests"), "python", sys.version.split()[0])'
 
 echo "== bench-sync (tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources include || echo ', with uncommitted changes in Sources/include'))"
 ./build-bench/bench-sync --python "$venv/bin/python" --work "${TMPDIR:-/tmp}/syncstore-bench-sync" "$@"
