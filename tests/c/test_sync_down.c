@@ -13,16 +13,7 @@ static const char *CONTACT_INDEXES =
     "{\"path\":\"__local__\",\"type\":\"string\"},{\"path\":\"__sync_id__\",\"type\":\"integer\"}]";
 
 static syncstore_store *open_store(const char *name, const devserver *server) {
-    syncstore_error err;
-    syncstore_store *store = NULL;
-    char config[128];
-    snprintf(config, sizeof config, "{\"storeName\":\"%s\"}", name);
-    EXPECT(syncstore_open(root, config, &store, &err), SYNCSTORE_OK, &err);
-    EXPECT(syncstore_register_soup(store, "contacts", CONTACT_INDEXES, &err), SYNCSTORE_OK, &err);
-    char *remote = devserver_remote_json(server, NULL);
-    EXPECT(syncstore_set_remote(store, remote, &err), SYNCSTORE_OK, &err);
-    free(remote);
-    return store;
+    return open_sync_store(root, name, CONTACT_INDEXES, server, NULL);
 }
 
 /* Full sync down, callbacks, persisted state; then an incremental reSync that fetches only changes. */

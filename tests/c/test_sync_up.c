@@ -15,18 +15,7 @@ static const char *INDEXES =
     "{\"path\":\"__local__\",\"type\":\"string\"}]";
 
 static syncstore_store *open_store(const char *name, const devserver *server, const char *remote_extra) {
-    syncstore_error err;
-    syncstore_store *store = NULL;
-    char config[128];
-    snprintf(config, sizeof config, "{\"storeName\":\"%s\"}", name);
-    EXPECT(syncstore_open(root, config, &store, &err), SYNCSTORE_OK, &err);
-    EXPECT(syncstore_register_soup(store, "contacts", INDEXES, &err), SYNCSTORE_OK, &err);
-    if (server) {
-        char *remote = devserver_remote_json(server, remote_extra);
-        EXPECT(syncstore_set_remote(store, remote, &err), SYNCSTORE_OK, &err);
-        free(remote);
-    }
-    return store;
+    return open_sync_store(root, name, INDEXES, server, remote_extra);
 }
 
 static void upsert(syncstore_store *store, const char *json) {
