@@ -11,7 +11,9 @@
  *    openssl CLI) for all of them, then engine vs (a) again over plain HTTP.
  *    Every client runs in its own child process: records/s from the child's own timer (first
  *    request to last commit), peak RSS = ru_maxrss from wait4(), CPU = user + sys of the child.
- *    Rounds alternate the clients; the best time of each is kept, and the highest RSS.
+ *    Rounds (default 5) alternate the clients; the best time of each is kept, and the highest
+ *    RSS. Wall times on a shared 2-core machine with the store on disk swing by +-50% from run
+ *    to run; the CPU seconds printed beside them are steadier.
  * 2. Peak RSS of the engine syncing down M records (default 1,000,000) over HTTP, with (a) beside
  *    it for reference.
  * 3. Sync up: U records (default 10,000) synced down, then modified locally (__local__,
@@ -437,7 +439,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "engine-down") && argc == 7) return engine_down(argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "engine-up") && argc == 8) return engine_up(argv + 2);
 
-    options o = {SYNCSTORE_BENCH_DEVSERVER, "/tmp/syncstore-bench-sync", "python3", 100000, 1000000, 10000, 1000, 3, 20, 1};
+    options o = {SYNCSTORE_BENCH_DEVSERVER, "/tmp/syncstore-bench-sync", "python3", 100000, 1000000, 10000, 1000, 5, 20, 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-http")) { o.http = 0; continue; }
