@@ -5,6 +5,7 @@ import SyncStoreCore
 // Shared plumbing of the @_cdecl entry points: turning C arguments into Swift values and every
 // thrown error into a status code plus syncstore_error, so nothing ever traps into the host.
 
+/// Static storage for syncstore_version(); keep equal to SyncStoreVersion.string.
 let libraryVersion: StaticString = "0.1.0"
 
 /// Runs an entry point body: success clears `err`, a StoreError fills it, anything else is INTERNAL.

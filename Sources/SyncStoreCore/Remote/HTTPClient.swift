@@ -131,7 +131,3 @@ private let transferProgress: ccurl_progress_fn = { context, _, _, _, _ in
     let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
     return (sink.cancel?.isCancelled ?? false) ? 1 : 0
 }
-
-public enum SyncStoreVersion {
-    public static let string = "0.1.0"
-}
