@@ -18,6 +18,10 @@ class _Error(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("retryable", ctypes.c_int), ("message", ctypes.c_char * ERROR_MESSAGE_SIZE)]
 
 
+# void (*)(const char *state_json, void *context): called on the store's sync worker thread.
+SYNC_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
+
+
 class SyncStoreError(Exception):
     """A failed call: .code is the SYNCSTORE_ERR_* number, .name its name."""
 
@@ -73,6 +77,17 @@ def library():
         "syncstore_run_smart_query": ([vp, c_char_p, out, err], c_int),
         "syncstore_cursor_move_to_page": ([vp, c_int64, c_int64, out, err], c_int),
         "syncstore_cursor_close": ([vp, c_int64, err], c_int),
+        "syncstore_set_remote": ([vp, c_char_p, err], c_int),
+        "syncstore_sync_down": ([vp, c_char_p, c_char_p, c_char_p, c_char_p, SYNC_CALLBACK, vp, ctypes.POINTER(c_int64), err], c_int),
+        "syncstore_sync_up": ([vp, c_char_p, c_char_p, c_char_p, c_char_p, SYNC_CALLBACK, vp, ctypes.POINTER(c_int64), err], c_int),
+        "syncstore_resync": ([vp, c_int64, SYNC_CALLBACK, vp, err], c_int),
+        "syncstore_clean_resync_ghosts": ([vp, c_int64, SYNC_CALLBACK, vp, err], c_int),
+        "syncstore_get_sync_status": ([vp, c_int64, out, err], c_int),
+        "syncstore_get_sync_status_by_name": ([vp, c_char_p, out, err], c_int),
+        "syncstore_delete_sync": ([vp, c_int64, err], c_int),
+        "syncstore_stop_syncs": ([vp, err], c_int),
+        "syncstore_restart_syncs": ([vp, c_int, SYNC_CALLBACK, vp, err], c_int),
+        "syncstore_wait_sync": ([vp, c_int64, c_int64, out, err], c_int),
     }
     for name, (args, result) in signatures.items():
         fn = getattr(lib, name)
@@ -129,6 +144,8 @@ class Store:
         _call(lib.syncstore_open, _enc(str(root)), _json(store_config) if store_config is not None else None,
               ctypes.byref(handle))
         self._handle = handle
+        # C callback objects must outlive every run that may call them: kept until close().
+        self._callbacks = []
 
     def __enter__(self):
         return self
@@ -137,9 +154,11 @@ class Store:
         self.close()
 
     def close(self):
+        """Closes the handle; waits for the terminal callback of every sync it started."""
         if self._handle is not None:
             _call(library().syncstore_close, self._handle)
             self._handle = None
+            self._callbacks.clear()
 
     def _h(self):
         if self._handle is None:
@@ -204,3 +223,62 @@ class Store:
 
     def load_store_config(self, path):
         _call(library().syncstore_load_store_config, self._h(), _enc(str(path)))
+
+    # ---- sync (MobileSync semantics; see include/syncstore.h) ----
+
+    def _callback(self, fn):
+        """A C callback that decodes the state JSON and calls fn(state) (on the sync thread)."""
+        if fn is None:
+            return SYNC_CALLBACK()
+        c_fn = SYNC_CALLBACK(lambda text, _ctx: fn(json.loads(text.decode("utf-8"))))
+        self._callbacks.append(c_fn)
+        return c_fn
+
+    def set_remote(self, remote):
+        _call(library().syncstore_set_remote, self._h(), _json(remote))
+
+    def sync_down(self, target, soup, options=None, name=None, callback=None):
+        """Starts a sync down; returns its id. callback(state) gets every state change."""
+        sync_id = ctypes.c_int64()
+        _call(library().syncstore_sync_down, self._h(), _json(target), _enc(soup),
+              _json(options) if options is not None else None, _enc(name), self._callback(callback), None,
+              ctypes.byref(sync_id))
+        return sync_id.value
+
+    def sync_up(self, soup, target=None, options=None, name=None, callback=None):
+        sync_id = ctypes.c_int64()
+        _call(library().syncstore_sync_up, self._h(), _json(target) if target is not None else None, _enc(soup),
+              _json(options) if options is not None else None, _enc(name), self._callback(callback), None,
+              ctypes.byref(sync_id))
+        return sync_id.value
+
+    def resync(self, sync_id, callback=None):
+        _call(library().syncstore_resync, self._h(), int(sync_id), self._callback(callback), None)
+
+    def clean_resync_ghosts(self, sync_id, callback=None):
+        _call(library().syncstore_clean_resync_ghosts, self._h(), int(sync_id), self._callback(callback), None)
+
+    def get_sync_status(self, sync_id_or_name):
+        """The sync's state, or None when there is no such sync."""
+        lib = library()
+        try:
+            if isinstance(sync_id_or_name, str):
+                return _call(lib.syncstore_get_sync_status_by_name, self._h(), _enc(sync_id_or_name), want_output=True)
+            return _call(lib.syncstore_get_sync_status, self._h(), int(sync_id_or_name), want_output=True)
+        except SyncStoreError as e:
+            if e.name == "SYNCSTORE_ERR_NOT_FOUND":
+                return None
+            raise
+
+    def wait_sync(self, sync_id, timeout_ms=-1):
+        """Blocks until the sync has no run queued or running; returns its state."""
+        return _call(library().syncstore_wait_sync, self._h(), int(sync_id), int(timeout_ms), want_output=True)
+
+    def delete_sync(self, sync_id):
+        _call(library().syncstore_delete_sync, self._h(), int(sync_id))
+
+    def stop_syncs(self):
+        _call(library().syncstore_stop_syncs, self._h())
+
+    def restart_syncs(self, restart_stopped=True, callback=None):
+        _call(library().syncstore_restart_syncs, self._h(), int(restart_stopped), self._callback(callback), None)
