@@ -48,12 +48,10 @@ struct CustomDownFactory {
 }
 
 /// A sync down target whose pages come from host callbacks.
-struct CustomDownTarget: SyncDownTarget {
+struct CustomDownTarget: CommonKeysTarget {
     let common: TargetCommon
     let targetJSON: String
     let callbacks: CustomTargetCallbacks
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON, callbacks: CustomTargetCallbacks) throws {
         common = try TargetCommon(json)
@@ -68,10 +66,7 @@ struct CustomDownTarget: SyncDownTarget {
         guard let records = doc.root["records"], records.isArray else {
             throw StoreError.argument("A custom target page must be {\"records\": [...], \"totalSize\"?, \"next\"?}")
         }
-        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
-                                                           modificationDateFieldName: modificationDateFieldName,
-                                                           records: records.elements)],
-                        totalSize: doc.root["totalSize"]?.int64, next: doc.root["next"]?.string)
+        return page(ctx, owner: doc, records: records.elements, totalSize: doc.root["totalSize"]?.int64, next: doc.root["next"]?.string)
     }
 
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage { try page(ctx, since: since, continuation: nil) }

@@ -1,15 +1,13 @@
 /// `{"type":"layout","sobjectType":"Account","layoutType"?:"Full"|"Compact","mode"?:"View"|"Edit",
 ///   "formFactor"?, "recordTypeId"?}`: one record, the UI API layout, keyed
 /// "<sobjectType>-<layoutType>-<mode>" in the id field, with those three fields added.
-struct LayoutTarget: SyncDownTarget {
+struct LayoutTarget: SinglePageTarget {
     let common: TargetCommon
     let sobjectType: String
     let layoutType: String
     let mode: String
     let formFactor: String?
     let recordTypeId: String?
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON) throws {
         common = try TargetCommon(json)
@@ -32,25 +30,18 @@ struct LayoutTarget: SyncDownTarget {
         doc.root.set("sobjectType", owned: JSONMake.string(sobjectType))
         doc.root.set("layoutType", owned: JSONMake.string(layoutType))
         doc.root.set("mode", owned: JSONMake.string(mode))
-        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
-                                                           modificationDateFieldName: modificationDateFieldName, records: [doc.root])],
-                        totalSize: 1, next: nil)
+        return page(ctx, owner: doc, records: [doc.root], totalSize: 1, next: nil)
     }
 
-    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
-        throw StoreError(.internal, "A layout target has one page")
-    }
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? { [ctx.soupName: [key]] }
 }
 
 /// `{"type":"metadata","sobjectType":"Account"}`: one record, the object's describe, keyed by
 /// the sObject type in the id field.
-struct MetadataTarget: SyncDownTarget {
+struct MetadataTarget: SinglePageTarget {
     let common: TargetCommon
     let sobjectType: String
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON) throws {
         common = try TargetCommon(json)
@@ -61,14 +52,9 @@ struct MetadataTarget: SyncDownTarget {
         let doc = try ctx.rest.json("GET", "sobjects/\(RemoteURL.encode(sobjectType))/describe", cancel: ctx.cancel)
         guard doc.root.isObject else { throw StoreError(.server, "The describe response is not an object") }
         doc.root.set(idFieldName, owned: JSONMake.string(sobjectType))
-        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
-                                                           modificationDateFieldName: modificationDateFieldName, records: [doc.root])],
-                        totalSize: 1, next: nil)
+        return page(ctx, owner: doc, records: [doc.root], totalSize: 1, next: nil)
     }
 
-    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
-        throw StoreError(.internal, "A metadata target has one page")
-    }
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? { [ctx.soupName: [sobjectType]] }
 }

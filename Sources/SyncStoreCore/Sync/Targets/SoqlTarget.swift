@@ -1,12 +1,10 @@
 /// `{"type":"soql","query":"SELECT ...","maxBatchSize"?:N}`: pages of a SOQL query, incremental
 /// by the modification date (semantics §8).
-struct SoqlTarget: SyncDownTarget {
+struct SoqlTarget: CommonKeysTarget {
     let common: TargetCommon
     let rewriter: SoqlRewriter
     let batchHeader: [String]
 
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON) throws {
         common = try TargetCommon(json)
@@ -39,11 +37,9 @@ struct SoqlTarget: SyncDownTarget {
 }
 
 /// `{"type":"sosl","query":"FIND {...} RETURNING ..."}`: one page from `search`.
-struct SoslTarget: SyncDownTarget {
+struct SoslTarget: SinglePageTarget {
     let common: TargetCommon
     let query: String
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON) throws {
         common = try TargetCommon(json)
@@ -54,15 +50,9 @@ struct SoslTarget: SyncDownTarget {
         let doc = try ctx.rest.json("GET", "search?q=\(RemoteURL.encode(query))", cancel: ctx.cancel)
         let records = doc.root.isArray ? doc.root : doc.root["searchRecords"]
         guard let records, records.isArray else { throw StoreError(.server, "The search response has no searchRecords") }
-        return DownPage(owner: [doc], groups: [RecordGroup(soupName: ctx.soupName, idFieldName: idFieldName,
-                                                           modificationDateFieldName: modificationDateFieldName,
-                                                           records: records.elements)],
-                        totalSize: Int64(records.count), next: nil)
+        return page(ctx, owner: doc, records: records.elements, totalSize: Int64(records.count), next: nil)
     }
 
-    func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
-        throw StoreError(.internal, "A SOSL target has one page")
-    }
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
         let page = try firstPage(ctx, since: nil)
@@ -72,12 +62,10 @@ struct SoslTarget: SyncDownTarget {
 
 /// `{"type":"mru","sobjectType":"Account","fieldlist":[...]}`: recently used records
 /// (`sobjects/{type}` recentItems), then their fields with one SOQL `Id IN (...)`.
-struct MruTarget: SyncDownTarget {
+struct MruTarget: CommonKeysTarget {
     let common: TargetCommon
     let sobjectType: String
     let fieldlist: [String]
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON) throws {
         common = try TargetCommon(json)
@@ -117,14 +105,12 @@ struct MruTarget: SyncDownTarget {
 
 /// `{"type":"refresh","sobjectType":"Account","fieldlist":[...],"soupName"?}`: re-fetches the
 /// records already in the soup, in chunks of at most 500 ids per SOQL `Id IN (...)`.
-struct RefreshTarget: SyncDownTarget {
+struct RefreshTarget: CommonKeysTarget {
     static let chunk = 500
     let common: TargetCommon
     let sobjectType: String
     let fieldlist: [String]
     let soupName: String
-    var idFieldName: String { common.idFieldName }
-    var modificationDateFieldName: String { common.modificationDateFieldName }
 
     init(_ json: JSON, soupName: String) throws {
         common = try TargetCommon(json)
