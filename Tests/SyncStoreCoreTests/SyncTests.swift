@@ -194,6 +194,54 @@ final class SyncRunTests: StoreTestCase {
         }
     }
 
+    // semantics §2-3, §8: records stored from the page text (sync down's fast path) get the
+    // same index values as the tree path computes: reIndexSoup recomputes every column from the
+    // stored JSON and must change nothing. Covers every index type, a relationship path, a
+    // boolean in a string column, flags the sync adds (__local__, __sync_id__) and null parents.
+    func testScannedPagesIndexLikeTheTreePath() throws {
+        let server = try DevServerProcess(["--seed", "Account=20,Contact=700"])
+        let store = try self.store
+        let paths = ["Id", "LastName", "Email", "HasOptedOutOfEmail", "Account.Name", "Account.NumberOfEmployees",
+                     "Birthdate", "__local__", "__sync_id__", "MailingCity"]
+        let types = ["string", "full_text", "json1", "string", "string", "floating", "string", "string", "integer", "integer"]
+        let specs = zip(paths, types).map { #"{"path":"\#($0)","type":"\#($1)"}"# }.joined(separator: ",")
+        try store.registerSoup("contacts", specsJSON: "[\(specs)]")
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        let soql = "SELECT LastName, Email, HasOptedOutOfEmail, Account.Name, Account.NumberOfEmployees, Birthdate, MailingCity FROM Contact"
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"\#(soql)","maxBatchSize":200}"#,
+                                      soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        let state = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(state.status, .done, state.error)
+        XCTAssertEqual(try soupCount(store, "contacts"), 700)
+        XCTAssertEqual(try soupCount(store, "contacts", "{contacts:__local__} = 'false' and {contacts:__sync_id__} = \(id)"), 700)
+        XCTAssertGreaterThan(try soupCount(store, "contacts", "{contacts:Account.Name} is not null"), 0)
+        XCTAssertGreaterThan(try soupCount(store, "contacts", "{contacts:HasOptedOutOfEmail} in ('true', 'false')"), 0)
+
+        let info = try store.requireSoup("contacts")
+        func rows() throws -> [String] {
+            try store.readers.withReader { db in
+                var out: [String] = []
+                for sql in ["SELECT * FROM \(info.table) ORDER BY id", "SELECT rowid, * FROM \(info.ftsTable) ORDER BY rowid"] {
+                    let statement = try db.prepare(sql)
+                    while try statement.step() {
+                        out.append((0..<statement.columnCount).map { "\(statement.value($0))" }.joined(separator: "|"))
+                    }
+                }
+                return out
+            }
+        }
+        let synced = try rows()
+        XCTAssertEqual(synced.count, 1400)
+        try store.reIndexSoup("contacts", paths: paths)
+        let reindexed = try rows()
+        XCTAssertEqual(synced.count, reindexed.count)
+        for (a, b) in zip(synced, reindexed) where a != b {
+            XCTFail("sync down stored \(a)\nre-indexing gives \(b)")
+            break
+        }
+    }
+
     // semantics §9: creates get server ids, updates and deletes reach the server, flags clear
     func testSyncUpBatch() throws {
         let server = try DevServerProcess([])

@@ -26,6 +26,10 @@ final class Connection {
         if !readOnly {
             try execute("PRAGMA journal_mode=WAL")
             try execute("PRAGMA synchronous=NORMAL")
+            // Checkpoint every 32 MB of WAL instead of 4 MB: an index page rewritten by many
+            // transactions (a sync down writes one per page) is copied into the database once
+            // per checkpoint, and checkpoints sync the disk less often (sync down ~10% faster).
+            try execute("PRAGMA wal_autocheckpoint=8192")
         }
         try execute("PRAGMA foreign_keys=OFF")
     }
@@ -153,6 +157,15 @@ final class Statement {
     /// Binds `length` bytes of UTF-8 text (copied by SQLite).
     func bindText(_ text: UnsafePointer<CChar>, length: Int, at index: Int32) throws {
         let rc = csqlite_bind_text_transient(handle, index, text, Int32(clamping: length))
+        if rc != SQLITE_OK { throw connection.error(rc, "Cannot bind parameter \(index)") }
+    }
+
+    /// Binds `length` bytes of UTF-8 text without copying: they must stay valid until the
+    /// statement has been stepped and reset or bound again.
+    func bindTextNoCopy(_ text: UnsafePointer<UInt8>, length: Int, at index: Int32) throws {
+        let rc = text.withMemoryRebound(to: CChar.self, capacity: length) {
+            sqlite3_bind_text(handle, index, $0, Int32(clamping: length), nil)
+        }
         if rc != SQLITE_OK { throw connection.error(rc, "Cannot bind parameter \(index)") }
     }
 

@@ -136,8 +136,6 @@ public struct JSON {
 /// An owning reference to a parsed or built jansson value.
 public final class JSONDocument {
     private let raw: UnsafeMutablePointer<json_t>
-    /// The text this document was parsed from, kept for responses whose records are stored as sent.
-    var source: [UInt8]?
 
     /// Takes ownership of one reference to `raw`.
     public init(owning raw: UnsafeMutablePointer<json_t>) { self.raw = raw }

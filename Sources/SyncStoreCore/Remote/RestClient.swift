@@ -61,13 +61,23 @@ final class RestClient: @unchecked Sendable {
         }
     }
 
-    /// Sends and parses a JSON answer; any non-2xx status is an error.
-    /// `keepSource`: the document keeps the response text (see `JSONDocument.source`).
-    func json(_ method: String, _ path: String, body: [UInt8]? = nil, headers: [String] = [],
-              cancel: CancelFlag? = nil, keepSource: Bool = false) throws -> JSONDocument {
+    /// Sends and returns the answer's body; any non-2xx status is an error.
+    func body(_ method: String, _ path: String, body: [UInt8]? = nil, headers: [String] = [],
+              cancel: CancelFlag? = nil) throws -> [UInt8] {
         let response = try send(method, path, body: body, headers: headers, cancel: cancel)
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
-        let doc = try response.body.withUnsafeBytes { raw in
+        return response.body
+    }
+
+    /// Sends and parses a JSON answer; any non-2xx status is an error.
+    func json(_ method: String, _ path: String, body: [UInt8]? = nil, headers: [String] = [],
+              cancel: CancelFlag? = nil) throws -> JSONDocument {
+        try RestClient.parse(try self.body(method, path, body: body, headers: headers, cancel: cancel), method: method, path: path)
+    }
+
+    /// Parses an answer's body; an empty body is JSON null.
+    static func parse(_ body: [UInt8], method: String, path: String) throws -> JSONDocument {
+        try body.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, raw.count > 0 else { return JSONDocument(owning: json_null_value()) }
             do {
                 return try JSONDocument.parse(bytes: base, length: raw.count, what: "server response")
@@ -75,8 +85,6 @@ final class RestClient: @unchecked Sendable {
                 throw StoreError(.server, "\(method) \(path): \(e.message)")
             }
         }
-        if keepSource { doc.source = response.body }
-        return doc
     }
 
     static func error(for response: HTTPResponse, method: String, path: String) -> StoreError {

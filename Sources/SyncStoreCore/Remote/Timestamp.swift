@@ -2,7 +2,11 @@
 /// epoch milliseconds, without Foundation.
 enum Timestamp {
     static func parse(_ text: String) -> Int64? {
-        let b = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Int64? {
         func digits(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= b.count else { return nil }
             var v = 0

@@ -68,32 +68,156 @@ final class EntryWriter {
     /// to `out` when given. Returns false when the entry was skipped (leaveIfChanged and the
     /// stored copy is dirty).
     @discardableResult
-    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?,
-                source: StoredText? = nil) throws -> Bool {
+    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?) throws -> Bool {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
         entry.set(SoupPath.lastModified, owned: JSONMake.int(now))
-        let owned: UnsafeMutablePointer<CChar>
-        if let source, let built = source.text(entryId: id, lastModified: now) {
-            owned = built
-        } else {
-            guard let dumped = entry.dumpCString() else {
-                throw StoreError.argument("Entry \(index) cannot be serialized (NaN or invalid value)")
-            }
-            owned = dumped
+        guard let owned = entry.dumpCString() else {
+            throw StoreError.argument("Entry \(index) cannot be serialized (NaN or invalid value)")
         }
-        let text = UnsafePointer(owned)
         defer { free(owned) }
-        let length = strlen(text)
+        let length = strlen(owned)
         let values = zip(columns, columnPaths).map { SoupPath.indexValue(entry, $1, for: $0.type) }
-        if existing != nil {
+        try owned.withMemoryRebound(to: UInt8.self, capacity: length) { text in
+            try store(id: id, replacing: existing != nil, now: now, text: text, length: length) { statement, position, column in
+                try statement.bind(values[column], at: position)
+            }
+        }
+        out?.append(cString: owned)
+        return true
+    }
+
+    /// The scan plan `upsert(scanned:)` reads records of `soup` with: the index columns' paths,
+    /// then the external id path, then `extraKeys` (top-level keys the caller reads itself, from
+    /// slot `firstExtraSlot` on). nil when the plan is too wide for the scanner.
+    static func scanPlan(soup: SoupInfo, externalIdPath: String, extraKeys: [String], reservedKeys: [String]) -> ScanPlan? {
+        ScanPlan(paths: soup.columnIndexes.map { SoupPath.components($0.path) } + [SoupPath.components(externalIdPath)]
+                    + extraKeys.map { [$0] },
+                 reservedKeys: reservedKeys)
+    }
+
+    var firstExtraSlot: Int { columns.count + 1 }
+
+    /// Whether `page` was scanned with this writer's plan (the soup's indexes may have changed
+    /// since the page was fetched).
+    func canStore(_ page: ScannedPage) -> Bool {
+        guard let externalIdPath else { return false }
+        return page.plan.paths.count >= firstExtraSlot && Array(page.plan.paths[..<columns.count]) == columnPaths
+            && page.plan.paths[columns.count] == SoupPath.components(externalIdPath)
+    }
+
+    /// Stores record `k` of a page scanned with `scanPlan` as the text the server sent plus
+    /// `added` (none of its keys are in the record: the scanner sends records holding reserved
+    /// keys to the tree path) and the store's own keys. No tree is built. Index columns on an
+    /// added key or a store key get that value, as if the members were in the record.
+    /// Returns false when the record was skipped (leaveIfChanged and the stored copy is dirty).
+    @discardableResult
+    func upsert(scanned page: ScannedPage, record k: Int, added: AddedMembers, now: Int64) throws -> Bool {
+        let record = page.records[k]
+        let base = k * page.plan.paths.count
+        if addedColumns == nil || addedColumnsFor !== added {
+            addedColumns = columnPaths.map { path in
+                guard path.count == 1 else { return .none }
+                if path[0] == SoupPath.entryId { return .entryId }
+                if path[0] == SoupPath.lastModified { return .lastModified }
+                return added.values.first { $0.key == path[0] }.map { .value($0.value) } ?? .none
+            }
+            addedColumnsFor = added
+        }
+        let overrides = addedColumns ?? []
+        return try page.bytes.withUnsafeBufferPointer { all -> Bool in
+            guard let bytes = all.baseAddress, record.end - record.start >= 2 else {
+                throw StoreError(.internal, "Record \(k) of a scanned page has no object text")
+            }
+            let (existing, dirty) = try existingId(scanned: page.values[base + columns.count], page, bytes, index: k)
+            if dirty && leaveIfChanged { return false }
+            let id = existing ?? nextId
+            // The object without its closing brace, a comma unless it is empty, the added
+            // members, then the store's keys.
+            let start = Int(record.start), end = Int(record.end) - 1
+            var last = end - 1
+            while last > start, bytes[last] == 0x20 || bytes[last] == 0x0A || bytes[last] == 0x0D || bytes[last] == 0x09 { last -= 1 }
+            scratch.removeAll(keepingCapacity: true)
+            scratch.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
+            if last > start { scratch.append(UInt8(ascii: ",")) }
+            scratch.append(contentsOf: added.text)
+            scratch.append(contentsOf: EntryWriter.entryIdMember)
+            appendDecimal(id, to: &scratch)
+            scratch.append(contentsOf: EntryWriter.lastModifiedMember)
+            appendDecimal(now, to: &scratch)
+            scratch.append(UInt8(ascii: "}"))
+            let text = scratch
+            try text.withUnsafeBufferPointer { t in
+                guard let p = t.baseAddress else { return }
+                try store(id: id, replacing: existing != nil, now: now, text: p, length: t.count) { statement, position, column in
+                    let value: ScannedValue
+                    switch overrides[column] {
+                    case .none: value = page.values[base + column]
+                    case .value(let v): value = v
+                    case .entryId: value = .int(id)
+                    case .lastModified: value = .int(now)
+                    }
+                    try bind(value, page, bytes, type: columns[column].type, to: statement, at: position)
+                }
+            }
+            return true
+        }
+    }
+
+    /// Where an index column's value comes from when it is not in the scanned record.
+    private enum AddedColumn { case none, value(ScannedValue), entryId, lastModified }
+    private var addedColumns: [AddedColumn]?
+    private var addedColumnsFor: AddedMembers?
+
+    private static let entryIdMember = Array("\"\(SoupPath.entryId)\":".utf8)
+    private static let lastModifiedMember = Array(",\"\(SoupPath.lastModified)\":".utf8)
+    /// Reused for each scanned record's text.
+    private var scratch: [UInt8] = []
+
+    private func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(contentsOf: String(value).utf8); return }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var v = value, count = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[19 - count] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+                v /= 10
+                count += 1
+            } while v > 0
+            out.append(contentsOf: d[(20 - count)...])
+        }
+    }
+
+    /// Binds a scanned value as `SoupPath.sqlValue` would bind the same JSON value.
+    private func bind(_ value: ScannedValue, _ page: ScannedPage, _ bytes: UnsafePointer<UInt8>, type: IndexType,
+                      to statement: Statement, at position: Int32) throws {
+        switch value {
+        case .null: try statement.bind(.null, at: position)
+        case .int(let v): try statement.bind(.int(v), at: position)
+        case .real(let v): try statement.bind(.real(v), at: position)
+        case .bool(let b):
+            try statement.bind(type == .string || type == .fullText ? .text(b ? "true" : "false") : .int(b ? 1 : 0), at: position)
+        case .text(let start, let count):
+            try statement.bindTextNoCopy(bytes + Int(start), length: Int(count), at: position)
+        case .decoded(let k):
+            try statement.bind(.text(page.strings[Int(k)]), at: position)
+        }
+    }
+
+    /// Inserts or updates the row of entry `id` (and its full-text row); `bindColumn` binds
+    /// index column `column` at parameter `position`.
+    private func store(id: Int64, replacing: Bool, now: Int64, text: UnsafePointer<UInt8>, length: Int,
+                       bindColumn: (Statement, Int32, Int) throws -> Void) throws {
+        if replacing {
             update.reset()
-            try update.bindText(text, length: length, at: 1)
+            try update.bindTextNoCopy(text, length: length, at: 1)
             try update.bind(.int(now), at: 2)
-            try update.bind(values, from: 3)
-            try update.bind(.int(id), at: Int32(3 + values.count))
+            for column in columns.indices { try bindColumn(update, Int32(3 + column), column) }
+            try update.bind(.int(id), at: Int32(3 + columns.count))
             try update.run()
             if let textDelete {
                 textDelete.reset()
@@ -103,10 +227,10 @@ final class EntryWriter {
         } else {
             insert.reset()
             try insert.bind(.int(id), at: 1)
-            try insert.bindText(text, length: length, at: 2)
+            try insert.bindTextNoCopy(text, length: length, at: 2)
             try insert.bind(.int(now), at: 3)
             try insert.bind(.int(now), at: 4)
-            try insert.bind(values, from: 5)
+            for column in columns.indices { try bindColumn(insert, Int32(5 + column), column) }
             try insert.run()
             nextId = id + 1
         }
@@ -114,14 +238,12 @@ final class EntryWriter {
             textInsert.reset()
             try textInsert.bind(.int(id), at: 1)
             var position: Int32 = 2
-            for (column, value) in zip(columns, values) where column.type == .fullText {
-                try textInsert.bind(value, at: position)
+            for column in columns.indices where columns[column].type == .fullText {
+                try bindColumn(textInsert, position, column)
                 position += 1
             }
             try textInsert.run()
         }
-        out?.append(cString: text)
-        return true
     }
 
     /// The id of the stored entry this one replaces (nil to create), and whether it is dirty.
@@ -140,13 +262,30 @@ final class EntryWriter {
             }
             return (id, false)
         }
-        let index0 = soup.index(for: path)
-        let key = SoupPath.indexValue(entry, externalPathComponents, for: index0?.type ?? .string)
+        let key = SoupPath.indexValue(entry, externalPathComponents, for: soup.index(for: path)?.type ?? .string)
         if case .null = key {
             throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
         }
         lookup.reset()
         try lookup.bind([key])
+        return try matches(lookup, path: path, index: index)
+    }
+
+    /// `existingId` for a scanned record whose external id value is `key`.
+    private func existingId(scanned key: ScannedValue, _ page: ScannedPage, _ bytes: UnsafePointer<UInt8>,
+                            index: Int) throws -> (Int64?, Bool) {
+        guard let lookup, let path = externalIdPath else {
+            throw StoreError(.internal, "A scanned record was stored without an external id path")
+        }
+        if case .null = key {
+            throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
+        }
+        lookup.reset()
+        try bind(key, page, bytes, type: soup.index(for: path)?.type ?? .string, to: lookup, at: 1)
+        return try matches(lookup, path: path, index: index)
+    }
+
+    private func matches(_ lookup: Statement, path: String, index: Int) throws -> (Int64?, Bool) {
         var ids: [(Int64, Bool)] = []
         while try lookup.step() { ids.append((lookup.int64(0), lookup.int64(1) != 0)) }
         lookup.reset()
@@ -159,32 +298,26 @@ final class EntryWriter {
     }
 }
 
-/// An entry's text taken from the text it arrived in (a record of a server page) plus members
-/// the store adds, so the entry is not serialized again. The added members must not already be
-/// in the record (the caller checks), or the text would hold duplicate keys.
-struct StoredText {
-    let bytes: [UInt8]
-    let range: Range<Int>
-    /// Members to add, as JSON text without braces: `"__local__":false,...`.
-    let members: String
+/// Members added to each record stored from its text (`EntryWriter.upsert(scanned:)`), as JSON
+/// text and as values, for index columns on them. Values are scalars without text.
+final class AddedMembers {
+    let values: [(key: String, value: ScannedValue)]
+    /// `"k1":v1,"k2":v2,` (no braces; empty when there are none): the store's keys follow.
+    let text: [UInt8]
 
-    /// A malloc'd NUL-terminated copy with `members`, `_soupEntryId` and `_soupLastModifiedDate`
-    /// added before the closing brace; nil when the range is not an object.
-    func text(entryId: Int64, lastModified: Int64) -> UnsafeMutablePointer<CChar>? {
-        guard range.lowerBound >= 0, range.upperBound <= bytes.count, range.count >= 2,
-              bytes[range.lowerBound] == UInt8(ascii: "{"), bytes[range.upperBound - 1] == UInt8(ascii: "}") else { return nil }
-        let body = bytes[(range.lowerBound + 1)..<(range.upperBound - 1)]
-        let empty = body.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-        let tail = Array(((empty ? "" : ",") + members + ",\"\(SoupPath.entryId)\":\(entryId),\"\(SoupPath.lastModified)\":\(lastModified)}").utf8)
-        let total = range.count - 1 + tail.count
-        guard let p = malloc(total + 1)?.assumingMemoryBound(to: UInt8.self) else { return nil }
-        bytes.withUnsafeBufferPointer { all in
-            if let base = all.baseAddress { memcpy(p, base + range.lowerBound, range.count - 1) }
+    init(_ values: [(key: String, value: ScannedValue)]) {
+        self.values = values
+        var parts: [String] = []
+        for (key, value) in values {
+            let json: String
+            switch value {
+            case .bool(let b): json = b ? "true" : "false"
+            case .int(let v): json = String(v)
+            case .real(let v) where v.isFinite: json = "\(v)"
+            default: json = "null"
+            }
+            parts.append("\"\(key)\":\(json)")
         }
-        tail.withUnsafeBufferPointer { t in
-            if let base = t.baseAddress { memcpy(p + range.count - 1, base, tail.count) }
-        }
-        p[total] = 0
-        return UnsafeMutableRawPointer(p).assumingMemoryBound(to: CChar.self)
+        text = parts.isEmpty ? [] : Array((parts.joined(separator: ",") + ",").utf8)
     }
 }

@@ -27,9 +27,10 @@ enum LocalFlags {
     /// Keys the store and the sync engine write into entries.
     static let storeKeys = [local, created, updated, deleted, lastError, syncId, pendingCreate, SoupPath.entryId, SoupPath.lastModified]
 
-    /// What `clear` sets, as JSON members (for entries stored from their server text).
-    static func cleanMembers(syncId: Int64) -> String {
-        "\"\(local)\":false,\"\(created)\":false,\"\(updated)\":false,\"\(deleted)\":false,\"\(self.syncId)\":\(syncId)"
+    /// What `clear` sets, as members added to entries stored from their server text.
+    static func cleanMembers(syncId: Int64) -> AddedMembers {
+        AddedMembers([(local, .bool(false)), (created, .bool(false)), (updated, .bool(false)),
+                      (deleted, .bool(false)), (self.syncId, .int(syncId))])
     }
 
     /// Marks an entry clean, as written by a sync.

@@ -45,38 +45,65 @@ struct SyncDownTask {
     /// Writes one page and the state in a single transaction.
     private func write(_ page: DownPage, state: inout SyncState) throws {
         try checkStopped()
-        var maxTimeStamp = state.maxTimeStamp
-        for group in page.groups {
-            for record in group.records {
-                if let text = record[group.modificationDateFieldName]?.string, let ms = Timestamp.parse(text) {
-                    maxTimeStamp = max(maxTimeStamp, ms)
-                }
-            }
-        }
         var next = state
-        next.maxTimeStamp = maxTimeStamp
+        let members = LocalFlags.cleanMembers(syncId: ctx.syncId)
         try ctx.store.write { db in
             let now = Clock.nowMillis()
-            for group in page.groups where !group.records.isEmpty {
+            for group in page.groups where group.count > 0 {
                 let info = try ctx.store.requireSoup(group.soupName)
                 try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,
                                               leaveIfChanged: options.mergeMode == .leaveIfChanged) { writer in
-                    var sink: TextBuffer? = nil
-                    let members = LocalFlags.cleanMembers(syncId: ctx.syncId)
-                    for (i, record) in group.records.enumerated() where record.isObject {
-                        // Stored as the server sent it, plus the flags, unless it already has keys the store sets.
-                        var source: StoredText? = nil
-                        if let bytes = group.source, let ranges = group.ranges, i < ranges.count,
-                           !LocalFlags.storeKeys.contains(where: { record[$0] != nil }) {
-                            source = StoredText(bytes: bytes, range: ranges[i], members: members)
+                    if let scanned = group.scanned {
+                        try write(scanned, group: group, writer: writer, members: members, now: now,
+                                  maxTimeStamp: &next.maxTimeStamp)
+                    } else {
+                        for (i, record) in group.records.enumerated() where record.isObject {
+                            try write(record, index: i, group: group, writer: writer, now: now, maxTimeStamp: &next.maxTimeStamp)
                         }
-                        LocalFlags.clear(record, syncId: ctx.syncId)
-                        try writer.upsert(record, index: i, now: now, into: &sink, source: source)
                     }
                 }
             }
             try states.save(next, db: db)
         }
         state = next
+    }
+
+    /// A record as a tree: the flags are set on it and it is serialized.
+    private func write(_ record: JSON, index: Int, group: RecordGroup, writer: EntryWriter, now: Int64,
+                       maxTimeStamp: inout Int64) throws {
+        if let text = record[group.modificationDateFieldName]?.string, let ms = Timestamp.parse(text) {
+            maxTimeStamp = max(maxTimeStamp, ms)
+        }
+        LocalFlags.clear(record, syncId: ctx.syncId)
+        var none: TextBuffer? = nil
+        try writer.upsert(record, index: index, now: now, into: &none)
+    }
+
+    /// Scanned records are stored from their text; the few the scanner leaves to a tree, and
+    /// all of them when the soup's indexes changed since the page was scanned, are parsed.
+    private func write(_ page: ScannedPage, group: RecordGroup, writer: EntryWriter, members: AddedMembers, now: Int64,
+                       maxTimeStamp: inout Int64) throws {
+        let fast = writer.canStore(page)
+        let modifiedSlot = writer.firstExtraSlot
+        for (i, record) in page.records.enumerated() {
+            if fast && !record.needsTree {
+                let modified = page.value(record: i, slot: modifiedSlot)
+                if let ms = page.withText(modified, { Timestamp.parse(bytes: $0) }) ?? nil {
+                    maxTimeStamp = max(maxTimeStamp, ms)
+                }
+                try writer.upsert(scanned: page, record: i, added: members, now: now)
+            } else {
+                let doc = try page.bytes.withUnsafeBytes { raw -> JSONDocument in
+                    guard let base = raw.baseAddress else { throw StoreError(.internal, "A scanned page has no text") }
+                    do {
+                        return try JSONDocument.parse(bytes: base + Int(record.start), length: Int(record.end - record.start),
+                                                      what: "server record")
+                    } catch let e as StoreError {
+                        throw StoreError(.server, "Record \(i) of a query page: \(e.message)")
+                    }
+                }
+                try write(doc.root, index: i, group: group, writer: writer, now: now, maxTimeStamp: &maxTimeStamp)
+            }
+        }
     }
 }

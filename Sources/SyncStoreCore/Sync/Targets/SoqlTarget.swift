@@ -21,14 +21,12 @@ struct SoqlTarget: CommonKeysTarget {
 
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
         let soql = rewriter.syncQuery(idField: idFieldName, modificationField: modificationDateFieldName, since: since)
-        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), headers: batchHeader, cancel: ctx.cancel, keepSource: true)
-        return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
+        return try QueryPaging.fetch(ctx, QueryPaging.queryPath(soql), headers: batchHeader, common: common)
     }
 
     func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
         guard let next = page.next else { throw StoreError(.internal, "nextPage called after the last page") }
-        let doc = try ctx.rest.json("GET", next, headers: batchHeader, cancel: ctx.cancel, keepSource: true)
-        return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
+        return try QueryPaging.fetch(ctx, next, headers: batchHeader, common: common)
     }
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
@@ -89,13 +87,12 @@ struct MruTarget: CommonKeysTarget {
         var fields = fieldlist
         for f in [idFieldName, modificationDateFieldName] where !fields.contains(where: { $0.caseInsensitiveEquals(f) }) { fields.append(f) }
         let soql = "SELECT \(fields.joined(separator: ", ")) FROM \(sobjectType) WHERE Id IN (\(SoqlLiteral.list(ids)))"
-        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), cancel: ctx.cancel)
-        return try QueryPaging.page(doc, common: common, soupName: ctx.soupName)
+        return try QueryPaging.fetch(ctx, QueryPaging.queryPath(soql), common: common)
     }
 
     func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
         guard let next = page.next else { throw StoreError(.internal, "nextPage called after the last page") }
-        return try QueryPaging.page(try ctx.rest.json("GET", next, cancel: ctx.cancel), common: common, soupName: ctx.soupName)
+        return try QueryPaging.fetch(ctx, next, common: common)
     }
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
@@ -138,11 +135,10 @@ struct RefreshTarget: CommonKeysTarget {
         var fields = fieldlist
         for f in [idFieldName, modificationDateFieldName] where !fields.contains(where: { $0.caseInsensitiveEquals(f) }) { fields.append(f) }
         let soql = "SELECT \(fields.joined(separator: ", ")) FROM \(sobjectType) WHERE Id IN (\(SoqlLiteral.list(slice)))"
-        let doc = try ctx.rest.json("GET", QueryPaging.queryPath(soql), cancel: ctx.cancel)
-        let records = doc.root["records"]?.elements ?? []
+        // One query page holds a whole chunk: the default batch size (2000) is above it.
+        let page = try QueryPaging.fetch(ctx, QueryPaging.queryPath(soql), common: common, soupName: soupName)
         let nextOffset = offset + RefreshTarget.chunk
-        return DownPage(owner: [doc], groups: [RecordGroup(soupName: soupName, idFieldName: idFieldName,
-                                                           modificationDateFieldName: modificationDateFieldName, records: records)],
+        return DownPage(owner: page.owner, groups: page.groups,
                         totalSize: Int64(ids.count), next: nextOffset < ids.count ? String(nextOffset) : nil)
     }
 

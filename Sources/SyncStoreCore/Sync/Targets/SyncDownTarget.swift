@@ -13,9 +13,10 @@ struct RecordGroup {
     let idFieldName: String
     let modificationDateFieldName: String
     let records: [JSON]
-    /// The response text and each record's place in it, when records can be stored as sent.
-    var source: [UInt8]? = nil
-    var ranges: [Range<Int>]? = nil
+    /// The records as scanned text instead of trees (query pages; `records` is then empty).
+    var scanned: ScannedPage? = nil
+
+    var count: Int { scanned?.records.count ?? records.count }
 }
 
 /// One page of a sync down. `owner` keeps the parsed response (and so the records) alive.
@@ -27,7 +28,7 @@ struct DownPage {
     /// Continuation for the next page, nil on the last one.
     let next: String?
 
-    var recordCount: Int { groups.reduce(0) { $0 + $1.records.count } }
+    var recordCount: Int { groups.reduce(0) { $0 + $1.count } }
 }
 
 /// A sync down target type (semantics §8).
@@ -123,18 +124,35 @@ enum SyncDownTargets {
 
 /// Paging through `query` answers: `{totalSize, done, records, nextRecordsUrl}`.
 enum QueryPaging {
+    /// Fetches one query page. Its records are scanned from the text with the plan of the
+    /// soup's entry writer (no tree built) when the soup and the text allow it, else parsed.
+    static func fetch(_ ctx: SyncContext, _ path: String, headers: [String] = [], common: TargetCommon,
+                      soupName: String? = nil) throws -> DownPage {
+        let soupName = soupName ?? ctx.soupName
+        let body = try ctx.rest.body("GET", path, headers: headers, cancel: ctx.cancel)
+        if let plan = try scanPlan(ctx, soupName: soupName, common: common), let scanned = ScannedPage.scan(body, plan: plan) {
+            var group = RecordGroup(soupName: soupName, idFieldName: common.idFieldName,
+                                    modificationDateFieldName: common.modificationDateFieldName, records: [])
+            group.scanned = scanned
+            return DownPage(owner: [], groups: [group], totalSize: scanned.totalSize,
+                            next: scanned.done ? nil : scanned.nextRecordsUrl)
+        }
+        return try page(RestClient.parse(body, method: "GET", path: path), common: common, soupName: soupName)
+    }
+
+    private static func scanPlan(_ ctx: SyncContext, soupName: String, common: TargetCommon) throws -> ScanPlan? {
+        EntryWriter.scanPlan(soup: try ctx.store.requireSoup(soupName), externalIdPath: common.idFieldName,
+                             extraKeys: [common.modificationDateFieldName], reservedKeys: LocalFlags.storeKeys)
+    }
+
     static func page(_ doc: JSONDocument, common: TargetCommon, soupName: String) throws -> DownPage {
         guard let records = doc.root["records"], records.isArray else {
             throw StoreError(.server, "The query response has no records array")
         }
         let done = doc.root["done"]?.bool ?? true
         let next = done ? nil : doc.root["nextRecordsUrl"]?.string
-        var group = RecordGroup(soupName: soupName, idFieldName: common.idFieldName,
+        let group = RecordGroup(soupName: soupName, idFieldName: common.idFieldName,
                                 modificationDateFieldName: common.modificationDateFieldName, records: records.elements)
-        if let source = doc.source, let ranges = RecordSlicer.recordRanges(source), ranges.count == group.records.count {
-            group.source = source
-            group.ranges = ranges
-        }
         return DownPage(owner: [doc], groups: [group], totalSize: doc.root["totalSize"]?.int64, next: next)
     }
 

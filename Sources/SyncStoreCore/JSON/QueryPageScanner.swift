@@ -1,0 +1,563 @@
+import Glibc
+
+/// What to read from each record of a query page: one slot per path. A path is a list of keys
+/// (an index path split at its dots); a record's value for a slot is what `SoupPath.project`
+/// would find there, for the scalar cases the scanner handles.
+struct ScanPlan {
+    let paths: [[String]]
+    /// Top-level keys whose presence sends a record to the tree path (keys the store writes).
+    let reservedKeys: [String]
+    fileprivate let root: ScanNode
+
+    /// nil when the plan is beyond what the scanner tracks (over 64 keys at one level).
+    init?(paths: [[String]], reservedKeys: [String]) {
+        self.paths = paths
+        self.reservedKeys = reservedKeys
+        let root = ScanNode(key: [])
+        for (slot, path) in paths.enumerated() {
+            guard !path.isEmpty else { return nil }
+            var node = root
+            for key in path { node = node.child(Array(key.utf8)) }
+            node.slots.append(slot)
+        }
+        for key in reservedKeys { root.child(Array(key.utf8)).reserved = true }
+        guard root.fits else { return nil }
+        self.root = root
+    }
+}
+
+private final class ScanNode {
+    let key: [UInt8]
+    var slots: [Int] = []
+    var children: [ScanNode] = []
+    var reserved = false
+
+    init(key: [UInt8]) { self.key = key }
+
+    func child(_ key: [UInt8]) -> ScanNode {
+        if let found = children.first(where: { $0.key == key }) { return found }
+        let node = ScanNode(key: key)
+        children.append(node)
+        return node
+    }
+
+    /// Duplicate keys are detected with a 64-bit mask per object.
+    var fits: Bool { children.count <= 64 && children.allSatisfy(\.fits) }
+}
+
+/// A value read for one slot. Text without escapes stays in the page (`text`); text with
+/// escapes is decoded into the page's `strings`.
+enum ScannedValue {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case real(Double)
+    case text(start: Int32, count: Int32)
+    case decoded(Int32)
+}
+
+/// One record of a scanned page: where its object text lies, and whether it must be parsed
+/// into a tree instead (escaped keys, duplicate or reserved keys, a path through an array or
+/// ending at an object, numbers jansson would judge): rare, handled by the slower path.
+struct ScannedRecord {
+    let start: Int32
+    let end: Int32
+    let needsTree: Bool
+}
+
+/// A `query` answer (`{totalSize, done, nextRecordsUrl, records}`) read without building a
+/// jansson tree: the records stay as text, with the values of the plan's paths. The scanner
+/// validates the whole text as strictly as jansson does (syntax, UTF-8, escapes, surrogates),
+/// because the record text is stored as it arrived.
+struct ScannedPage {
+    let bytes: [UInt8]
+    let plan: ScanPlan
+    var totalSize: Int64?
+    var done = true
+    var nextRecordsUrl: String?
+    var records: [ScannedRecord] = []
+    /// `records.count * plan.paths.count` values, record-major.
+    var values: [ScannedValue] = []
+    var strings: [String] = []
+
+    func value(record: Int, slot: Int) -> ScannedValue { values[record * plan.paths.count + slot] }
+
+    /// Bytes of a text value (valid while the page lives; use inside `withText`).
+    func withText<T>(_ value: ScannedValue, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
+        switch value {
+        case .text(let start, let count):
+            return try bytes.withUnsafeBufferPointer { all in
+                try body(UnsafeBufferPointer(rebasing: all[Int(start)..<Int(start + count)]))
+            }
+        case .decoded(let k):
+            var s = strings[Int(k)]
+            return try s.withUTF8 { try body($0) }
+        default:
+            return nil
+        }
+    }
+
+    /// The text of a text value as a String (nil for other kinds).
+    func string(_ value: ScannedValue) -> String? {
+        withText(value) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Scans `bytes`; nil when the text is not a query answer the scanner can read (the caller
+    /// then parses it with jansson, which also reports any syntax error).
+    static func scan(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
+        guard bytes.count < Int(Int32.max) else { return nil }
+        var page = ScannedPage(bytes: bytes, plan: plan)
+        let ok = bytes.withUnsafeBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            var scanner = ByteScanner(p: base, n: buffer.count)
+            return scanner.page(into: &page)
+        }
+        return ok ? page : nil
+    }
+}
+
+private let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+private let openBrace = UInt8(ascii: "{"), closeBrace = UInt8(ascii: "}")
+private let openBracket = UInt8(ascii: "["), closeBracket = UInt8(ascii: "]")
+private let comma = UInt8(ascii: ","), colon = UInt8(ascii: ":")
+
+/// A validating JSON scanner over raw bytes. Methods return false on a syntax error; anything
+/// valid that the fast path does not handle sets `unsupported` instead.
+private struct ByteScanner {
+    let p: UnsafePointer<UInt8>
+    let n: Int
+    var i = 0
+    var unsupported = false
+    /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson.
+    var depth = 0
+    static let maxDepth = 512
+
+    init(p: UnsafePointer<UInt8>, n: Int) {
+        self.p = p
+        self.n = n
+    }
+
+    @inline(__always) mutating func skipSpace() {
+        while i < n {
+            let c = p[i]
+            guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
+            i += 1
+        }
+    }
+
+    @inline(__always) func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
+
+    // MARK: page
+
+    mutating func page(into page: inout ScannedPage) -> Bool {
+        skipSpace()
+        guard at(openBrace) else { return false }
+        i += 1
+        var sawRecords = false
+        var readable = true
+        while true {
+            skipSpace()
+            guard at(quote), let key = string() else { return false }
+            skipSpace()
+            guard at(colon) else { return false }
+            i += 1
+            skipSpace()
+            guard i < n else { return false }
+            unsupported = false
+            if key.escaped {
+                // An escaped top-level key might spell one the page is read by.
+                guard skipValue() else { return false }
+                readable = false
+            } else if keyEquals(key, "records") {
+                guard !sawRecords, at(openBracket) else { return false }
+                sawRecords = true
+                guard records(into: &page) else { return false }
+            } else if keyEquals(key, "totalSize") || keyEquals(key, "done") || keyEquals(key, "nextRecordsUrl") {
+                var strings: [String] = []
+                let isArrayOrObject = p[i] == openBrace || p[i] == openBracket
+                let value = isArrayOrObject ? ScannedValue.null : scalar(strings: &strings, wanted: true)
+                if isArrayOrObject { guard skipValue() else { return false } } else if value == nil { return false }
+                if keyEquals(key, "totalSize") {
+                    if case .int(let v) = value { page.totalSize = v } else { page.totalSize = nil }
+                } else if keyEquals(key, "done") {
+                    if case .bool(let b) = value { page.done = b } else { page.done = true }
+                } else {
+                    switch value {
+                    case .text(let start, let count):
+                        page.nextRecordsUrl = String(decoding: UnsafeBufferPointer(start: p + Int(start), count: Int(count)), as: UTF8.self)
+                    case .decoded: page.nextRecordsUrl = strings.first
+                    default: page.nextRecordsUrl = nil
+                    }
+                }
+                if unsupported { readable = false }
+            } else {
+                guard skipValue() else { return false }
+                if unsupported { readable = false }
+            }
+            skipSpace()
+            guard i < n else { return false }
+            if p[i] == comma { i += 1; continue }
+            guard p[i] == closeBrace else { return false }
+            i += 1
+            break
+        }
+        skipSpace()
+        return i == n && sawRecords && readable
+    }
+
+    mutating func records(into page: inout ScannedPage) -> Bool {
+        i += 1
+        skipSpace()
+        if at(closeBracket) { i += 1; return true }
+        let slots = page.plan.paths.count
+        while true {
+            skipSpace()
+            // Records that are not objects are left to the tree path.
+            guard at(openBrace) else { return false }
+            let start = i
+            let base = page.values.count
+            page.values.append(contentsOf: repeatElement(.null, count: slots))
+            unsupported = false
+            let ok = page.values.withUnsafeMutableBufferPointer { values -> Bool in
+                guard let first = values.baseAddress else { return false }
+                return object(node: page.plan.root, values: first + base, strings: &page.strings)
+            }
+            guard ok else { return false }
+            page.records.append(ScannedRecord(start: Int32(start), end: Int32(i), needsTree: unsupported))
+            unsupported = false
+            skipSpace()
+            guard i < n else { return false }
+            if p[i] == comma { i += 1; continue }
+            guard p[i] == closeBracket else { return false }
+            i += 1
+            return true
+        }
+    }
+
+    // MARK: values
+
+    /// An object at p[i] == '{'. With a node, the values of its paths are recorded.
+    mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= ByteScanner.maxDepth else { return false }
+        i += 1
+        skipSpace()
+        if at(closeBrace) { i += 1; return true }
+        var seen: UInt64 = 0
+        while true {
+            skipSpace()
+            guard at(quote), let key = string() else { return false }
+            skipSpace()
+            guard at(colon) else { return false }
+            i += 1
+            skipSpace()
+            guard i < n else { return false }
+            var match: ScanNode? = nil
+            if key.escaped {
+                unsupported = true
+            } else {
+                for (k, child) in node.children.enumerated() where child.key.count == key.end - key.start
+                    && memcmp(p + key.start, child.key, child.key.count) == 0 {
+                    let bit: UInt64 = 1 << UInt64(k)
+                    if seen & bit != 0 || child.reserved { unsupported = true }
+                    seen |= bit
+                    match = child
+                    break
+                }
+            }
+            if let match {
+                guard matched(match, values: values, strings: &strings) else { return false }
+            } else {
+                guard skipValue() else { return false }
+            }
+            skipSpace()
+            guard i < n else { return false }
+            if p[i] == comma { i += 1; continue }
+            guard p[i] == closeBrace else { return false }
+            i += 1
+            return true
+        }
+    }
+
+    /// The value of a key on some plan path.
+    mutating func matched(_ node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
+        let c = p[i]
+        if c == openBrace {
+            if !node.slots.isEmpty { unsupported = true }  // an index on an object: stored as its dump
+            if node.children.isEmpty { return skipValue() }
+            return object(node: node, values: values, strings: &strings)
+        }
+        if c == openBracket {
+            // A path through an array projects every element; an index on an array stores its dump.
+            unsupported = true
+            return skipValue()
+        }
+        guard let value = scalar(strings: &strings, wanted: !node.slots.isEmpty) else { return false }
+        for slot in node.slots { values[slot] = value }
+        return true
+    }
+
+    /// A string, number, true, false or null.
+    /// `wanted`: the value is read (escapes decoded, reals converted); otherwise only validated.
+    mutating func scalar(strings: inout [String], wanted: Bool) -> ScannedValue? {
+        let c = p[i]
+        if c == quote {
+            guard let s = string() else { return nil }
+            if !s.escaped || !wanted { return .text(start: Int32(s.start), count: Int32(s.end - s.start)) }
+            strings.append(decode(s))
+            return .decoded(Int32(strings.count - 1))
+        }
+        if matchLiteral("true") { return .bool(true) }
+        if matchLiteral("false") { return .bool(false) }
+        if matchLiteral("null") { return .null }
+        return number(wanted: wanted)
+    }
+
+    mutating func skipValue() -> Bool {
+        guard i < n else { return false }
+        switch p[i] {
+        case quote:
+            return string() != nil
+        case openBrace:
+            depth += 1
+            defer { depth -= 1 }
+            guard depth <= ByteScanner.maxDepth else { return false }
+            i += 1
+            skipSpace()
+            if at(closeBrace) { i += 1; return true }
+            while true {
+                skipSpace()
+                guard at(quote), string() != nil else { return false }
+                skipSpace()
+                guard at(colon) else { return false }
+                i += 1
+                skipSpace()
+                guard skipValue() else { return false }
+                skipSpace()
+                guard i < n else { return false }
+                if p[i] == comma { i += 1; continue }
+                guard p[i] == closeBrace else { return false }
+                i += 1
+                return true
+            }
+        case openBracket:
+            depth += 1
+            defer { depth -= 1 }
+            guard depth <= ByteScanner.maxDepth else { return false }
+            i += 1
+            skipSpace()
+            if at(closeBracket) { i += 1; return true }
+            while true {
+                skipSpace()
+                guard skipValue() else { return false }
+                skipSpace()
+                guard i < n else { return false }
+                if p[i] == comma { i += 1; continue }
+                guard p[i] == closeBracket else { return false }
+                i += 1
+                return true
+            }
+        default:
+            if matchLiteral("true") || matchLiteral("false") || matchLiteral("null") { return true }
+            return number(wanted: false) != nil
+        }
+    }
+
+    @inline(__always) mutating func matchLiteral(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard n - i >= count, memcmp(p + i, word.utf8Start, count) == 0 else { return false }
+        i += count
+        return true
+    }
+
+    // MARK: strings
+
+    struct StringRange {
+        let start: Int
+        let end: Int
+        let escaped: Bool
+    }
+
+    /// A string at p[i] == '"'; the range excludes the quotes.
+    mutating func string() -> StringRange? {
+        i += 1
+        let start = i
+        var escaped = false
+        while i < n {
+            let c = p[i]
+            if c == quote {
+                let end = i
+                i += 1
+                return StringRange(start: start, end: end, escaped: escaped)
+            }
+            if c == backslash {
+                escaped = true
+                guard escape() else { return nil }
+            } else if c < 0x20 {
+                return nil
+            } else if c < 0x80 {
+                i += 1
+            } else {
+                guard utf8() else { return nil }
+            }
+        }
+        return nil
+    }
+
+    /// An escape at p[i] == '\\' (surrogates must pair, as jansson requires).
+    mutating func escape() -> Bool {
+        guard i + 1 < n else { return false }
+        switch p[i + 1] {
+        case quote, backslash, UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            i += 2
+            return true
+        case UInt8(ascii: "u"):
+            guard let u = hex4(i + 2) else { return false }
+            i += 6
+            if (0xDC00...0xDFFF).contains(u) { return false }
+            if (0xD800...0xDBFF).contains(u) {
+                guard i + 1 < n, p[i] == backslash, p[i + 1] == UInt8(ascii: "u"),
+                      let low = hex4(i + 2), (0xDC00...0xDFFF).contains(low) else { return false }
+                i += 6
+            }
+            return true
+        default:
+            return false
+        }
+    }
+
+    func hex4(_ at: Int) -> UInt32? {
+        guard at + 4 <= n else { return nil }
+        var v: UInt32 = 0
+        for k in 0..<4 {
+            let c = p[at + k]
+            let d: UInt8
+            switch c {
+            case 0x30...0x39: d = c - 0x30
+            case 0x41...0x46: d = c - 0x41 + 10
+            case 0x61...0x66: d = c - 0x61 + 10
+            default: return nil
+            }
+            v = v << 4 | UInt32(d)
+        }
+        return v
+    }
+
+    /// One UTF-8 sequence starting at p[i] >= 0x80: no overlongs, surrogates or values past U+10FFFF.
+    mutating func utf8() -> Bool {
+        let c = p[i]
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        let extra: Int
+        switch c {
+        case 0xC2...0xDF: extra = 1
+        case 0xE0: extra = 2; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: extra = 2
+        case 0xED: extra = 2; high = 0x9F
+        case 0xF0: extra = 3; low = 0x90
+        case 0xF1...0xF3: extra = 3
+        case 0xF4: extra = 3; high = 0x8F
+        default: return false
+        }
+        guard i + extra < n else { return false }
+        let second = p[i + 1]
+        guard second >= low && second <= high else { return false }
+        var k = 2
+        while k <= extra {
+            guard p[i + k] & 0xC0 == 0x80 else { return false }
+            k += 1
+        }
+        i += extra + 1
+        return true
+    }
+
+    /// The decoded text of a validated string.
+    func decode(_ s: StringRange) -> String {
+        if !s.escaped { return String(decoding: UnsafeBufferPointer(start: p + s.start, count: s.end - s.start), as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(s.end - s.start)
+        var k = s.start
+        while k < s.end {
+            let c = p[k]
+            guard c == backslash else { out.append(c); k += 1; continue }
+            let e = p[k + 1]
+            k += 2
+            switch e {
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = hex4(k) ?? 0xFFFD
+                k += 4
+                if (0xD800...0xDBFF).contains(scalar), let low = hex4(k + 2) {
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    k += 6
+                }
+                let u = Unicode.Scalar(scalar) ?? "\u{FFFD}"
+                out.append(contentsOf: String(Character(u)).utf8)
+            default: out.append(e)  // " \ /
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    // MARK: numbers
+
+    /// A number in JSON's grammar. Integers out of the 64-bit range and reals that could
+    /// overflow are valid text jansson refuses: they mark the record unsupported.
+    mutating func number(wanted: Bool) -> ScannedValue? {
+        let start = i
+        var negative = false
+        if at(UInt8(ascii: "-")) { negative = true; i += 1 }
+        guard i < n else { return nil }
+        var magnitude: UInt64 = 0
+        var overflow = false
+        if p[i] == 0x30 {
+            i += 1
+        } else if p[i] >= 0x31 && p[i] <= 0x39 {
+            while i < n && p[i] >= 0x30 && p[i] <= 0x39 {
+                let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (m2, o2) = m1.addingReportingOverflow(UInt64(p[i] - 0x30))
+                overflow = overflow || o1 || o2
+                magnitude = m2
+                i += 1
+            }
+        } else {
+            return nil
+        }
+        var isReal = false
+        if at(UInt8(ascii: ".")) {
+            isReal = true
+            i += 1
+            guard i < n, p[i] >= 0x30 && p[i] <= 0x39 else { return nil }
+            while i < n && p[i] >= 0x30 && p[i] <= 0x39 { i += 1 }
+        }
+        var exponentDigits = 0
+        if at(UInt8(ascii: "e")) || at(UInt8(ascii: "E")) {
+            isReal = true
+            i += 1
+            if at(UInt8(ascii: "+")) || at(UInt8(ascii: "-")) { i += 1 }
+            guard i < n, p[i] >= 0x30 && p[i] <= 0x39 else { return nil }
+            while i < n && p[i] >= 0x30 && p[i] <= 0x39 { i += 1; exponentDigits += 1 }
+        }
+        if isReal {
+            let length = i - start
+            guard exponentDigits <= 2, length <= 64 else { unsupported = true; return .null }
+            guard wanted else { return .null }
+            // Swift's conversion ignores the C locale's decimal point (strtod would not).
+            let text = String(decoding: UnsafeBufferPointer(start: p + start, count: length), as: UTF8.self)
+            return Double(text).map(ScannedValue.real) ?? .null
+        }
+        let limit: UInt64 = negative ? UInt64(Int64.max) + 1 : UInt64(Int64.max)
+        guard !overflow, magnitude <= limit else { unsupported = true; return .null }
+        if negative { return .int(magnitude == limit ? Int64.min : -Int64(magnitude)) }
+        return .int(Int64(magnitude))
+    }
+
+    func keyEquals(_ key: StringRange, _ word: StaticString) -> Bool {
+        key.end - key.start == word.utf8CodeUnitCount && memcmp(p + key.start, word.utf8Start, word.utf8CodeUnitCount) == 0
+    }
+}
