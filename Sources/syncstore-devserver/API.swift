@@ -86,6 +86,8 @@ final class API: @unchecked Sendable {
     let cursors = CursorStore()
     var baseURL = "http://127.0.0.1"
     var minBatchSize = 200
+    /// Children of one parent returned inline by a child subquery; the rest are paged.
+    var childBatchSize = 200
     static let minVersion = 50
     static let maxVersion = 65
 

@@ -45,6 +45,7 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Fault injection spec (grammar above).") var faults: String?
     @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
+    @Option(help: "Children per parent returned inline by a child subquery; more are paged through the nested result's nextRecordsUrl.") var childBatchSize = 200
     @Flag(help: "Enable /__devserver/faults (change faults at run time) and /__devserver/import.") var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
 
@@ -53,6 +54,7 @@ struct DevServerCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (1...315_360_000).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 1 s to 10 years") }
         guard (1...2000).contains(minBatchSize) else { throw ValidationError("--min-batch-size must be 1...2000") }
+        guard (1...2000).contains(childBatchSize) else { throw ValidationError("--child-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
     }
@@ -82,6 +84,7 @@ struct DevServerCommand: AsyncParsableCommand {
         let auth = Auth(fixedToken: token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: tokenLifetime)
         let api = API(store: store, auth: auth)
         api.minBatchSize = minBatchSize
+        api.childBatchSize = childBatchSize
         let faultState = Faults()
         if let faults { try faultState.set(faults) }
 

@@ -67,9 +67,11 @@ extension API {
         guard let text = req.query["q"], !text.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw APIError(400, "MALFORMED_QUERY", "A query string has to be specified")
         }
-        let result: QueryResult
+        var result: QueryResult
+        let hasChildQuery: Bool
         do {
             let q = try SoqlParser.parse(text)
+            hasChildQuery = q.items.contains { if case .subquery = $0 { return true }; return false }
             let compiled = try SoqlCompiler(schema: schema, version: version).compile(q, includeDeleted: all)
             result = try store.run(compiled)
         } catch let e as SoqlError {
@@ -80,8 +82,44 @@ extension API {
         }
         let batch = batchSize(req) ?? API.defaultBatchSize
         var locator: String?
-        if result.count > batch { locator = cursors.open(result, batchSize: batch) }
+        let paged = hasChildQuery ? try pageChildren(result, version: version) : result
+        if paged.count > batch { locator = cursors.open(paged, batchSize: batch) }
+        result = paged
         return APIResponse(status: 200, body: page(result, from: 0, batch: batch, locator: locator, kind: kind, version: version))
+    }
+
+    /// Child subquery results longer than `childBatchSize` are cut there, as the API does: the
+    /// nested result says `"done":false` and its `nextRecordsUrl` (a query locator of its own)
+    /// serves the remaining children.
+    func pageChildren(_ result: QueryResult, version: String) throws -> QueryResult {
+        var out = QueryResult()
+        for i in 0..<result.starts.count {
+            guard case .object(var pairs) = try JSON.parse(Array(result.slice(from: i, count: 1))) else { continue }
+            for (k, (key, value)) in pairs.enumerated() {
+                guard case .object = value, let records = value["records"]?.arrayValue, value["done"] != nil,
+                      records.count > childBatchSize else { continue }
+                var children = QueryResult()
+                for record in records {
+                    children.starts.append(children.data.count)
+                    var w = JSONWriter()
+                    w.value(record)
+                    children.data.append(contentsOf: w.bytes)
+                    children.data.append(UInt8(ascii: ","))
+                }
+                let locator = cursors.open(children, batchSize: API.defaultBatchSize)
+                pairs[k] = (key, .object([
+                    ("totalSize", .int(Int64(records.count))), ("done", .bool(false)),
+                    ("nextRecordsUrl", .string("/services/data/v\(version)/query/\(locator)-\(childBatchSize)")),
+                    ("records", .array(Array(records.prefix(childBatchSize)))),
+                ]))
+            }
+            var w = JSONWriter()
+            w.value(.object(pairs))
+            out.starts.append(out.data.count)
+            out.data.append(contentsOf: w.bytes)
+            out.data.append(UInt8(ascii: ","))
+        }
+        return out
     }
 
     /// `{"totalSize":N,"done":B,"nextRecordsUrl":"...","records":[...]}` written straight from the snapshot.

@@ -114,6 +114,36 @@ def test_min_batch_size_pages_small_data(start_server):
     assert len(ids) == len(set(ids)) == 23
 
 
+def test_child_batch_size_pages_nested_children(start_server):
+    """Children past --child-batch-size are cut from the parent's nested result and served by
+    its own nextRecordsUrl, in order, with totalSize counting them all."""
+    server = start_server("--seed", "Account=3,Contact=40", "--child-batch-size", "3")
+    soql = "SELECT Id, (SELECT Id, LastName FROM Contacts ORDER BY Id) FROM Account ORDER BY Id"
+    accounts = query(server, soql)["records"]
+    s = session()
+    paged = 0
+    for account in accounts:
+        nested = account["Contacts"]
+        expected = [r["Id"] for r in query(server, f"SELECT Id FROM Contact WHERE AccountId = '{account['Id']}' ORDER BY Id")["records"]]
+        if nested is None:
+            assert expected == []
+            continue
+        assert nested["totalSize"] == len(expected)
+        assert len(nested["records"]) == min(3, len(expected))
+        ids = [r["Id"] for r in nested["records"]]
+        if len(expected) > 3:
+            paged += 1
+            assert nested["done"] is False
+            more = s.get(server.url + nested["nextRecordsUrl"]).json()
+            assert more["done"] is True and more["totalSize"] == len(expected)
+            ids += [r["Id"] for r in more["records"]]
+            assert all(r["attributes"]["type"] == "Contact" and "LastName" in r for r in more["records"])
+        else:
+            assert nested["done"] is True and "nextRecordsUrl" not in nested
+        assert ids == expected
+    assert paged > 0, "the seed gives some account more than 3 contacts"
+
+
 def test_expect_100_continue_is_answered(start_server):
     """libcurl sends Expect: 100-continue for bodies over 1 MB and waits 1 s unless answered."""
     import socket

@@ -318,10 +318,12 @@ static void test_other_targets(void) {
     devserver_stop(&server);
 }
 
-/* parent_children, briefcase, layout and metadata targets, each into the soups they name. */
+/* parent_children, briefcase, layout and metadata targets, each into the soups they name.
+ * The server returns at most 2 children inline per parent, so parent_children must follow each
+ * parent's nested nextRecordsUrl (about 4 contacts per account). */
 static void test_multi_soup_targets(void) {
     devserver server;
-    const char *args[] = {"--seed", "Account=15,Contact=60,Widget__c=30", NULL};
+    const char *args[] = {"--seed", "Account=15,Contact=60,Widget__c=30", "--child-batch-size", "2", NULL};
     devserver_start(&server, binary, args);
     syncstore_store *store = open_store("multi", &server);
     syncstore_error err;
@@ -343,6 +345,17 @@ static void test_multi_soup_targets(void) {
     long server_children = devserver_count(&server, "SELECT Id FROM Contact WHERE AccountId != null");
     CHECK(server_children > 0 && soup_count(store, "contacts", NULL) == server_children);
     CHECK(soup_count(store, "accounts", "json_extract({accounts:_soup}, '$.Contacts') is not null") == 0);
+    /* ghosts: a child deleted on the server goes, found through the nested pages too */
+    json_t *kid = devserver_call(&server, "GET", "query?q=SELECT+Id+FROM+Contact+WHERE+AccountId+%21%3D+null+ORDER+BY+Id+DESC+LIMIT+1", NULL, NULL);
+    char kid_path[256];
+    snprintf(kid_path, sizeof kid_path, "sobjects/Contact/%s", json_string_value(json_object_get(json_array_get(json_object_get(kid, "records"), 0), "Id")));
+    json_decref(kid);
+    json_decref(devserver_call(&server, "DELETE", kid_path, NULL, NULL));
+    EXPECT(syncstore_clean_resync_ghosts(store, id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    json_decref(wait_state(store, id));
+    CHECK(soup_count(store, "contacts", NULL) == server_children - 1);
+    CHECK(soup_count(store, "accounts", NULL) == 15);
+    server_children -= 1;
 
     /* briefcase: Account, Contact (with an account), active Widgets, each into its soup */
     EXPECT(syncstore_clear_soup(store, "accounts", &err), SYNCSTORE_OK, &err);

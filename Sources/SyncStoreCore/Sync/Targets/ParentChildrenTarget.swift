@@ -59,7 +59,7 @@ struct ParentChildrenTarget: SyncDownTarget {
         return q
     }
 
-    private func page(_ doc: JSONDocument) throws -> DownPage {
+    private func page(_ ctx: SyncContext, _ doc: JSONDocument) throws -> DownPage {
         guard let records = doc.root["records"], records.isArray else {
             throw StoreError(.server, "The parent_children query response has no records array")
         }
@@ -69,7 +69,7 @@ struct ParentChildrenTarget: SyncDownTarget {
         var kidDocs: [JSONDocument] = []
         for record in records.elements {
             if let related = record[childrenPlural] {
-                for child in related["records"]?.elements ?? [] {
+                for child in try allChildren(ctx, related) {
                     guard let own = child.retained() else { continue }
                     let doc = JSONDocument(owning: own)
                     kidDocs.append(doc)
@@ -88,13 +88,31 @@ struct ParentChildrenTarget: SyncDownTarget {
         ], totalSize: doc.root["totalSize"]?.int64, next: done ? nil : doc.root["nextRecordsUrl"]?.string)
     }
 
+    /// A parent's children: the nested result's records, then its further pages when the
+    /// server cut the list (`"done":false` with a `nextRecordsUrl` of its own).
+    private func allChildren(_ ctx: SyncContext, _ related: JSON) throws -> [JSON] {
+        var children = related["records"]?.elements ?? []
+        var done = related["done"]?.bool ?? true
+        var next = related["nextRecordsUrl"]?.string
+        while !done, let path = next {
+            let more = try ctx.rest.json("GET", path, cancel: ctx.cancel)
+            guard let records = more.root["records"], records.isArray else {
+                throw StoreError(.server, "A page of children (\(path)) has no records array")
+            }
+            children += records.elements
+            done = more.root["done"]?.bool ?? true
+            next = more.root["nextRecordsUrl"]?.string
+        }
+        return children
+    }
+
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
-        try page(try ctx.rest.json("GET", QueryPaging.queryPath(soql(parentFields: parentFields, childFields: childFields, ordered: true)), cancel: ctx.cancel))
+        try page(ctx, try ctx.rest.json("GET", QueryPaging.queryPath(soql(parentFields: parentFields, childFields: childFields, ordered: true)), cancel: ctx.cancel))
     }
 
     func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
         guard let next = page.next else { throw StoreError(.internal, "nextPage called after the last page") }
-        return try self.page(try ctx.rest.json("GET", next, cancel: ctx.cancel))
+        return try self.page(ctx, try ctx.rest.json("GET", next, cancel: ctx.cancel))
     }
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
@@ -105,7 +123,8 @@ struct ParentChildrenTarget: SyncDownTarget {
             let doc = try ctx.rest.json("GET", current, cancel: ctx.cancel)
             for record in doc.root["records"]?.elements ?? [] {
                 if let id = record[parent.idFieldName]?.string { parents.insert(id) }
-                for child in record[childrenPlural]?["records"]?.elements ?? [] {
+                guard let related = record[childrenPlural] else { continue }
+                for child in try allChildren(ctx, related) {
                     if let id = child[children.idFieldName]?.string { kids.insert(id) }
                 }
             }
