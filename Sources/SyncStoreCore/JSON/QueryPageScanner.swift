@@ -147,6 +147,28 @@ private struct ByteScanner {
 
     @inline(__always) func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
 
+    /// A member's key and its colon; the value starts at p[i].
+    @inline(__always) mutating func memberKey() -> StringRange? {
+        skipSpace()
+        guard at(quote), let key = string() else { return nil }
+        skipSpace()
+        guard at(colon) else { return nil }
+        i += 1
+        skipSpace()
+        return i < n ? key : nil
+    }
+
+    /// After a member or element: true when a comma says another follows, false when
+    /// `closing` ends the container (both consumed), nil on anything else.
+    @inline(__always) mutating func separator(_ closing: UInt8) -> Bool? {
+        skipSpace()
+        guard i < n else { return nil }
+        if p[i] == comma { i += 1; return true }
+        guard p[i] == closing else { return nil }
+        i += 1
+        return false
+    }
+
     // MARK: page
 
     mutating func page(into page: inout ScannedPage) -> Bool {
@@ -156,13 +178,7 @@ private struct ByteScanner {
         var sawRecords = false
         var readable = true
         while true {
-            skipSpace()
-            guard at(quote), let key = string() else { return false }
-            skipSpace()
-            guard at(colon) else { return false }
-            i += 1
-            skipSpace()
-            guard i < n else { return false }
+            guard let key = memberKey() else { return false }
             unsupported = false
             if key.escaped {
                 // An escaped top-level key might spell one the page is read by.
@@ -194,12 +210,8 @@ private struct ByteScanner {
                 guard skipValue() else { return false }
                 if unsupported { readable = false }
             }
-            skipSpace()
-            guard i < n else { return false }
-            if p[i] == comma { i += 1; continue }
-            guard p[i] == closeBrace else { return false }
-            i += 1
-            break
+            guard let more = separator(closeBrace) else { return false }
+            if !more { break }
         }
         skipSpace()
         return i == n && sawRecords && readable
@@ -225,12 +237,8 @@ private struct ByteScanner {
             guard ok else { return false }
             page.records.append(ScannedRecord(start: Int32(start), end: Int32(i), needsTree: unsupported))
             unsupported = false
-            skipSpace()
-            guard i < n else { return false }
-            if p[i] == comma { i += 1; continue }
-            guard p[i] == closeBracket else { return false }
-            i += 1
-            return true
+            guard let more = separator(closeBracket) else { return false }
+            if !more { return true }
         }
     }
 
@@ -246,13 +254,7 @@ private struct ByteScanner {
         if at(closeBrace) { i += 1; return true }
         var seen: UInt64 = 0
         while true {
-            skipSpace()
-            guard at(quote), let key = string() else { return false }
-            skipSpace()
-            guard at(colon) else { return false }
-            i += 1
-            skipSpace()
-            guard i < n else { return false }
+            guard let key = memberKey() else { return false }
             var match: ScanNode? = nil
             if key.escaped {
                 unsupported = true
@@ -271,12 +273,8 @@ private struct ByteScanner {
             } else {
                 guard skipValue() else { return false }
             }
-            skipSpace()
-            guard i < n else { return false }
-            if p[i] == comma { i += 1; continue }
-            guard p[i] == closeBrace else { return false }
-            i += 1
-            return true
+            guard let more = separator(closeBrace) else { return false }
+            if !more { return true }
         }
     }
 
@@ -327,19 +325,9 @@ private struct ByteScanner {
             skipSpace()
             if at(closeBrace) { i += 1; return true }
             while true {
-                skipSpace()
-                guard at(quote), string() != nil else { return false }
-                skipSpace()
-                guard at(colon) else { return false }
-                i += 1
-                skipSpace()
-                guard skipValue() else { return false }
-                skipSpace()
-                guard i < n else { return false }
-                if p[i] == comma { i += 1; continue }
-                guard p[i] == closeBrace else { return false }
-                i += 1
-                return true
+                guard memberKey() != nil, skipValue() else { return false }
+                guard let more = separator(closeBrace) else { return false }
+                if !more { return true }
             }
         case openBracket:
             depth += 1
@@ -351,12 +339,8 @@ private struct ByteScanner {
             while true {
                 skipSpace()
                 guard skipValue() else { return false }
-                skipSpace()
-                guard i < n else { return false }
-                if p[i] == comma { i += 1; continue }
-                guard p[i] == closeBracket else { return false }
-                i += 1
-                return true
+                guard let more = separator(closeBracket) else { return false }
+                if !more { return true }
             }
         default:
             if matchLiteral("true") || matchLiteral("false") || matchLiteral("null") { return true }
