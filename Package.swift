@@ -33,6 +33,7 @@ let package = Package(
         .target(
             name: "SyncStoreC",
             dependencies: ["SyncStoreCore", "CSyncStoreABI"],
+            exclude: ["exports.map"],
             linkerSettings: [
                 .unsafeFlags([
                     "-static-stdlib",
@@ -50,7 +51,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-            ]
+            ],
+            exclude: ["README.md"]
         ),
         .testTarget(
             name: "SyncStoreCoreTests",

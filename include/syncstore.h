@@ -238,8 +238,10 @@ int syncstore_remove_by_query(syncstore_store *store, const char *soup, const ch
  *
  * Query spec JSON keys: queryType ("exact"|"range"|"like"|"match"|"smart"), indexPath, matchKey,
  * beginKey, endKey, likeKey, smartSql, orderPath, order ("ascending"|"descending"), pageSize
- * (default 10), selectPaths. Paths may be indexed or not (unindexed paths are read from the
- * JSON); "_soupEntryId", "_soupCreatedDate" and "_soupLastModifiedDate" are always available.
+ * (default 10), selectPaths, timeoutMs (Smart SQL only: how long counting, or reading one
+ * page, may run before it is stopped with ARGUMENT; 1 to 3600000, default 30000). Paths may be
+ * indexed or not (unindexed paths are read from the JSON); "_soupEntryId", "_soupCreatedDate"
+ * and "_soupLastModifiedDate" are always available.
  *
  * A cursor result is JSON: {"cursorId", "currentPageIndex", "pageSize", "totalEntries",
  * "totalPages", "currentPageOrderedEntries": [...]}. Entries are whole objects, or arrays of
@@ -253,12 +255,13 @@ int syncstore_query_soup(syncstore_store *store, const char *soup, const char *q
                          char **out_cursor_json, syncstore_error *err);
 
 /** Runs a smart query spec ({"queryType":"smart","smartSql":..., "pageSize":...}) and opens a
- *  cursor. Only one SELECT statement is accepted; anything else is ARGUMENT. */
+ *  cursor. Only one SELECT statement is accepted; anything else is ARGUMENT, and so is a
+ *  statement still running at the spec's timeoutMs (default 30 s; see above). */
 int syncstore_run_smart_query(syncstore_store *store, const char *query_spec_json,
                               char **out_cursor_json, syncstore_error *err);
 
 /** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON.
- *  Errors: NOT_FOUND (unknown or closed cursor). */
+ *  Errors: NOT_FOUND (unknown or closed cursor); ARGUMENT (a Smart SQL page past timeoutMs). */
 int syncstore_cursor_move_to_page(syncstore_store *store, int64_t cursor_id, int64_t page_index,
                                   char **out_cursor_json, syncstore_error *err);
 

@@ -380,3 +380,53 @@ final class SmartSqlRefusalTests: StoreTestCase {
         XCTAssertEqual(try count("s"), 3)
     }
 }
+
+// Hostile Smart SQL must not hang the host: a statement past its time limit ("timeoutMs" in
+// the spec, 30 s by default) is stopped with ARGUMENT and the store is unchanged and usable.
+final class SmartSqlTimeLimitTests: StoreTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try register("s", #"[{"path":"n","type":"integer"}]"#)
+        try upsert("s", "[" + (0..<400).map { #"{"n":\#($0)}"# }.joined(separator: ",") + "]")
+    }
+
+    private func spec(_ sql: String, timeoutMs: Int?, pageSize: Int = 10) throws -> String {
+        var fields: [String: Any] = ["queryType": "smart", "smartSql": sql, "pageSize": pageSize]
+        if let timeoutMs { fields["timeoutMs"] = timeoutMs }
+        return try jsonText(fields)
+    }
+
+    func testAJoinPastItsTimeLimitIsStopped() throws {
+        // 400^4 = 2.6e10 rows to count: hours without a limit.
+        let sql = "select count(*) from {s} a, {s} b, {s} c, {s} d where a.{s:n} + b.{s:n} + c.{s:n} + d.{s:n} = -1"
+        let started = nowMillis()
+        let error = try assertRejected(.argument) { try store.runSmartQuery(specJSON: try spec(sql, timeoutMs: 150)) }
+        XCTAssertLessThan(nowMillis() - started, 5_000)
+        XCTAssertTrue(error?.message.contains("150 ms") ?? false, error?.message ?? "")
+        XCTAssertTrue(error?.message.contains("timeoutMs") ?? false, error?.message ?? "")
+        // The reader connection is usable afterwards, with no limit left behind.
+        XCTAssertEqual(try smart("select count(*) from {s} a, {s} b").rows.first.flatMap { int($0.first) }, 160_000)
+    }
+
+    func testAPageStepIsLimitedToo() throws {
+        // Opened while the soup is small (10^4 sorted rows: instant), paged after it grew
+        // (400^4 rows to sort before any page).
+        try register("t", #"[{"path":"n","type":"integer"}]"#)
+        try upsert("t", "[" + (0..<10).map { #"{"n":\#($0)}"# }.joined(separator: ",") + "]")
+        let sql = "select a.{t:n} from {t} a, {t} b, {t} c, {t} d order by a.{t:n} + b.{t:n} + c.{t:n} + d.{t:n}"
+        let cursor = try CursorPage(store.runSmartQuery(specJSON: try spec(sql, timeoutMs: 500, pageSize: 1)))
+        XCTAssertEqual(cursor.totalEntries, 10_000)
+        try upsert("t", "[" + (10..<400).map { #"{"n":\#($0)}"# }.joined(separator: ",") + "]")
+        let started = nowMillis()
+        try assertRejected(.argument) { try store.moveCursor(cursor.cursorId, toPage: 5) }
+        XCTAssertLessThan(nowMillis() - started, 5_000)
+        try store.closeCursor(cursor.cursorId)
+    }
+
+    func testTheLimitIsValidated() throws {
+        for bad in [0, -5, 3_600_001] {
+            try assertRejected(.argument) { try store.runSmartQuery(specJSON: try spec("select 1", timeoutMs: bad)) }
+        }
+        XCTAssertEqual(try QuerySpec.parse(JSONDocument.parse(#"{"queryType":"smart","smartSql":"select 1"}"#).root).timeoutMs, 30_000)
+    }
+}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static syncstore_store *s;
 static const char *soups[] = {"contacts", "123This should-be a_valid.soup+name!?100", "quote'\"soup", "semi;colon{}", "drop table x; --"};
@@ -164,6 +165,21 @@ int main(int argc, char **argv) {
     smart("select * from {contacts} where soup match '{contacts:name}:a'", SYNCSTORE_ERR_ARGUMENT, __LINE__);
     smart("select load_extension('/tmp/evil.so')", SYNCSTORE_ERR_ARGUMENT, __LINE__);
     smart("", SYNCSTORE_ERR_ARGUMENT, __LINE__);
+
+    /* a valid SELECT that would run for minutes (2^30 rows) is stopped at its timeoutMs */
+    {
+        char sql[2048] = "select count(*) from {contacts} t0";
+        for (int i = 1; i < 30; i++) snprintf(sql + strlen(sql), sizeof sql - strlen(sql), ", {contacts} t%d", i);
+        json_t *spec = json_pack("{s:s,s:s,s:i}", "queryType", "smart", "smartSql", sql, "timeoutMs", 200);
+        char *text = json_dumps(spec, 0);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        REFUSED(syncstore_run_smart_query(s, text, &out, E), SYNCSTORE_ERR_ARGUMENT);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        CHECK((t1.tv_sec - t0.tv_sec) < 5);
+        free(text);
+        json_decref(spec);
+    }
 
     /* a braces-in-string query is fine and reads only */
     EXPECT(syncstore_run_smart_query(s, "{\"queryType\":\"smart\",\"smartSql\":\"select '{contacts:name}', count(*) from {contacts}\",\"pageSize\":10}", &out, &err), SYNCSTORE_OK, &err);

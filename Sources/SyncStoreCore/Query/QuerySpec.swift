@@ -14,6 +14,8 @@ public struct QuerySpec {
     public var order: Order = .ascending
     public var pageSize: Int = 10
     public var selectPaths: [String]?
+    /// How long one Smart SQL step (the count, or one page) may run before it is stopped.
+    public var timeoutMs: Int64 = QuerySpec.defaultTimeoutMs
 
     /// A key value from the spec, kept with its JSON type.
     public enum SQLKey {
@@ -38,6 +40,7 @@ public struct QuerySpec {
     }
 
     public static let maxPageSize = 100_000
+    public static let defaultTimeoutMs: Int64 = 30_000
 
     public static func parse(_ json: JSON) throws -> QuerySpec {
         guard json.isObject else { throw StoreError.argument("A query spec must be a JSON object with a \"queryType\"") }
@@ -65,6 +68,12 @@ public struct QuerySpec {
                 throw StoreError.argument("pageSize must be an integer from 1 to \(maxPageSize)")
             }
             spec.pageSize = Int(n)
+        }
+        if let timeout = json["timeoutMs"], !timeout.isNull {
+            guard let n = timeout.int64, n >= 1, n <= 3_600_000 else {
+                throw StoreError.argument("timeoutMs must be an integer from 1 to 3600000 (milliseconds)")
+            }
+            spec.timeoutMs = n
         }
         if let paths = json["selectPaths"], !paths.isNull {
             guard paths.isArray else { throw StoreError.argument("selectPaths must be an array of paths") }

@@ -14,6 +14,14 @@ struct QueryPlan {
     let isSmart: Bool
     /// The soup table a non-smart plan reads, to tell a cursor whose soup is gone.
     var soupTable: String? = nil
+    /// Smart SQL: how long the count or one page may run (QuerySpec.timeoutMs).
+    var timeLimitMs: Int64? = nil
+
+    /// Runs `body` on `db` within the plan's time limit, if it has one.
+    func limited<T>(on db: Connection, _ body: () throws -> T) throws -> T {
+        guard let timeLimitMs else { return try body() }
+        return try StatementDeadline.run(on: db, milliseconds: timeLimitMs, what: "Smart SQL", body)
+    }
 }
 
 /// Turns a non-smart query spec into SQL over a soup's table (semantics §4).

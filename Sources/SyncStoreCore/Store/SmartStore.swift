@@ -426,16 +426,18 @@ public final class SmartStore: @unchecked Sendable {
         guard spec.queryType == .smart, let sql = spec.smartSql else {
             throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
         }
-        return try retryingOnCatalogChange { try openCursor(try smartPlan(sql), pageSize: spec.pageSize, owner: owner) }
+        return try retryingOnCatalogChange {
+            try openCursor(try smartPlan(sql, timeLimitMs: spec.timeoutMs), pageSize: spec.pageSize, owner: owner)
+        }
     }
 
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
-    func smartPlan(_ smartSql: String) throws -> QueryPlan {
+    func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
         let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)
         let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
         return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",
                          countSQL: "SELECT count(*) FROM (\n\(body)\n)",
-                         bindings: [], rows: .values, isSmart: true)
+                         bindings: [], rows: .values, isSmart: true, timeLimitMs: timeLimitMs)
     }
 
     private func openCursor(_ plan: QueryPlan, pageSize: Int, owner: Int) throws -> TextBuffer {
@@ -443,7 +445,7 @@ public final class SmartStore: @unchecked Sendable {
             let count = try statement(plan.countSQL, smart: plan.isSmart, on: db)
             defer { count.reset() }
             try count.bind(plan.bindings)
-            let total = try count.step() ? count.int64(0) : 0
+            let total = try plan.limited(on: db) { try count.step() ? count.int64(0) : 0 }
             return (total, try readPage(plan, pageSize: pageSize, page: 0, on: db))
         }
         let cursor = cursors.open(plan: plan, pageSize: pageSize, totalEntries: total, owner: owner)
@@ -483,7 +485,7 @@ public final class SmartStore: @unchecked Sendable {
         try statement.bind(.int(Int64(pageSize)), at: next)
         try statement.bind(.int(page * Int64(pageSize)), at: next + 1)
         var out = TextBuffer(capacity: 256 * min(pageSize, 1000))
-        try ResultWriter.writeRows(statement, rows: plan.rows, into: &out)
+        try plan.limited(on: db) { try ResultWriter.writeRows(statement, rows: plan.rows, into: &out) }
         return out
     }
 
