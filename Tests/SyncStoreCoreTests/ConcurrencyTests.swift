@@ -253,3 +253,34 @@ final class ConcurrencyTests: StoreTestCase {
         XCTAssertEqual(try count("big"), Int64(total + 2))
     }
 }
+
+// semantics §1: a store is one SQLite file, which SQLite lets several processes open. Two store
+// objects on one file (each with its own writer connection and caches) stand in for two
+// processes: each sees what the other committed, ids never collide, a soup the other re-created
+// is written to its new table.
+final class SharedFileTests: StoreTestCase {
+    func testTwoStoreObjectsOnOneFileStayConsistent() throws {
+        let a = try SmartStore(path: dbPath)
+        let b = try SmartStore(path: dbPath)
+        try a.registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        // b learns of the soup a registered.
+        func ids(_ store: SmartStore, _ json: String) throws -> [Int64] {
+            try entries(store.upsert(soup: "s", entriesJSON: json)).compactMap { int($0["_soupEntryId"]) }
+        }
+        XCTAssertEqual(try ids(b, #"[{"k":"b1"}]"#), [1])
+        XCTAssertEqual(try ids(a, #"[{"k":"a1"},{"k":"a2"}]"#), [2, 3])
+        XCTAssertEqual(try ids(b, #"[{"k":"b2"}]"#), [4])
+        XCTAssertEqual(try ids(a, #"[{"k":"a3"}]"#), [5])
+        // b re-creates the soup with another index; a reads and writes the new table and index.
+        try b.removeSoup("s")
+        try b.registerSoup("s", specsJSON: #"[{"path":"other","type":"integer"}]"#)
+        _ = try b.upsert(soup: "s", entriesJSON: #"[{"other":7}]"#)
+        let exact = #"{"queryType":"exact","indexPath":"other","matchKey":7,"pageSize":10}"#
+        XCTAssertEqual(try CursorPage(a.querySoup("s", specJSON: exact)).totalEntries, 1)
+        _ = try a.upsert(soup: "s", entriesJSON: #"[{"other":7}]"#)
+        XCTAssertEqual(try CursorPage(b.querySoup("s", specJSON: exact)).totalEntries, 2)
+        // b removes it: a's reads say NOT_FOUND, not an SQL error.
+        try b.removeSoup("s")
+        XCTAssertThrowsError(try a.querySoup("s", specJSON: exact)) { XCTAssertEqual(($0 as? StoreError)?.code, .notFound) }
+    }
+}

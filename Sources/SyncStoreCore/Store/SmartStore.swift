@@ -19,6 +19,9 @@ public final class SmartStore: @unchecked Sendable {
     private var alterInFlight = false
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     private var nextIds: [String: Int64] = [:]
+    /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
+    /// when another connection (another process) commits. Under writeLock.
+    private var dataVersion: Int64 = 0
     /// The sync engine of this store, created on first use.
     private var syncManagerStorage: SyncManager?
     private let syncManagerLock = Lock()
@@ -29,6 +32,7 @@ public final class SmartStore: @unchecked Sendable {
         writer = try Connection(path: path, readOnly: false)
         try SoupCatalog.createMetadataTables(writer)
         soups = try SoupCatalog.loadAll(writer)
+        dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
         readers = ReaderPool(path: path)
     }
 
@@ -37,8 +41,18 @@ public final class SmartStore: @unchecked Sendable {
     func soup(_ name: String) -> SoupInfo? { catalogLock.withLock { soups[name] } }
 
     func requireSoup(_ name: String) throws -> SoupInfo {
-        guard let info = soup(name) else { throw StoreError.soupNotFound(name) }
-        return info
+        if let info = soup(name) { return info }
+        // Another process may have registered it since the catalog was loaded.
+        if let info = try? readers.withReader({ try SoupCatalog.loadAll($0) })[name] {
+            catalogLock.withLock {
+                if soups[name] == nil {
+                    soups[name] = info
+                    catalogVersion += 1
+                }
+            }
+            return soup(name) ?? info
+        }
+        throw StoreError.soupNotFound(name)
     }
 
     private func setSoup(_ name: String, _ info: SoupInfo?) {
@@ -55,7 +69,10 @@ public final class SmartStore: @unchecked Sendable {
     func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
         try writeLock.withLock {
             do {
-                let result = try writer.transaction { try body(writer) }
+                let result = try writer.transaction {
+                    try reloadIfChangedElsewhere()
+                    return try body(writer)
+                }
                 committed(result)
                 return result
             } catch {
@@ -70,6 +87,22 @@ public final class SmartStore: @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// SQLite lets other processes write the same file; their commits change tables behind the
+    /// catalog and the id counters. Checked inside each write transaction (which holds the
+    /// file's write lock, so nothing changes between the check and the write).
+    private func reloadIfChangedElsewhere() throws {
+        let version = try writer.scalarInt("PRAGMA data_version") ?? 0
+        guard version != dataVersion else { return }
+        nextIds.removeAll()
+        writer.clearCache()
+        let reloaded = try SoupCatalog.loadAll(writer)
+        catalogLock.withLock {
+            soups = reloaded
+            catalogVersion += 1
+        }
+        dataVersion = version
     }
 
     /// Called under the write lock (the writer's statement cache is not thread-safe).
@@ -330,12 +363,32 @@ public final class SmartStore: @unchecked Sendable {
     /// one that fails because the soup was removed says "not found".
     private func reading<T>(_ name: String, _ body: (SoupInfo) throws -> T) throws -> T {
         try retryingOnCatalogChange {
-            guard let info = soup(name) else { throw StoreError.soupNotFound(name) }
+            let info = try requireSoup(name)
             do {
                 return try body(info)
             } catch {
-                if soup(name)?.table != info.table { throw StoreError.soupNotFound(name) }
+                // A soup removed or re-created meanwhile (here or by another process): gone is
+                // NOT_FOUND; re-created is retried against its new table.
+                adoptCatalogFromFile()
+                if soup(name) == nil { throw StoreError.soupNotFound(name) }
                 throw error
+            }
+        }
+    }
+
+    /// After a failed read: when the catalog in the file differs from the cached one (another
+    /// process changed soups), the file's wins and the catalog version moves, so the read is
+    /// planned again.
+    private func adoptCatalogFromFile() {
+        guard let fromFile = try? readers.withReader({ try SoupCatalog.loadAll($0) }) else { return }
+        catalogLock.withLock {
+            guard !alterInFlight else { return }
+            let same = fromFile.count == soups.count && fromFile.allSatisfy { name, info in
+                soups[name].map { $0.table == info.table && $0.indexes.map(\.columnName) == info.indexes.map(\.columnName) } ?? false
+            }
+            if !same {
+                soups = fromFile
+                catalogVersion += 1
             }
         }
     }
