@@ -144,9 +144,9 @@ final class EntryWriter {
             if last > start { scratch.append(UInt8(ascii: ",")) }
             scratch.append(contentsOf: added.text)
             scratch.append(contentsOf: EntryWriter.entryIdMember)
-            appendDecimal(id, to: &scratch)
+            EntryWriter.appendDecimal(id, to: &scratch)
             scratch.append(contentsOf: EntryWriter.lastModifiedMember)
-            appendDecimal(now, to: &scratch)
+            EntryWriter.appendDecimal(now, to: &scratch)
             scratch.append(UInt8(ascii: "}"))
             let text = scratch
             try text.withUnsafeBufferPointer { t in
@@ -176,7 +176,7 @@ final class EntryWriter {
     /// Reused for each scanned record's text.
     private var scratch: [UInt8] = []
 
-    private func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+    private static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(contentsOf: String(value).utf8); return }
         var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
                      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
