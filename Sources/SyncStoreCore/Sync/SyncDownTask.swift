@@ -12,10 +12,15 @@ struct SyncDownTask {
         var page = try target.firstPage(ctx, since: since)
         state.totalSize = page.totalSize ?? -1
         var saved: Int64 = 0
+        let checkpoint = BackgroundCheckpoint(path: ctx.store.path)
         while true {
             try checkStopped()
             let current = page
-            let prefetch = current.next != nil ? Prefetch { try target.nextPage(ctx, after: current) } : nil
+            let prefetch = current.next != nil ? Prefetch {
+                let next = try target.nextPage(ctx, after: current)
+                checkpoint.transactionWritten()
+                return next
+            } : nil
             do {
                 saved += Int64(current.recordCount)
                 state.progress = progress(saved: saved, total: state.totalSize, last: prefetch == nil)
