@@ -5,14 +5,12 @@ import Glibc
 /// would find there, for the scalar cases the scanner handles.
 struct ScanPlan {
     let paths: [[String]]
-    /// Top-level keys whose presence sends a record to the tree path (keys the store writes).
-    let reservedKeys: [String]
     fileprivate let root: ScanNode
 
-    /// nil when the plan is beyond what the scanner tracks (over 64 keys at one level).
+    /// `reservedKeys`: top-level keys whose presence sends a record to the tree path (keys the
+    /// store writes). nil when the plan is beyond what the scanner tracks (over 64 keys at one level).
     init?(paths: [[String]], reservedKeys: [String]) {
         self.paths = paths
-        self.reservedKeys = reservedKeys
         let root = ScanNode(key: [])
         for (slot, path) in paths.enumerated() {
             guard !path.isEmpty else { return nil }
@@ -82,7 +80,7 @@ struct ScannedPage {
 
     func value(record: Int, slot: Int) -> ScannedValue { values[record * plan.paths.count + slot] }
 
-    /// Bytes of a text value (valid while the page lives; use inside `withText`).
+    /// Calls `body` with the bytes of a text value (nil for other kinds).
     func withText<T>(_ value: ScannedValue, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
         switch value {
         case .text(let start, let count):
