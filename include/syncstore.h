@@ -284,6 +284,10 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * per store; runs of different syncs queue in order). One sync has at most one run at a time:
  * starting it again while queued or running is SYNCSTORE_ERR_BUSY.
  *
+ * Processes. Several processes may open one store, but only one at a time runs its syncs: in
+ * the others every sync call returns SYNCSTORE_ERR_BUSY (retryable) until the first closes the
+ * store or exits (an advisory lock beside the database file, released by the kernel on exit).
+ *
  * Callbacks. `callback(state_json, context)` is called on the sync worker thread for every state
  * change, never while the library holds a lock; `state_json` is valid during the call only.
  * Every run ends with exactly one terminal callback (status DONE, FAILED or STOPPED). A callback

@@ -283,4 +283,18 @@ final class SharedFileTests: StoreTestCase {
         try b.removeSoup("s")
         XCTAssertThrowsError(try a.querySoup("s", specJSON: exact)) { XCTAssertEqual(($0 as? StoreError)?.code, .notFound) }
     }
+
+    // semantics §7: one sync engine per store file at a time (the others get BUSY, retryable),
+    // so two processes never push the same creates or take each other's runs for crashed ones.
+    func testOneSyncEnginePerFile() throws {
+        let a = try SmartStore(path: dbPath)
+        let b = try SmartStore(path: dbPath)
+        let manager = try a.syncManager()
+        XCTAssertThrowsError(try b.syncManager()) {
+            XCTAssertEqual(($0 as? StoreError)?.code, .busy)
+            XCTAssertEqual(($0 as? StoreError)?.retryable, true)
+        }
+        manager.close()
+        XCTAssertNoThrow(try b.syncManager().close())
+    }
 }

@@ -4,6 +4,8 @@
 #include "sync_support.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -442,7 +444,63 @@ static void test_tls(void) {
     devserver_stop(&server);
 }
 
+/* The second process of test_second_process: opens the store and tries a sync call.
+ * Exit 0: it got `expected` (and, for BUSY, the retryable flag); 1 otherwise. */
+static int second_process(const char *dir, const char *name, int64_t id, int expected) {
+    syncstore_error err;
+    syncstore_store *store = NULL;
+    char config[128];
+    snprintf(config, sizeof config, "{\"storeName\":\"%s\"}", name);
+    if (syncstore_open(dir, config, &store, &err) != SYNCSTORE_OK) return 1;
+    char *out = NULL;
+    int rc = syncstore_get_sync_status(store, id, &out, &err);
+    syncstore_free(out);
+    int ok = rc == expected && (expected != SYNCSTORE_ERR_BUSY || err.retryable);
+    /* the store itself stays usable */
+    ok = ok && soup_count(store, "contacts", NULL) >= 0;
+    if (!ok) fprintf(stderr, "second process: rc %d (%s)\n", rc, rc ? err.message : "");
+    syncstore_close(store, &err);
+    return ok ? 0 : 1;
+}
+
+static int run_second_process(const char *name, int64_t id, int expected) {
+    char id_text[32], expected_text[16];
+    snprintf(id_text, sizeof id_text, "%lld", (long long)id);
+    snprintf(expected_text, sizeof expected_text, "%d", expected);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_sync_down", "--second-process", root, name, id_text, expected_text, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Only one process runs a store's syncs: while this one has the store open (here running a slow
+ * sync), another process opening it gets BUSY from sync calls, before its sync engine could
+ * take the running sync for one a crash left RUNNING; once this process has closed it, it may. */
+static void test_second_process(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=1000", "--faults", "GET */query* latency=400", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_store("shared", &server);
+    syncstore_error err;
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT LastName FROM Contact\",\"maxBatchSize\":200}",
+                               "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    CHECK(run_second_process("shared", id, SYNCSTORE_ERR_BUSY) == 0);
+    json_t *state = wait_state(store, id);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    json_decref(state);
+    CHECK(soup_count(store, "contacts", NULL) == 1000);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    CHECK(run_second_process("shared", id, SYNCSTORE_OK) == 0);
+    devserver_stop(&server);
+}
+
 int main(int argc, char **argv) {
+    if (argc == 6 && !strcmp(argv[1], "--second-process")) return second_process(argv[2], argv[3], atoll(argv[4]), atoi(argv[5]));
     if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
     root = argv[1];
     binary = argv[2];
@@ -462,5 +520,7 @@ int main(int argc, char **argv) {
     test_multi_soup_targets();
     fprintf(stderr, "-- test_tls\n");
     test_tls();
+    fprintf(stderr, "-- test_second_process\n");
+    test_second_process();
     return check_finish();
 }

@@ -15,9 +15,12 @@ public final class SyncManager: @unchecked Sendable {
     /// After stop(), new runs are refused until restart() (as in the SDK).
     private var paused = false
     private var closed = false
+    private let engineLock: SyncEngineLock
 
     init(store: SmartStore) throws {
         self.store = store
+        // Before RUNNING states are taken for a crash's leftovers: they may be another process's.
+        engineLock = try SyncEngineLock(databasePath: store.path)
         states = try SyncStateStore(store: store)
         try states.stopOrphans()
     }
@@ -301,6 +304,7 @@ public final class SyncManager: @unchecked Sendable {
         lock.withLock { closed = true }
         tracker.cancelAll()
         worker.finish()
+        engineLock.release()
     }
 
     /// Stops the runs one handle started and waits for their terminal callbacks.
