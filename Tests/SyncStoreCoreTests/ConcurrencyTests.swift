@@ -263,6 +263,11 @@ final class SharedFileTests: StoreTestCase {
         let a = try SmartStore(path: dbPath)
         let b = try SmartStore(path: dbPath)
         try a.registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        XCTAssertTrue(b.soupExists("s"))
+        try a.registerSoup("t", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        XCTAssertEqual(b.soupNames, ["s", "t"])
+        try b.removeSoup("t")
+        XCTAssertFalse(a.soupExists("t"))
         // b learns of the soup a registered.
         func ids(_ store: SmartStore, _ json: String) throws -> [Int64] {
             try entries(store.upsert(soup: "s", entriesJSON: json)).compactMap { int($0["_soupEntryId"]) }

@@ -17,6 +17,8 @@ public final class SmartStore: @unchecked Sendable {
     private var catalogVersion = 0
     /// True from the start of an alterSoup until its new indexes are published or rolled back.
     private var alterInFlight = false
+    /// True while a write transaction of this process runs (under catalogLock).
+    private var writeInFlight = false
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     private var nextIds: [String: Int64] = [:]
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
@@ -68,6 +70,8 @@ public final class SmartStore: @unchecked Sendable {
     /// writer never sees a catalog that disagrees with the committed schema.
     func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
         try writeLock.withLock {
+            catalogLock.withLock { writeInFlight = true }
+            defer { catalogLock.withLock { writeInFlight = false } }
             do {
                 let result = try writer.transaction {
                     try reloadIfChangedElsewhere()
@@ -164,12 +168,19 @@ public final class SmartStore: @unchecked Sendable {
         })
     }
 
-    public func soupExists(_ name: String) -> Bool { soup(name) != nil }
+    /// Answers from the file's catalog, so soups other processes registered or removed count.
+    public func soupExists(_ name: String) -> Bool {
+        adoptCatalogFromFile()
+        return soup(name) != nil
+    }
 
-    public var soupNames: [String] { catalogLock.withLock { soups.keys.sorted() } }
+    /// The soups in the file (the catalog is re-read, so other processes' changes show).
+    public var soupNames: [String] {
+        adoptCatalogFromFile()
+        return catalogLock.withLock { soups.keys.sorted() }
+    }
 
     public func removeSoup(_ name: String) throws {
-        guard soup(name) != nil else { return }
         try write({ db in
             guard let info = self.soup(name) else { return }
             try SoupCatalog.drop(db, info)
@@ -380,9 +391,12 @@ public final class SmartStore: @unchecked Sendable {
     /// process changed soups), the file's wins and the catalog version moves, so the read is
     /// planned again.
     private func adoptCatalogFromFile() {
+        let before = catalogLock.withLock { catalogVersion }
         guard let fromFile = try? readers.withReader({ try SoupCatalog.loadAll($0) }) else { return }
         catalogLock.withLock {
-            guard !alterInFlight else { return }
+            // This process's own catalog changes are published by its writes; a file read that
+            // may predate one of them, or overlap one, is not adopted.
+            guard !alterInFlight, !writeInFlight, catalogVersion == before else { return }
             let same = fromFile.count == soups.count && fromFile.allSatisfy { name, info in
                 soups[name].map { $0.table == info.table && $0.indexes.map(\.columnName) == info.indexes.map(\.columnName) } ?? false
             }
