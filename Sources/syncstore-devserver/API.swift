@@ -86,6 +86,9 @@ final class API: @unchecked Sendable {
     let cursors = CursorStore()
     var baseURL = "http://127.0.0.1"
     var minBatchSize = 200
+    /// Records per query page when the request asks for no batch size (the API's is 2000, and
+    /// it may choose fewer for wide records).
+    var defaultBatchSize = 2000
     /// Children of one parent returned inline by a child subquery; the rest are paged.
     var childBatchSize = 200
     static let minVersion = 50

@@ -45,6 +45,7 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Fault injection spec (grammar above).") var faults: String?
     @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
+    @Option(help: "Records per query page when the request sets no batchSize (the API's is 2000; it may send fewer for wide records).") var defaultBatchSize = 2000
     @Option(help: "Children per parent returned inline by a child subquery; more are paged through the nested result's nextRecordsUrl.") var childBatchSize = 200
     @Flag(help: "Enable /__devserver/faults (change faults at run time) and /__devserver/import.") var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
@@ -55,6 +56,7 @@ struct DevServerCommand: AsyncParsableCommand {
         guard (1...315_360_000).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 1 s to 10 years") }
         guard (1...2000).contains(minBatchSize) else { throw ValidationError("--min-batch-size must be 1...2000") }
         guard (1...2000).contains(childBatchSize) else { throw ValidationError("--child-batch-size must be 1...2000") }
+        guard (1...2000).contains(defaultBatchSize) else { throw ValidationError("--default-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
     }
@@ -85,6 +87,7 @@ struct DevServerCommand: AsyncParsableCommand {
         let api = API(store: store, auth: auth)
         api.minBatchSize = minBatchSize
         api.childBatchSize = childBatchSize
+        api.defaultBatchSize = defaultBatchSize
         let faultState = Faults()
         if let faults { try faultState.set(faults) }
 

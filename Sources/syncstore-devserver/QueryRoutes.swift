@@ -40,7 +40,6 @@ final class CursorStore {
 }
 
 extension API {
-    static let defaultBatchSize = 2000
 
     /// `Sforce-Query-Options: batchSize=N`, clamped to the API's 200...2000 (the lower bound is
     /// `--min-batch-size`, so tests can page through small data sets).
@@ -80,7 +79,7 @@ extension API {
             // SQLITE_ERROR while preparing: a query too large or deep for SQLite's limits.
             throw APIError(400, "MALFORMED_QUERY", "Query is too complex: \(e.message)")
         }
-        let batch = batchSize(req) ?? API.defaultBatchSize
+        let batch = batchSize(req) ?? defaultBatchSize
         var locator: String?
         let paged = hasChildQuery ? try pageChildren(result, version: version) : result
         if paged.count > batch { locator = cursors.open(paged, batchSize: batch) }
@@ -106,7 +105,7 @@ extension API {
                     children.data.append(contentsOf: w.bytes)
                     children.data.append(UInt8(ascii: ","))
                 }
-                let locator = cursors.open(children, batchSize: API.defaultBatchSize)
+                let locator = cursors.open(children, batchSize: defaultBatchSize)
                 pairs[k] = (key, .object([
                     ("totalSize", .int(Int64(records.count))), ("done", .bool(false)),
                     ("nextRecordsUrl", .string("/services/data/v\(version)/query/\(locator)-\(childBatchSize)")),

@@ -280,10 +280,11 @@ static void test_ghosts(void) {
     devserver_stop(&server);
 }
 
-/* Other targets: sosl, mru, refresh. */
+/* Other targets: sosl, mru, refresh. The server sends query pages of 7 records, so mru and
+ * refresh must follow nextRecordsUrl within a query (refresh: within one chunk of ids). */
 static void test_other_targets(void) {
     devserver server;
-    const char *args[] = {"--seed", "Contact=30,Account=10", NULL};
+    const char *args[] = {"--seed", "Contact=30,Account=10", "--default-batch-size", "7", NULL};
     devserver_start(&server, binary, args);
     syncstore_store *store = open_store("targets", &server);
     syncstore_error err;
@@ -304,18 +305,30 @@ static void test_other_targets(void) {
     if (strcmp(status_of(state), "DONE")) fprintf(stderr, "mru: %s\n", json_string_value(json_object_get(state, "error")));
     json_decref(state);
 
-    /* refresh: change the server copy of the record we hold, refresh brings it back */
-    json_t *entry = find_entry(store, "contacts", "LastName", "Zyxwvut");
-    char path[256];
-    snprintf(path, sizeof path, "sobjects/Contact/%s", entry ? json_string_value(json_object_get(entry, "Id")) : "none");
-    json_decref(entry);
-    json_decref(devserver_call(&server, "PATCH", path, "{\"FirstName\":\"Refreshed\"}", NULL));
+    /* refresh: hold all 31 contacts, change three server copies spread over the pages (first,
+     * middle, last by Id), refresh brings all three back */
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT LastName, FirstName FROM Contact\"}",
+                               "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_decref(wait_state(store, id));
+    CHECK(soup_count(store, "contacts", NULL) == 31);
+    int picks[] = {0, 15, 30};
+    for (size_t i = 0; i < 3; i++) {
+        char query[128], path[256];
+        snprintf(query, sizeof query, "query?q=SELECT+Id+FROM+Contact+ORDER+BY+Id+LIMIT+1+OFFSET+%d", picks[i]);
+        json_t *one = devserver_call(&server, "GET", query, NULL, NULL);
+        const char *picked = json_string_value(json_object_get(json_array_get(json_object_get(one, "records"), 0), "Id"));
+        CHECK(picked != NULL);
+        snprintf(path, sizeof path, "sobjects/Contact/%s", picked ? picked : "none");
+        json_decref(devserver_call(&server, "PATCH", path, "{\"FirstName\":\"Refreshed\"}", NULL));
+        json_decref(one);
+    }
     EXPECT(syncstore_sync_down(store, "{\"type\":\"refresh\",\"sobjectType\":\"Contact\",\"fieldlist\":[\"Id\",\"LastName\",\"FirstName\"]}",
                                "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
     state = wait_state(store, id);
     CHECK(strcmp(status_of(state), "DONE") == 0);
     json_decref(state);
-    CHECK(soup_count(store, "contacts", "json_extract({contacts:_soup}, '$.FirstName') = 'Refreshed'") == 1);
+    CHECK(soup_count(store, "contacts", "json_extract({contacts:_soup}, '$.FirstName') = 'Refreshed'") == 3);
+    CHECK(soup_count(store, "contacts", NULL) == 31);
     EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
     devserver_stop(&server);
 }

@@ -130,16 +130,18 @@ struct RefreshTarget: CommonKeysTarget {
         }
     }
 
-    private func fetch(_ ctx: SyncContext, ids: [String], offset: Int) throws -> DownPage {
+    /// The page of chunk `offset`: the chunk's query, or `path`, the server's next page of it
+    /// (a server may answer a chunk in several pages). `next` is "<offset>" for the next chunk
+    /// or "<offset> <nextRecordsUrl>" for the rest of this one.
+    private func fetch(_ ctx: SyncContext, ids: [String], offset: Int, path: String? = nil) throws -> DownPage {
         let slice = Array(ids[offset..<min(ids.count, offset + RefreshTarget.chunk)])
         var fields = fieldlist
         for f in [idFieldName, modificationDateFieldName] where !fields.contains(where: { $0.caseInsensitiveEquals(f) }) { fields.append(f) }
         let soql = "SELECT \(fields.joined(separator: ", ")) FROM \(sobjectType) WHERE Id IN (\(SoqlLiteral.list(slice)))"
-        // One query page holds a whole chunk: the default batch size (2000) is above it.
-        let page = try QueryPaging.fetch(ctx, QueryPaging.queryPath(soql), common: common, soupName: soupName)
+        let page = try QueryPaging.fetch(ctx, path ?? QueryPaging.queryPath(soql), common: common, soupName: soupName)
         let nextOffset = offset + RefreshTarget.chunk
-        return DownPage(owner: page.owner, groups: page.groups,
-                        totalSize: Int64(ids.count), next: nextOffset < ids.count ? String(nextOffset) : nil)
+        let next = page.next.map { "\(offset) \($0)" } ?? (nextOffset < ids.count ? String(nextOffset) : nil)
+        return DownPage(owner: page.owner, groups: page.groups, totalSize: Int64(ids.count), next: next)
     }
 
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
@@ -149,8 +151,11 @@ struct RefreshTarget: CommonKeysTarget {
     }
 
     func nextPage(_ ctx: SyncContext, after page: DownPage) throws -> DownPage {
-        guard let next = page.next, let offset = Int(next) else { throw StoreError(.internal, "nextPage called after the last page") }
-        return try fetch(ctx, ids: try localIds(ctx), offset: offset)
+        let parts = page.next?.split(separator: " ", maxSplits: 1) ?? []
+        guard let first = parts.first, let offset = Int(first) else { throw StoreError(.internal, "nextPage called after the last page") }
+        let ids = try localIds(ctx)
+        guard offset < ids.count else { return DownPage(owner: [], groups: [], totalSize: Int64(ids.count), next: nil) }
+        return try fetch(ctx, ids: ids, offset: offset, path: parts.count > 1 ? String(parts[1]) : nil)
     }
 
     /// Ghosts of a refresh target are local records the server no longer has.
