@@ -40,7 +40,6 @@ final class CursorStore {
 }
 
 extension API {
-
     /// `Sforce-Query-Options: batchSize=N`, clamped to the API's 200...2000 (the lower bound is
     /// `--min-batch-size`, so tests can page through small data sets).
     func batchSize(_ req: APIRequest) -> Int? {
@@ -66,7 +65,7 @@ extension API {
         guard let text = req.query["q"], !text.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw APIError(400, "MALFORMED_QUERY", "A query string has to be specified")
         }
-        var result: QueryResult
+        let result: QueryResult
         let hasChildQuery: Bool
         do {
             let q = try SoqlParser.parse(text)
@@ -83,8 +82,7 @@ extension API {
         var locator: String?
         let paged = hasChildQuery ? try pageChildren(result, version: version) : result
         if paged.count > batch { locator = cursors.open(paged, batchSize: batch) }
-        result = paged
-        return APIResponse(status: 200, body: page(result, from: 0, batch: batch, locator: locator, kind: kind, version: version))
+        return APIResponse(status: 200, body: page(paged, from: 0, batch: batch, locator: locator, kind: kind, version: version))
     }
 
     /// Child subquery results longer than `childBatchSize` are cut there, as the API does: the
@@ -93,7 +91,13 @@ extension API {
     func pageChildren(_ result: QueryResult, version: String) throws -> QueryResult {
         var out = QueryResult()
         for i in 0..<result.starts.count {
-            guard case .object(var pairs) = try JSON.parse(Array(result.slice(from: i, count: 1))) else { continue }
+            let record = Array(result.slice(from: i, count: 1))
+            out.starts.append(out.data.count)
+            defer { out.data.append(UInt8(ascii: ",")) }
+            guard case .object(var pairs) = try JSON.parse(record) else {
+                out.data.append(contentsOf: record)
+                continue
+            }
             for (k, (key, value)) in pairs.enumerated() {
                 guard case .object = value, let records = value["records"]?.arrayValue, value["done"] != nil,
                       records.count > childBatchSize else { continue }
@@ -114,9 +118,7 @@ extension API {
             }
             var w = JSONWriter()
             w.value(.object(pairs))
-            out.starts.append(out.data.count)
             out.data.append(contentsOf: w.bytes)
-            out.data.append(UInt8(ascii: ","))
         }
         return out
     }
