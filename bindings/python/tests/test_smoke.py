@@ -79,3 +79,47 @@ def test_store_config_file(store, tmp_path):
     config.write_text(json.dumps({"soups": [{"soupName": "accounts", "indexes": [{"path": "Id", "type": "string"}]}]}))
     store.load_store_config(config)
     assert store.soup_exists("accounts")
+
+
+def test_smart_sql_past_its_time_limit_is_stopped(store):
+    """A valid but huge join stops at the spec's timeoutMs with ARGUMENT; the store stays usable."""
+    store.register_soup("s", [{"path": "n", "type": "integer"}])
+    store.upsert("s", [{"n": i} for i in range(300)])
+    spec = {"queryType": "smart", "pageSize": 1, "timeoutMs": 100,
+            "smartSql": "select count(*) from {s} a, {s} b, {s} c, {s} d where a.{s:n} + b.{s:n} + c.{s:n} + d.{s:n} = -1"}
+    with pytest.raises(syncstore.SyncStoreError) as info:
+        store.run_smart_query(spec)
+    assert info.value.name == "SYNCSTORE_ERR_ARGUMENT" and "timeoutMs" in info.value.message
+    count = store.run_smart_query({"queryType": "smart", "pageSize": 1, "smartSql": "select count(*) from {s}"})
+    assert count["currentPageOrderedEntries"] == [[300]]
+
+
+SECOND_PROCESS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import syncstore
+with syncstore.Store(sys.argv[2], {"storeName": "py"}) as s:
+    try:
+        s.get_sync_status(1)
+        print(json.dumps({"ok": True}))
+    except syncstore.SyncStoreError as e:
+        print(json.dumps({"ok": False, "name": e.name, "retryable": bool(e.retryable)}))
+"""
+
+
+def test_one_process_at_a_time_runs_a_stores_syncs(tmp_path):
+    """While this process has the store's sync engine, sync calls in another process get a
+    retryable BUSY; once it closes the store, they work."""
+    import subprocess
+
+    def other_process():
+        out = subprocess.run([sys.executable, "-c", SECOND_PROCESS, str(Path(__file__).resolve().parents[1]), str(tmp_path)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    store = syncstore.Store(tmp_path, {"storeName": "py"})
+    assert store.get_sync_status(1) is None  # starts this process's sync engine
+    assert other_process() == {"ok": False, "name": "SYNCSTORE_ERR_BUSY", "retryable": True}
+    store.close()
+    assert other_process() == {"ok": True}
