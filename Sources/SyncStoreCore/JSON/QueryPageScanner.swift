@@ -95,11 +95,6 @@ struct ScannedPage {
         }
     }
 
-    /// The text of a text value as a String (nil for other kinds).
-    func string(_ value: ScannedValue) -> String? {
-        withText(value) { String(decoding: $0, as: UTF8.self) }
-    }
-
     /// Scans `bytes`; nil when the text is not a query answer the scanner can read (the caller
     /// then parses it with jansson, which also reports any syntax error).
     static func scan(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
@@ -244,34 +239,40 @@ private struct ByteScanner {
 
     /// An object at p[i] == '{'. With a node, the values of its paths are recorded.
     mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
-        depth += 1
-        defer { depth -= 1 }
-        guard depth <= ByteScanner.maxDepth else { return false }
-        i += 1
-        skipSpace()
-        if at(closeBrace) { i += 1; return true }
         var seen: UInt64 = 0
-        while true {
-            guard let key = memberKey() else { return false }
+        return container(closing: closeBrace) { s in
+            guard let key = s.memberKey() else { return false }
             var match: ScanNode? = nil
             if key.escaped {
-                unsupported = true
+                s.unsupported = true
             } else {
                 for (k, child) in node.children.enumerated() where child.key.count == key.end - key.start
-                    && memcmp(p + key.start, child.key, child.key.count) == 0 {
+                    && memcmp(s.p + key.start, child.key, child.key.count) == 0 {
                     let bit: UInt64 = 1 << UInt64(k)
-                    if seen & bit != 0 || child.reserved { unsupported = true }
+                    if seen & bit != 0 || child.reserved { s.unsupported = true }
                     seen |= bit
                     match = child
                     break
                 }
             }
-            if let match {
-                guard matched(match, values: values, strings: &strings) else { return false }
-            } else {
-                guard skipValue() else { return false }
-            }
-            guard let more = separator(closeBrace) else { return false }
+            guard let match else { return s.skipValue() }
+            return s.matched(match, values: values, strings: &strings)
+        }
+    }
+
+    /// An object or array at p[i]: `element` reads each member or element in turn (the
+    /// separators, the closing `closing` and the depth bound are handled here).
+    @inline(__always) mutating func container(closing: UInt8, _ element: (inout ByteScanner) -> Bool) -> Bool {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= ByteScanner.maxDepth else { return false }
+        i += 1
+        skipSpace()
+        if at(closing) { i += 1; return true }
+        while true {
+            skipSpace()
+            guard element(&self) else { return false }
+            guard let more = separator(closing) else { return false }
             if !more { return true }
         }
     }
@@ -316,30 +317,9 @@ private struct ByteScanner {
         case quote:
             return string() != nil
         case openBrace:
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= ByteScanner.maxDepth else { return false }
-            i += 1
-            skipSpace()
-            if at(closeBrace) { i += 1; return true }
-            while true {
-                guard memberKey() != nil, skipValue() else { return false }
-                guard let more = separator(closeBrace) else { return false }
-                if !more { return true }
-            }
+            return container(closing: closeBrace) { $0.memberKey() != nil && $0.skipValue() }
         case openBracket:
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= ByteScanner.maxDepth else { return false }
-            i += 1
-            skipSpace()
-            if at(closeBracket) { i += 1; return true }
-            while true {
-                skipSpace()
-                guard skipValue() else { return false }
-                guard let more = separator(closeBracket) else { return false }
-                if !more { return true }
-            }
+            return container(closing: closeBracket) { $0.skipValue() }
         default:
             if matchLiteral("true") || matchLiteral("false") || matchLiteral("null") { return true }
             return number(wanted: false) != nil
