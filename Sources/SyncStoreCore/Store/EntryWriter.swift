@@ -10,6 +10,8 @@ final class EntryWriter {
     private let columnPaths: [[String]]
     private let externalPathComponents: [String]
     private let externalIdPath: String?
+    /// The index type external id values are bound with.
+    private let externalIdType: IndexType
     private let insert: Statement
     private let update: Statement
     private let exists: Statement
@@ -42,8 +44,10 @@ final class EntryWriter {
                 throw StoreError.argument("External id path '\(path)' is not indexed on soup '\(soup.name)'; index it or use _soupEntryId")
             }
             lookup = try db.cached("SELECT id, \(LocalFlags.dirtyCondition) FROM \(table) WHERE \(index.expression()) = ? LIMIT 2")
+            externalIdType = index.type
         } else {
             lookup = nil
+            externalIdType = .string
         }
         let text = soup.fullTextIndexes.map(\.columnName)
         if text.isEmpty {
@@ -103,9 +107,8 @@ final class EntryWriter {
     /// Whether `page` was scanned with this writer's plan (the soup's indexes may have changed
     /// since the page was fetched).
     func canStore(_ page: ScannedPage) -> Bool {
-        guard let externalIdPath else { return false }
-        return page.plan.paths.count >= firstExtraSlot && Array(page.plan.paths[..<columns.count]) == columnPaths
-            && page.plan.paths[columns.count] == SoupPath.components(externalIdPath)
+        externalIdPath != nil && page.plan.paths.count >= firstExtraSlot
+            && Array(page.plan.paths[..<columns.count]) == columnPaths && page.plan.paths[columns.count] == externalPathComponents
     }
 
     /// Stores record `k` of a page scanned with `scanPlan` as the text the server sent plus
@@ -144,9 +147,9 @@ final class EntryWriter {
             if last > start { scratch.append(UInt8(ascii: ",")) }
             scratch.append(contentsOf: added.text)
             scratch.append(contentsOf: EntryWriter.entryIdMember)
-            EntryWriter.appendDecimal(id, to: &scratch)
+            scratch.append(contentsOf: String(id).utf8)
             scratch.append(contentsOf: EntryWriter.lastModifiedMember)
-            EntryWriter.appendDecimal(now, to: &scratch)
+            scratch.append(contentsOf: String(now).utf8)
             scratch.append(UInt8(ascii: "}"))
             let text = scratch
             try text.withUnsafeBufferPointer { t in
@@ -175,22 +178,6 @@ final class EntryWriter {
     private static let lastModifiedMember = Array(",\"\(SoupPath.lastModified)\":".utf8)
     /// Reused for each scanned record's text.
     private var scratch: [UInt8] = []
-
-    private static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
-        if value < 0 { out.append(contentsOf: String(value).utf8); return }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var v = value, count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            repeat {
-                d[19 - count] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
-                v /= 10
-                count += 1
-            } while v > 0
-            out.append(contentsOf: d[(20 - count)...])
-        }
-    }
 
     /// Binds a scanned value as `SoupPath.sqlValue` would bind the same JSON value.
     private func bind(_ value: ScannedValue, _ page: ScannedPage, _ bytes: UnsafePointer<UInt8>, type: IndexType,
@@ -262,7 +249,7 @@ final class EntryWriter {
             }
             return (id, false)
         }
-        let key = SoupPath.indexValue(entry, externalPathComponents, for: soup.index(for: path)?.type ?? .string)
+        let key = SoupPath.indexValue(entry, externalPathComponents, for: externalIdType)
         if case .null = key {
             throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
         }
@@ -281,7 +268,7 @@ final class EntryWriter {
             throw StoreError.argument("Entry \(index) has no value at external id path '\(path)'; it cannot be matched")
         }
         lookup.reset()
-        try bind(key, page, bytes, type: soup.index(for: path)?.type ?? .string, to: lookup, at: 1)
+        try bind(key, page, bytes, type: externalIdType, to: lookup, at: 1)
         return try matches(lookup, path: path, index: index)
     }
 
@@ -299,7 +286,8 @@ final class EntryWriter {
 }
 
 /// Members added to each record stored from its text (`EntryWriter.upsert(scanned:)`), as JSON
-/// text and as values, for index columns on them. Values are scalars without text.
+/// text and as values, for index columns on them. Values are booleans and integers (anything
+/// else is written as null).
 final class AddedMembers {
     let values: [(key: String, value: ScannedValue)]
     /// `"k1":v1,"k2":v2,` (no braces; empty when there are none): the store's keys follow.
@@ -307,17 +295,14 @@ final class AddedMembers {
 
     init(_ values: [(key: String, value: ScannedValue)]) {
         self.values = values
-        var parts: [String] = []
+        var json = ""
         for (key, value) in values {
-            let json: String
             switch value {
-            case .bool(let b): json = b ? "true" : "false"
-            case .int(let v): json = String(v)
-            case .real(let v) where v.isFinite: json = "\(v)"
-            default: json = "null"
+            case .bool(let b): json += "\"\(key)\":\(b),"
+            case .int(let v): json += "\"\(key)\":\(v),"
+            default: json += "\"\(key)\":null,"
             }
-            parts.append("\"\(key)\":\(json)")
         }
-        text = parts.isEmpty ? [] : Array((parts.joined(separator: ",") + ",").utf8)
+        text = Array(json.utf8)
     }
 }
