@@ -19,6 +19,8 @@ public final class SmartStore: @unchecked Sendable {
     private var alterInFlight = false
     /// True while a write transaction of this process runs (under catalogLock).
     private var writeInFlight = false
+    /// `PRAGMA schema_version` when the cached catalog last matched the file's (under catalogLock).
+    private var checkedSchemaVersion: Int64 = -1
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     private var nextIds: [String: Int64] = [:]
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
@@ -45,16 +47,9 @@ public final class SmartStore: @unchecked Sendable {
     func requireSoup(_ name: String) throws -> SoupInfo {
         if let info = soup(name) { return info }
         // Another process may have registered it since the catalog was loaded.
-        if let info = try? readers.withReader({ try SoupCatalog.loadAll($0) })[name] {
-            catalogLock.withLock {
-                if soups[name] == nil {
-                    soups[name] = info
-                    catalogVersion += 1
-                }
-            }
-            return soup(name) ?? info
-        }
-        throw StoreError.soupNotFound(name)
+        adoptCatalogFromFile()
+        guard let info = soup(name) else { throw StoreError.soupNotFound(name) }
+        return info
     }
 
     private func setSoup(_ name: String, _ info: SoupInfo?) {
@@ -391,8 +386,13 @@ public final class SmartStore: @unchecked Sendable {
     /// process changed soups), the file's wins and the catalog version moves, so the read is
     /// planned again.
     private func adoptCatalogFromFile() {
-        let before = catalogLock.withLock { catalogVersion }
-        guard let fromFile = try? readers.withReader({ try SoupCatalog.loadAll($0) }) else { return }
+        let (before, checked) = catalogLock.withLock { (catalogVersion, checkedSchemaVersion) }
+        // Every soup change, in any process, changes the schema: an unchanged schema version
+        // means there is nothing to read.
+        guard let (schema, fromFile) = try? readers.withReader({ db -> (Int64, [String: SoupInfo]?) in
+            let schema = try db.scalarInt("PRAGMA schema_version") ?? -1
+            return (schema, schema == checked ? nil : try SoupCatalog.loadAll(db))
+        }), let fromFile else { return }
         catalogLock.withLock {
             // This process's own catalog changes are published by its writes; a file read that
             // may predate one of them, or overlap one, is not adopted.
@@ -404,6 +404,7 @@ public final class SmartStore: @unchecked Sendable {
                 soups = fromFile
                 catalogVersion += 1
             }
+            checkedSchemaVersion = schema
         }
     }
 
