@@ -25,14 +25,9 @@ struct LayoutTarget: SinglePageTarget {
         if let formFactor { query.append(("formFactor", formFactor)) }
         if let recordTypeId { query.append(("recordTypeId", recordTypeId)) }
         let doc = try ctx.rest.json("GET", "ui-api/layout/\(RemoteURL.encode(sobjectType))?\(RemoteURL.query(query))", cancel: ctx.cancel)
-        guard doc.root.isObject else { throw StoreError(.server, "The layout response is not an object") }
-        doc.root.set(idFieldName, owned: JSONMake.string(key))
-        doc.root.set("sobjectType", owned: JSONMake.string(sobjectType))
-        doc.root.set("layoutType", owned: JSONMake.string(layoutType))
-        doc.root.set("mode", owned: JSONMake.string(mode))
-        return page(ctx, owner: doc, records: [doc.root], totalSize: 1, next: nil)
+        return try recordPage(ctx, doc, what: "layout",
+                              fields: [(idFieldName, key), ("sobjectType", sobjectType), ("layoutType", layoutType), ("mode", mode)])
     }
-
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? { [ctx.soupName: [key]] }
 }
@@ -50,11 +45,8 @@ struct MetadataTarget: SinglePageTarget {
 
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
         let doc = try ctx.rest.json("GET", "sobjects/\(RemoteURL.encode(sobjectType))/describe", cancel: ctx.cancel)
-        guard doc.root.isObject else { throw StoreError(.server, "The describe response is not an object") }
-        doc.root.set(idFieldName, owned: JSONMake.string(sobjectType))
-        return page(ctx, owner: doc, records: [doc.root], totalSize: 1, next: nil)
+        return try recordPage(ctx, doc, what: "describe", fields: [(idFieldName, sobjectType)])
     }
-
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? { [ctx.soupName: [sobjectType]] }
 }

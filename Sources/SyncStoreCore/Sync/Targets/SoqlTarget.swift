@@ -5,7 +5,6 @@ struct SoqlTarget: CommonKeysTarget {
     let rewriter: SoqlRewriter
     let batchHeader: [String]
 
-
     init(_ json: JSON) throws {
         common = try TargetCommon(json)
         rewriter = try SoqlRewriter(try common.required("query"))
@@ -50,7 +49,6 @@ struct SoslTarget: SinglePageTarget {
         guard let records, records.isArray else { throw StoreError(.server, "The search response has no searchRecords") }
         return page(ctx, owner: doc, records: records.elements, totalSize: Int64(records.count), next: nil)
     }
-
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
         let page = try firstPage(ctx, since: nil)
