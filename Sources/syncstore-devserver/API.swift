@@ -8,6 +8,8 @@ struct APIRequest {
     /// Lower-cased header names.
     var headers: [String: String]
     var body: [UInt8]
+    /// Fault `repeat-locator`: a query answer's `nextRecordsUrl` names the page just served.
+    var repeatLocator = false
 
     /// Splits a raw (percent-encoded) path and query string.
     init(method: String, rawPath: String, rawQuery: String?, headers: [String: String], body: [UInt8]) {

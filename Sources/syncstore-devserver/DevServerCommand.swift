@@ -21,15 +21,30 @@ struct DevServerCommand: AsyncParsableCommand {
           SPEC := PART (';' PART)*      PART := seed=N | RULE
           RULE := [METHOD] [PATH-GLOB] ITEM...   (space separated)
           ITEM := latency=MS[-MS] | status=CODE | drop=before|after|mid
-                | unauthorized | expire-tokens
+                | unauthorized | expire-tokens | repeat-locator
                 | rate=P | times=N | after=N
         '*' in PATH-GLOB matches anything, '/' included. drop=after handles
-        (commits) the request, then closes the connection unanswered;
-        drop=mid sends half the body. Examples:
+        (commits) the request, then closes the connection unanswered (on
+        every route: sobjects, composite/sobjects, composite, composite/batch);
+        on a kept-alive connection that looks like a stale connection, which
+        libcurl answers by sending the request again. drop=mid sends half the
+        body. repeat-locator (GET query/queryAll only, other requests pass it
+        by): the answer is not done and its nextRecordsUrl names the page
+        just served, so a client that follows it blindly never ends.
+        Examples:
           --faults 'latency=20ms'
           --faults 'POST */sobjects/* drop=after times=1'
           --faults 'seed=7; GET */query* status=503 rate=0.1'
           --faults '* unauthorized after=10 times=3'
+          --faults 'GET */query* repeat-locator times=5'
+
+        CLOCK: --clock-offset SECONDS (negative = behind, |x| <= 86400), or
+        PUT /__devserver/clock with '-600' or {"offsetSeconds": -600} (GET
+        shows it, DELETE resets it; needs --admin), shifts the server clock:
+        CreatedDate/LastModifiedDate/SystemModstamp, the Date header,
+        sobjects/{T}/updated|deleted latestDateCovered, SOQL TODAY etc.
+        Token expiry stays on the real clock. Stamps never go back: after the
+        offset is lowered they advance 1 ms per write until the clock passes.
         """)
 
     @Option(help: "Address to bind (127.0.0.1 or ::1).") var host = "127.0.0.1"
@@ -47,7 +62,8 @@ struct DevServerCommand: AsyncParsableCommand {
     @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
     @Option(help: "Records per query page when the request sets no batchSize (the API's is 2000; it may send fewer for wide records).") var defaultBatchSize = 2000
     @Option(help: "Children per parent returned inline by a child subquery; more are paged through the nested result's nextRecordsUrl.") var childBatchSize = 200
-    @Flag(help: "Enable /__devserver/faults (change faults at run time) and /__devserver/import.") var admin = false
+    @Option(parsing: .unconditional, help: "Shift the server clock by this many seconds (negative: behind; at most one day either way): record stamps, the Date header, updated/deleted windows, SOQL TODAY... (token expiry stays on the real clock).") var clockOffset: String?
+    @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
 
     func validate() throws {
@@ -59,11 +75,16 @@ struct DevServerCommand: AsyncParsableCommand {
         guard (1...2000).contains(defaultBatchSize) else { throw ValidationError("--default-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
+        if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
+            throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
+        }
     }
 
     func run() async throws {
         // swift-log's default handler writes to stderr, so stdout carries only the URL.
         var notes: [String] = []
+        // Before the store opens: imported rows without stamps get the shifted clock too.
+        if let clockOffset, let millis = ClockOffset.parseSeconds(clockOffset) { ClockOffset.shared.set(millis: millis) }
         let schemaJSON: JSON
         if let schema {
             schemaJSON = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: schema))))
@@ -115,12 +136,12 @@ struct DevServerCommand: AsyncParsableCommand {
         var app = try tls.map { tls in
             Application(
                 responder: responder,
-                server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])), tlsConfiguration: tls),
+                server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(), DateHeaderHandler()])), tlsConfiguration: tls),
                 configuration: configuration,
                 onServerRunning: { announce($0.localAddress?.port ?? port) })
         } ?? Application(
             responder: responder,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(), DateHeaderHandler()])),
             configuration: configuration,
             onServerRunning: { announce($0.localAddress?.port ?? port) })
         app.logger.logLevel = verbose ? .info : .warning

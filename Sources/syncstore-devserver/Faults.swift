@@ -6,20 +6,23 @@ import Foundation
 ///     PART   := 'seed=' INT | RULE
 ///     RULE   := [METHOD] [PATH-GLOB] ITEM+          (whitespace separated)
 ///     ITEM   := latency=MS[-MS] | status=CODE | drop=before|after|mid | unauthorized | expire-tokens
-///             | rate=P | times=N | after=N
+///             | repeat-locator | rate=P | times=N | after=N
 ///
 /// METHOD is GET/POST/PATCH/PUT/DELETE (default: any). PATH-GLOB starts with '/' or '*',
 /// '*' matches any run of characters including '/', matched against the path without query
 /// (default: every path). A rule fires with probability `rate` (default 1), skipping its first
 /// `after` matches, at most `times` times. Latency of all firing rules adds up; the first firing
 /// rule with an action decides the action. Randomness comes from `seed` (default 1), so a
-/// sequential client sees the same faults on every run.
+/// sequential client sees the same faults on every run. `repeat-locator` only applies to GET
+/// `query`/`queryAll` requests (first pages and locator pages); other requests pass it by.
 struct FaultRule: CustomStringConvertible {
     enum Action: Equatable {
         case status(Int)
         case dropBefore, dropAfter, dropMid
         case unauthorized
         case expireTokens
+        /// The query answer's `nextRecordsUrl` names the page just served (`done` false).
+        case repeatLocator
     }
 
     var method: String?
@@ -44,6 +47,7 @@ struct FaultRule: CustomStringConvertible {
         case .dropMid?: parts.append("drop=mid")
         case .unauthorized?: parts.append("unauthorized")
         case .expireTokens?: parts.append("expire-tokens")
+        case .repeatLocator?: parts.append("repeat-locator")
         case nil: break
         }
         if rate != 1 { parts.append("rate=\(rate)") }
@@ -127,6 +131,9 @@ final class Faults: @unchecked Sendable {
                 case "expire-tokens":
                     guard value == nil else { throw bad() }
                     try setAction(.expireTokens)
+                case "repeat-locator":
+                    guard value == nil else { throw bad() }
+                    try setAction(.repeatLocator)
                 case "rate":
                     guard let v = value, let p = Double(v), (0...1).contains(p) else { throw bad() }
                     rule.rate = p
@@ -155,6 +162,7 @@ final class Faults: @unchecked Sendable {
                 let r = rules[i]
                 if let m = r.method, m != method { continue }
                 if !Faults.glob(r.glob, matches: path) { continue }
+                if r.action == .repeatLocator && !(method == "GET" && Faults.isQueryPath(path)) { continue }
                 if r.action != nil && d.action != nil { continue }
                 rules[i].seen += 1
                 if rules[i].seen <= r.after { continue }
@@ -166,6 +174,12 @@ final class Faults: @unchecked Sendable {
             }
             return d
         }
+    }
+
+    /// `/services/data/vNN.N/query[...]` or `queryAll[...]`: where `repeat-locator` applies.
+    static func isQueryPath(_ path: String) -> Bool {
+        let s = path.split(separator: "/", omittingEmptySubsequences: true)
+        return s.count >= 4 && s[0] == "services" && s[1] == "data" && (s[3] == "query" || s[3] == "queryAll")
     }
 
     /// '*' matches any run of characters (including '/'); everything else literally.

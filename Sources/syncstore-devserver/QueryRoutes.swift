@@ -60,7 +60,8 @@ extension API {
                 throw APIError(400, "INVALID_QUERY_LOCATOR", "invalid query locator")
             }
             let batch = batchSize(req) ?? cursor.batchSize
-            return APIResponse(status: 200, body: page(cursor.result, from: offset, batch: batch, locator: String(locatorPart[..<dash]), kind: kind, version: version))
+            return APIResponse(status: 200, body: page(cursor.result, from: offset, batch: batch, locator: String(locatorPart[..<dash]), kind: kind, version: version,
+                                                       repeatFrom: req.repeatLocator ? offset : nil))
         }
         guard let text = req.query["q"], !text.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw APIError(400, "MALFORMED_QUERY", "A query string has to be specified")
@@ -81,8 +82,11 @@ extension API {
         let batch = batchSize(req) ?? defaultBatchSize
         var locator: String?
         let paged = hasChildQuery ? try pageChildren(result, version: version) : result
-        if paged.count > batch { locator = cursors.open(paged, batchSize: batch) }
-        return APIResponse(status: 200, body: page(paged, from: 0, batch: batch, locator: locator, kind: kind, version: version))
+        // Fault `repeat-locator`: even a one-page result gets a locator, so its next page can be itself.
+        let repeating = req.repeatLocator && paged.countOnly == nil
+        if paged.count > batch || repeating { locator = cursors.open(paged, batchSize: batch) }
+        return APIResponse(status: 200, body: page(paged, from: 0, batch: batch, locator: locator, kind: kind, version: version,
+                                                   repeatFrom: repeating ? 0 : nil))
     }
 
     /// Child subquery results longer than `childBatchSize` are cut there, as the API does: the
@@ -124,9 +128,15 @@ extension API {
     }
 
     /// `{"totalSize":N,"done":B,"nextRecordsUrl":"...","records":[...]}` written straight from the snapshot.
-    func page(_ r: QueryResult, from: Int, batch: Int, locator: String?, kind: String, version: String) -> [UInt8] {
-        let end = min(from + batch, r.starts.count)
-        let done = r.countOnly != nil || end >= r.starts.count
+    /// `repeatFrom` (fault `repeat-locator`): the next page named is the one at that offset, the
+    /// page being served, and the answer is never `done`.
+    func page(_ r: QueryResult, from: Int, batch: Int, locator: String?, kind: String, version: String, repeatFrom: Int? = nil) -> [UInt8] {
+        var end = min(from + batch, r.starts.count)
+        var done = r.countOnly != nil || end >= r.starts.count
+        if let repeatFrom, locator != nil, r.countOnly == nil {
+            end = repeatFrom
+            done = false
+        }
         let records = r.slice(from: from, count: batch)
         var w = JSONWriter(capacity: records.count + 256)
         w.raw("{\"totalSize\":\(r.count),\"done\":\(done ? "true" : "false"),")

@@ -182,7 +182,7 @@ extension API {
         }
         guard start <= end else { throw APIError(400, "INVALID_REPLICATION_DATE", "start date must be before end date") }
         let rows = try store.changes(obj, deleted: deleted, start: SFTime.format(millis: start), end: SFTime.format(millis: end))
-        let latest = SFTime.format(millis: min(end, SFTime.nowMillis()) / 60_000 * 60_000)
+        let latest = SFTime.format(millis: min(end, SFTime.serverNowMillis()) / 60_000 * 60_000)
         if deleted {
             return APIResponse(status: 200, json: .object([
                 ("deletedRecords", .array(rows.map { .object([("id", .string($0.0)), ("deletedDate", .string($0.1))]) })),

@@ -60,7 +60,7 @@ struct DevResponder: HTTPResponder {
         }
         let decision = faults.decide(method: method, path: path)
         if decision.latencyMillis > 0 { try await Task.sleep(nanoseconds: UInt64(decision.latencyMillis) * 1_000_000) }
-        if decision.action != nil, decision.action != .dropAfter, decision.action != .dropMid {
+        if decision.action != nil, decision.action != .dropAfter, decision.action != .dropMid, decision.action != .repeatLocator {
             log(method, path, "fault", started, decision.action)
         }
         switch decision.action {
@@ -81,12 +81,14 @@ struct DevResponder: HTTPResponder {
         }
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
-        let apiRequest = APIRequest(method: method, rawPath: path, rawQuery: request.uri.query, headers: headers, body: bytes)
+        var apiRequest = APIRequest(method: method, rawPath: path, rawQuery: request.uri.query, headers: headers, body: bytes)
+        apiRequest.repeatLocator = decision.action == .repeatLocator
+        let handled = apiRequest
         let api = self.api
         // SQLite work runs on one serial queue, not on Swift's small cooperative pool, so a long
         // query never stalls latency sleeps, admin calls or connection handling.
         var resp = await withCheckedContinuation { continuation in
-            DevResponder.storeQueue.async { continuation.resume(returning: api.handle(apiRequest)) }
+            DevResponder.storeQueue.async { continuation.resume(returning: api.handle(handled)) }
         }
         log(method, path, String(resp.status), started, decision.action)
         // Clients (simple-salesforce's api_usage, the SDKs) read this header; counted per process.
@@ -129,6 +131,41 @@ struct DevResponder: HTTPResponder {
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: r.body)))
     }
 
+    /// `/__devserver/clock`: GET shows the offset and both clocks; PUT (or POST) sets the offset in
+    /// seconds (body `-600` or `{"offsetSeconds": -600}`, at most one day either way); DELETE
+    /// sets it back to 0. Answers `{"offsetSeconds", "serverTime", "realTime"}`.
+    private func clock(method: String, body: [UInt8]) -> APIResponse {
+        switch method {
+        case "GET":
+            break
+        case "PUT", "POST":
+            let text = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            var millis = ClockOffset.parseSeconds(text)
+            if millis == nil, let json = try? JSON.parse(body), let value = json["offsetSeconds"] {
+                switch value {
+                case .int(let i): millis = ClockOffset.parseSeconds(String(i))
+                case .double(let d): millis = ClockOffset.parseSeconds(String(d))
+                case .string(let s): millis = ClockOffset.parseSeconds(s)
+                default: break
+                }
+            }
+            guard let millis, ClockOffset.shared.set(millis: millis) else {
+                return APIResponse(error: APIError(400, "INVALID_INPUT", "The clock offset must be a number of seconds within one day (-86400...86400): '\(text)'"))
+            }
+        case "DELETE":
+            ClockOffset.shared.set(millis: 0)
+        default:
+            return APIResponse(error: APIError.methodNotAllowed(method, allowed: ["GET", "PUT", "DELETE"]))
+        }
+        let offset = ClockOffset.shared.millis
+        let seconds: JSON = offset % 1000 == 0 ? .int(offset / 1000) : .double(Double(offset) / 1000)
+        return APIResponse(status: 200, json: .object([
+            ("offsetSeconds", seconds),
+            ("serverTime", .string(SFTime.format(millis: SFTime.serverNowMillis()))),
+            ("realTime", .string(SFTime.format(millis: SFTime.nowMillis()))),
+        ]))
+    }
+
     /// `/__devserver/faults`: GET shows the rules and counters, PUT replaces the spec, DELETE clears it.
     /// `POST /__devserver/import`: loads records as `--import` does (explicit ids and timestamps,
     /// e.g. to make LastModifiedDate ties mid-test); answers `{"imported": N}`.
@@ -146,6 +183,7 @@ struct DevResponder: HTTPResponder {
                 return APIResponse(error: APIError(400, "INVALID_INPUT", "\(error)"))
             }
         }
+        if path == "/__devserver/clock" { return clock(method: method, body: body) }
         guard path == "/__devserver/faults" else { return APIResponse(error: .notFound) }
         let text: [(String, String)] = [("Content-Type", "text/plain; charset=utf-8")]
         switch method {

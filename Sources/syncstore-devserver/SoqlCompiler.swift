@@ -74,7 +74,7 @@ final class SoqlCompiler {
     private var aliasCounter = 0
     private let todayDays: Int
 
-    init(schema: Schema, version: String, nowMillis: Int64 = SFTime.nowMillis()) {
+    init(schema: Schema, version: String, nowMillis: Int64 = SFTime.serverNowMillis()) {
         self.schema = schema
         self.version = version
         self.todayDays = Int(nowMillis / 86_400_000)

@@ -4,11 +4,18 @@ import Foundation
 /// Stored in SQLite in exactly this text form so that text order is time order and query
 /// results can be emitted without conversion.
 enum SFTime {
+    /// The real clock. Only bookkeeping that must not move with `--clock-offset` (token expiry,
+    /// cursor idling, request logs) reads it; everything a client sees uses `serverNowMillis()`.
     static func nowMillis() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
+
+    /// The server's clock: the real clock shifted by `--clock-offset` (or
+    /// `PUT /__devserver/clock`). Record stamps, the `Date` header, the `updated`/`deleted`
+    /// windows and SOQL date literals all read this one.
+    static func serverNowMillis() -> Int64 { nowMillis() + ClockOffset.shared.millis }
 
     // Days from civil, after H. Hinnant's public-domain algorithm.
     static func days(year: Int, month: Int, day: Int) -> Int {
@@ -148,7 +155,37 @@ enum SFTime {
     }
 }
 
-/// Hands out strictly increasing write timestamps (ms), so SystemModstamp never repeats.
+/// The server clock's shift from the real clock (fault injection: a server whose clock is ahead
+/// of or behind its clients'). At most one day either way.
+final class ClockOffset: @unchecked Sendable {
+    static let shared = ClockOffset()
+    static let maxMillis: Int64 = 86_400_000
+    private let lock = NSLock()
+    private var value: Int64 = 0
+
+    var millis: Int64 { lock.withLock { value } }
+
+    /// Sets the offset in milliseconds; false (and unchanged) when it is beyond one day.
+    @discardableResult
+    func set(millis: Int64) -> Bool {
+        guard abs(millis) <= ClockOffset.maxMillis else { return false }
+        lock.withLock { value = millis }
+        return true
+    }
+
+    /// Parses seconds as given on the command line or to the admin endpoint: `-600`, `+90`,
+    /// `1.5`. nil when malformed or beyond one day.
+    static func parseSeconds(_ text: String) -> Int64? {
+        let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let seconds = Double(t.hasPrefix("+") ? String(t.dropFirst()) : t), seconds.isFinite,
+              abs(seconds) <= Double(maxMillis / 1000) else { return nil }
+        return Int64((seconds * 1000).rounded())
+    }
+}
+
+/// Hands out strictly increasing write timestamps (ms) from the server clock, so SystemModstamp
+/// never repeats and never goes back: when the clock offset is lowered at run time, stamps go on
+/// one millisecond apart until the shifted clock passes the last one (as an org's would).
 final class WriteClock: @unchecked Sendable {
     private var last: Int64 = 0
     private let lock = NSLock()
@@ -157,7 +194,7 @@ final class WriteClock: @unchecked Sendable {
 
     func next() -> Int64 {
         lock.withLock {
-            last = max(SFTime.nowMillis(), last + 1)
+            last = max(SFTime.serverNowMillis(), last + 1)
             return last
         }
     }
