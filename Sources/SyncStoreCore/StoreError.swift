@@ -33,3 +33,20 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         StoreError(.notFound, "Soup '\(soup)' does not exist; register it first")
     }
 }
+
+/// Server text kept in sync states, callbacks and `__last_error__` is bounded: a misbehaving
+/// server must not copy megabytes into every status callback.
+enum MessageLimit {
+    static let bytes = 4096
+
+    /// `text` cut to at most `bytes` UTF-8 bytes (on a character boundary), saying how much was cut.
+    static func bound(_ text: String) -> String {
+        let utf8 = text.utf8
+        guard utf8.count > bytes else { return text }
+        var end = utf8.index(utf8.startIndex, offsetBy: bytes - 64)
+        // Back up to the start of a UTF-8 sequence.
+        while end > utf8.startIndex, (utf8[end] & 0xC0) == 0x80 { end = utf8.index(before: end) }
+        let kept = String(decoding: utf8[utf8.startIndex..<end], as: UTF8.self)
+        return kept + " … [\(utf8.count - utf8.distance(from: utf8.startIndex, to: end)) more bytes cut]"
+    }
+}

@@ -97,7 +97,8 @@ final class DevServerProcess {
     let url: String
     static let token = "swift-test-token"
 
-    init(_ arguments: [String]) throws {
+    /// `logPath`: where the server's stderr goes (default: the test's own).
+    init(_ arguments: [String], logPath: String? = nil) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let binary = ProcessInfo.processInfo.environment["SYNCSTORE_DEVSERVER"] ?? root.appendingPathComponent(".build/debug/syncstore-devserver").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
@@ -107,6 +108,10 @@ final class DevServerProcess {
         process.arguments = ["--host", "127.0.0.1", "--port", "0", "--token", DevServerProcess.token] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
+        if let logPath {
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: logPath)
+        }
         try process.run()
         var line = Data()
         while true {

@@ -12,6 +12,8 @@ struct HTTPRequest {
 struct HTTPResponse {
     let status: Int
     let body: [UInt8]
+    /// The server's clock from its `Date` header (epoch ms, whole seconds), when it sent one.
+    var date: Int64? = nil
 
     var text: String { String(decoding: body, as: UTF8.self) }
     var isSuccess: Bool { status >= 200 && status < 300 }
@@ -57,7 +59,7 @@ final class HTTPClient {
     /// (retryable), a cancelled transfer throws STATE.
     func perform(_ request: HTTPRequest, settings: HTTPSettings, cancel: CancelFlag?) throws -> HTTPResponse {
         curl_easy_reset(handle)
-        let sink = ResponseSink(cancel: cancel)
+        let sink = ResponseSink(cancel: cancel, body: request.body ?? [])
         let context = Unmanaged.passUnretained(sink).toOpaque()
         var headers: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(headers) }
@@ -81,6 +83,14 @@ final class HTTPClient {
         if rc == CURLE_OK { rc = ccurl_setopt_ptr(handle, CURLOPT_HTTPHEADER, headers) }
         if rc == CURLE_OK { rc = ccurl_set_writer(handle, responseWriter, context) }
         if rc == CURLE_OK { rc = ccurl_set_progress(handle, transferProgress, context) }
+        if rc == CURLE_OK { rc = ccurl_set_header_fn(handle, headerReader, context) }
+        // The body goes through a read callback that cannot rewind: libcurl then never resends
+        // it by itself (see ccurl_set_reader); retries are the REST client's decision alone.
+        if request.body != nil || request.method == "POST" || request.method == "PATCH" {
+            if request.method != "POST" { set(CURLOPT_POST, 1) }
+            if rc == CURLE_OK { rc = ccurl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(sink.body.count)) }
+            if rc == CURLE_OK { rc = ccurl_set_reader(handle, requestReader, context) }
+        }
         switch request.method {
         case "GET": set(CURLOPT_HTTPGET, 1)
         case "POST": set(CURLOPT_POST, 1)
@@ -89,17 +99,13 @@ final class HTTPClient {
         guard rc == CURLE_OK else {
             throw StoreError(.internal, "libcurl refused an option: \(String(cString: curl_easy_strerror(rc)))")
         }
-
-        let body = request.body ?? []
-        let result: CURLcode = body.withUnsafeBytes { raw -> CURLcode in
-            if request.body != nil || request.method == "POST" || request.method == "PATCH" {
-                _ = ccurl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-                _ = ccurl_setopt_ptr(handle, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-            }
-            return curl_easy_perform(handle)
-        }
+        let result = curl_easy_perform(handle)
         if result == CURLE_ABORTED_BY_CALLBACK || (cancel?.isCancelled ?? false) {
             throw StoreError(.state, "The transfer was cancelled because the sync was stopped")
+        }
+        if result == CURLE_SEND_FAIL_REWIND {
+            throw StoreError(.network, "\(request.method) \(RemoteURL.redacted(request.url)): the connection closed after the request was sent, so the server may have applied it; it was not sent again",
+                             retryable: true)
         }
         guard result == CURLE_OK else {
             throw StoreError(.network, "\(request.method) \(RemoteURL.redacted(request.url)) failed: \(String(cString: curl_easy_strerror(result)))",
@@ -107,15 +113,48 @@ final class HTTPClient {
         }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPResponse(status: status, body: sink.bytes)
+        return HTTPResponse(status: status, body: sink.bytes, date: sink.date)
     }
 }
 
-/// Collects the body; carries the cancel flag to the progress callback.
+/// One transfer's state shared with libcurl's callbacks: the request body and how much of it
+/// was read, the response body and Date header, the cancel flag.
 private final class ResponseSink {
     var bytes: [UInt8] = []
+    var date: Int64? = nil
+    let body: [UInt8]
+    var sent = 0
     let cancel: CancelFlag?
-    init(cancel: CancelFlag?) { self.cancel = cancel }
+    init(cancel: CancelFlag?, body: [UInt8]) {
+        self.cancel = cancel
+        self.body = body
+    }
+}
+
+private let requestReader: ccurl_read_fn = { buffer, size, count, context in
+    guard let buffer, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let n = min(size * count, sink.body.count - sink.sent)
+    guard n > 0 else { return 0 }
+    sink.body.withUnsafeBytes { raw in
+        if let base = raw.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base + sink.sent, byteCount: n) }
+    }
+    sink.sent += n
+    return n
+}
+
+private let headerReader: ccurl_write_fn = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
+    let n = size * count
+    // "Date: Mon, 23 Nov 2026 09:31:49 GMT\r\n"; a new status line (after a 100 Continue) starts over.
+    let line = data.withMemoryRebound(to: UInt8.self, capacity: n) { String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self) }
+    if line.hasPrefix("HTTP/") {
+        sink.date = nil
+    } else if line.count > 5, line.prefix(5).lowercased() == "date:" {
+        sink.date = Timestamp.parseHTTPDate(String(line.dropFirst(5)).trimmingSpaces())
+    }
+    return n
 }
 
 private let responseWriter: ccurl_write_fn = { data, size, count, context in

@@ -8,6 +8,8 @@ final class RestClient: @unchecked Sendable {
     private let lock = Lock()
     private var config: RemoteConfig
     private var idle: [HTTPClient] = []
+    /// Server clock minus ours, from the Date header of the latest answer (nil before one).
+    private var clockOffset: Int64?
 
     init(config: RemoteConfig) { self.config = config }
 
@@ -22,12 +24,20 @@ final class RestClient: @unchecked Sendable {
         return "\(c.instanceURL)/services/data/\(c.apiVersion)/\(path)"
     }
 
+    /// The server's time now, estimated from the Date header of its latest answer (which has
+    /// whole seconds: the estimate is within half a second), nil before any answer.
+    var serverNow: Int64? {
+        lock.withLock { clockOffset }.map { Clock.nowMillis() + $0 + 500 }
+    }
+
     /// Sends a request and returns the response whatever its status, after auth handling and
     /// retries. Throws NETWORK when the server cannot be reached, AUTH when the token is
-    /// refused and cannot be refreshed, STATE when cancelled.
+    /// refused and cannot be refreshed, STATE when cancelled. Only idempotent requests (by
+    /// default every method but POST; reads sent as POST say so) are sent again after a
+    /// transport failure or a 5xx: a write whose answer was lost is the caller's to reconcile.
     func send(_ method: String, _ path: String, body: [UInt8]? = nil, headers extra: [String] = [],
-              cancel: CancelFlag? = nil) throws -> HTTPResponse {
-        let idempotent = method != "POST"
+              idempotent: Bool? = nil, cancel: CancelFlag? = nil) throws -> HTTPResponse {
+        let idempotent = idempotent ?? (method != "POST")
         var refreshed = false
         var attempt = 0
         while true {
@@ -40,6 +50,7 @@ final class RestClient: @unchecked Sendable {
             let response: HTTPResponse
             do {
                 response = try withClient { try $0.perform(request, settings: c.http, cancel: cancel) }
+                if let date = response.date { lock.withLock { clockOffset = date - Clock.nowMillis() } }
             } catch let error as StoreError where error.code == .network && idempotent && attempt < c.maxAttempts {
                 try backoff(attempt, c, cancel)
                 continue
@@ -63,16 +74,17 @@ final class RestClient: @unchecked Sendable {
 
     /// Sends and returns the answer's body; any non-2xx status is an error.
     func body(_ method: String, _ path: String, body: [UInt8]? = nil, headers: [String] = [],
-              cancel: CancelFlag? = nil) throws -> [UInt8] {
-        let response = try send(method, path, body: body, headers: headers, cancel: cancel)
+              idempotent: Bool? = nil, cancel: CancelFlag? = nil) throws -> [UInt8] {
+        let response = try send(method, path, body: body, headers: headers, idempotent: idempotent, cancel: cancel)
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
         return response.body
     }
 
     /// Sends and parses a JSON answer; any non-2xx status is an error.
     func json(_ method: String, _ path: String, body: [UInt8]? = nil, headers: [String] = [],
-              cancel: CancelFlag? = nil) throws -> JSONDocument {
-        try RestClient.parse(try self.body(method, path, body: body, headers: headers, cancel: cancel), method: method, path: path)
+              idempotent: Bool? = nil, cancel: CancelFlag? = nil) throws -> JSONDocument {
+        try RestClient.parse(try self.body(method, path, body: body, headers: headers, idempotent: idempotent, cancel: cancel),
+                             method: method, path: path)
     }
 
     /// Parses an answer's body; an empty body is JSON null.
@@ -110,7 +122,7 @@ final class RestClient: @unchecked Sendable {
             if let code = first?["errorCode"]?.string ?? first?["error"]?.string { text += " \(code)" }
             if let message = first?["message"]?.string ?? first?["error_description"]?.string { text += ": \(message)" }
         }
-        return text
+        return MessageLimit.bound(text)
     }
 
     private func backoff(_ attempt: Int, _ c: RemoteConfig, _ cancel: CancelFlag?) throws {

@@ -70,6 +70,19 @@ enum Timestamp {
         return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(Int(secs / 3600), 2)):\(pad(Int(secs % 3600 / 60), 2)):\(pad(Int(secs % 60), 2)).\(pad(Int(ms), 3))Z"
     }
 
+    /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 IMF-fixdate) in epoch ms.
+    static func parseHTTPDate(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]),
+              let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].firstIndex(of: String(parts[2])),
+              (1...31).contains(day) else { return nil }
+        let time = parts[4].split(separator: ":")
+        guard time.count == 3, let h = Int(time[0]), let m = Int(time[1]), let sec = Int(time[2]),
+              (0..<24).contains(h), (0..<60).contains(m), (0...60).contains(sec) else { return nil }
+        let days = daysFromCivil(year, month + 1, day)
+        return (Int64(days) * 86_400 + Int64(h * 3600 + m * 60 + sec)) * 1000
+    }
+
     // Howard Hinnant's days-from-civil algorithms (proleptic Gregorian calendar).
     private static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
         let y = m <= 2 ? y0 - 1 : y0

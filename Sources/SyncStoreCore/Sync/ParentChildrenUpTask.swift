@@ -8,6 +8,8 @@
 /// composite request (at most 25 subrequests; more children continue in further requests); a
 /// created parent's children reference it as `@{parent.id}`. Outcomes of a parent and its
 /// children, and the rewrite of temporary parent ids in children, commit in one transaction.
+/// Creates are marked before the request as in SyncUpTask, so after a lost answer a re-run
+/// adopts the parent and children the first request made instead of creating them twice.
 struct ParentChildrenUpTask {
     static let maxSubrequests = 25
     let ctx: SyncContext
@@ -90,6 +92,7 @@ struct ParentChildrenUpTask {
     }
 
     private func push(parentEntryId: Int64, children: [SyncUpTask.Item], parentInfo: SoupInfo, childInfo: SoupInfo, state: inout SyncState) throws {
+        var children = children
         var parentItems = try parentTask.load([parentEntryId], info: parentInfo)
         // A clean parent of dirty children is loaded for its id only.
         if parentItems.isEmpty {
@@ -100,15 +103,37 @@ struct ParentChildrenUpTask {
             parentItems = [SyncUpTask.Item(entryId: parentEntryId, entry: own, action: .update,
                                            type: parentTask.target.sobjectType ?? "", serverId: own.root[parentTask.target.idFieldName]?.string)]
         }
+        let parentDirty = LocalFlags.isSet(parentItems[0].entry.root[LocalFlags.local])
+        let temporaryId = parentItems[0].entry.root[parentTask.target.idFieldName]?.string
+        var parentOutcomes: [SyncUpTask.Outcome] = [.untouched]
+        // Lost answers of earlier runs: adopt what they made; mark what is about to be created.
+        if parentDirty && parentItems[0].action == .create {
+            try parentTask.prepare(&parentItems, &parentOutcomes, info: parentInfo)
+        }
         var parent = parentItems[0]
-        let parentDirty = LocalFlags.isSet(parent.entry.root[LocalFlags.local])
-        let temporaryId = parent.entry.root[parentTask.target.idFieldName]?.string
-        var parentOutcome: SyncUpTask.Outcome = .untouched
+        var parentOutcome = parentOutcomes[0]
+        var parentSent = !parentDirty || parent.action == .localDelete
+        if case .created(let id) = parentOutcome {
+            parent.serverId = id
+            parentSent = true
+        }
+        let parentServerId: String? = {
+            if case .created(let id) = parentOutcome { return id }
+            return parent.action == .create ? nil : parent.serverId
+        }()
         var childOutcomes = [SyncUpTask.Outcome](repeating: .untouched, count: children.count)
+        try childTask.prepare(&children, &childOutcomes, info: childInfo, createFields: { child in
+            // A child made by an earlier request names the parent by its server id.
+            var fields = childTask.target.fields(of: child.entry.root, creating: true, options: options)
+                .filter { !$0.0.caseInsensitiveEquals(parentIdFieldName) }
+            let holder = JSONDocument.object()
+            if let parentServerId { holder.root.set(parentIdFieldName, owned: JSONMake.string(parentServerId)) }
+            if let value = holder.root[parentIdFieldName] { fields.append((parentIdFieldName, value)) }
+            return fields
+        })
         let version = ctx.rest.current.apiVersion
         let base = "/services/data/\(version)/sobjects"
         var start = 0
-        var parentSent = !parentDirty || parent.action == .localDelete
         if parent.action == .localDelete { parentOutcome = .deleted }
         repeat {
             var requests: [(String, String, String, JSONDocument?)] = []   // method, url, referenceId, body
@@ -130,6 +155,10 @@ struct ParentChildrenUpTask {
             while start < children.count && requests.count < ParentChildrenUpTask.maxSubrequests {
                 let child = children[start]
                 let ref = "child\(start)"
+                guard childTask.pending(childOutcomes, start) else {
+                    start += 1
+                    continue
+                }
                 switch child.action {
                 case .create:
                     let body = childTask.body(child, creating: true, withType: false, withId: false)
@@ -160,16 +189,21 @@ struct ParentChildrenUpTask {
             }
         } while start < children.count
         let newParentId: String? = { if case .created(let id) = parentOutcome { return id }; return nil }()
-        let next = state
+        let parentDates = parentDirty ? try parentTask.serverModificationDates([parent], [parentOutcome]) : [:]
+        let childDates = try childTask.serverModificationDates(children, childOutcomes)
+        var next = state
+        if parentDirty { next.record([parent.entryId], [parentOutcome]) }
+        next.record(children.map(\.entryId), childOutcomes)
         try ctx.store.write { db in
-            if parentDirty { try parentTask.applyIn(db, [parent], [parentOutcome], info: parentInfo) }
-            try childTask.applyIn(db, children, childOutcomes, info: childInfo)
+            if parentDirty { try parentTask.applyIn(db, [parent], [parentOutcome], info: parentInfo, dates: parentDates) }
+            try childTask.applyIn(db, children, childOutcomes, info: childInfo, dates: childDates)
             // Children (dirty or not) that named the parent by its temporary id now name its server id.
             if let newParentId, let temporaryId, temporaryId != newParentId {
                 try relink(db, childInfo, from: temporaryId, to: newParentId)
             }
             try states.save(next, db: db)
         }
+        state = next
     }
 
     private func relink(_ db: Connection, _ info: SoupInfo, from old: String, to new: String) throws {

@@ -83,6 +83,20 @@ struct SoqlRewriter {
         return build(fields: selected, extraFilter: filter, defaultOrder: "ORDER BY \(modificationField)", keepOrder: true)
     }
 
+    /// Whether the sync query's rows come in ascending order of `field`: the query has no ORDER
+    /// BY (the sync adds one) or its first ordering term is that field, ascending.
+    func ordersAscending(by field: String) -> Bool {
+        guard let order = clause("ORDER") else { return true }
+        let body = text(order.end, order.bodyEnd)
+        var words = body.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }).map(String.init)
+        guard words.first?.uppercased() == "BY" else { return false }
+        words.removeFirst()
+        let firstTerm = words.joined(separator: " ").split(separator: ",", maxSplits: 1).first.map(String.init) ?? ""
+        let parts = firstTerm.split(separator: " ").map { $0.uppercased() }
+        guard let name = parts.first, name == field.uppercased() else { return false }
+        return parts.count == 1 || parts[1] == "ASC" || parts[1] == "NULLS"
+    }
+
     /// The same scope, ids only, for finding ghosts (no timestamp filter, no ordering needed).
     func idQuery(idField: String) -> String {
         build(fields: [idField], extraFilter: nil, defaultOrder: nil, keepOrder: false)

@@ -1,5 +1,8 @@
 /// One run of a sync down (semantics §8): pages are fetched, each written in one transaction
-/// together with the sync state, while the next page is already being fetched.
+/// together with the sync state, while the next page is already being fetched. maxTimeStamp
+/// only ever names a point below which every record is stored: page by page when the target's
+/// pages come in modification-date order, else once the last page is written. A page locator
+/// the server sends twice, or a long run of empty pages, ends the run FAILED instead of looping.
 struct SyncDownTask {
     let ctx: SyncContext
     let target: SyncDownTarget
@@ -12,10 +15,18 @@ struct SyncDownTask {
         var page = try target.firstPage(ctx, since: since)
         state.totalSize = page.totalSize ?? -1
         var saved: Int64 = 0
+        var newest = state.maxTimeStamp
+        var locators = PageLocators()
+        var emptyPages = 0
         let checkpoint = BackgroundCheckpoint(path: ctx.store.path)
         while true {
             try checkStopped()
             let current = page
+            try locators.check(current.next)
+            emptyPages = current.recordCount == 0 && current.next != nil ? emptyPages + 1 : 0
+            if emptyPages > SyncDownTask.maxEmptyPages {
+                throw StoreError(.server, "The server sent \(emptyPages) pages in a row with no records but a next page; paging stopped so the sync cannot loop forever. Run the sync again later")
+            }
             let prefetch = current.next != nil ? Prefetch {
                 let next = try target.nextPage(ctx, after: current)
                 checkpoint.transactionWritten()
@@ -24,7 +35,7 @@ struct SyncDownTask {
             do {
                 saved += Int64(current.recordCount)
                 state.progress = progress(saved: saved, total: state.totalSize, last: prefetch == nil)
-                try write(current, state: &state)
+                try write(current, state: &state, newest: &newest, last: prefetch == nil)
             } catch {
                 // The prefetch must not outlive the run.
                 ctx.cancel.cancel()
@@ -37,6 +48,8 @@ struct SyncDownTask {
         }
     }
 
+    static let maxEmptyPages = 100
+
     private func progress(saved: Int64, total: Int64, last: Bool) -> Int {
         if last { return 100 }
         guard total > 0 else { return 0 }
@@ -47,10 +60,12 @@ struct SyncDownTask {
         if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
     }
 
-    /// Writes one page and the state in a single transaction.
-    private func write(_ page: DownPage, state: inout SyncState) throws {
+    /// Writes one page and the state in a single transaction. `newest` is the latest
+    /// modification date seen in this run; the state's maxTimeStamp takes it when that is safe.
+    private func write(_ page: DownPage, state: inout SyncState, newest: inout Int64, last: Bool) throws {
         try checkStopped()
         var next = state
+        var seen = newest
         let members = LocalFlags.cleanMembers(syncId: ctx.syncId)
         try ctx.store.write { db in
             let now = Clock.nowMillis()
@@ -60,17 +75,19 @@ struct SyncDownTask {
                                               leaveIfChanged: options.mergeMode == .leaveIfChanged) { writer in
                     if let scanned = group.scanned {
                         try write(scanned, group: group, writer: writer, members: members, now: now,
-                                  maxTimeStamp: &next.maxTimeStamp)
+                                  maxTimeStamp: &seen)
                     } else {
                         for (i, record) in group.records.enumerated() where record.isObject {
-                            try write(record, index: i, group: group, writer: writer, now: now, maxTimeStamp: &next.maxTimeStamp)
+                            try write(record, index: i, group: group, writer: writer, now: now, maxTimeStamp: &seen)
                         }
                     }
                 }
             }
+            if last || target.pagesInTimestampOrder { next.maxTimeStamp = max(next.maxTimeStamp, seen) }
             try states.save(next, db: db)
         }
         state = next
+        newest = seen
     }
 
     /// A record as a tree: the flags are set on it and it is serialized.

@@ -127,9 +127,7 @@ public final class SyncManager: @unchecked Sendable {
         state.progress = 0
         state.startTime = Clock.nowMillis()
         state.endTime = 0
-        state.error = ""
-        state.errorCode = 0
-        if state.kind == .syncUp { state.conflicts = 0 }
+        state.resetRunReport()
         do {
             if cancel.isCancelled { throw StoreError(.state, "The sync was stopped before it started") }
             try states.save(state)
@@ -152,13 +150,14 @@ public final class SyncManager: @unchecked Sendable {
             }
             state.status = .done
             state.progress = 100
+            state.reportRecordProblems()
         } catch let error as StoreError {
             state.status = (error.code == .state && cancel.isCancelled) ? .stopped : .failed
-            state.error = error.message
+            state.error = MessageLimit.bound(error.message)
             state.errorCode = error.code.rawValue
         } catch {
             state.status = .failed
-            state.error = "\(error)"
+            state.error = MessageLimit.bound("\(error)")
             state.errorCode = ErrorCode.internal.rawValue
         }
         state.endTime = Clock.nowMillis()
@@ -208,7 +207,7 @@ public final class SyncManager: @unchecked Sendable {
                 removed = try GhostCleaner(ctx: try context(for: state, cancel: cancel), state: state, customTargets: customTargets).run()
             } catch let error as StoreError {
                 status = (error.code == .state && cancel.isCancelled) ? "STOPPED" : "FAILED"
-                message = error.message
+                message = MessageLimit.bound(error.message)
                 code = error.code.rawValue
             } catch {
                 status = "FAILED"

@@ -1,3 +1,5 @@
+import CJansson
+
 /// The persisted state of one sync (semantics §7). Stored as an entry of the soup `syncs_soup`,
 /// whose `_soupEntryId` is the sync id, so syncs survive restarts.
 public struct SyncState: Sendable {
@@ -22,6 +24,12 @@ public struct SyncState: Sendable {
     public var errorCode: Int32 = 0
     /// Sync up: records left dirty because the server copy changed (LEAVE_IF_CHANGED).
     public var conflicts = 0
+    /// Sync up: records left dirty because the server refused them (their `__last_error__` says why).
+    public var errors = 0
+    /// `_soupEntryId`s of those records (at most `maxListedIds` each).
+    public var conflictEntryIds: [Int64] = []
+    public var errorEntryIds: [Int64] = []
+    static let maxListedIds = 1000
 
     public var isTerminal: Bool { status == .done || status == .failed || status == .stopped }
 
@@ -52,10 +60,66 @@ public struct SyncState: Sendable {
         o.set("error", owned: JSONMake.string(error))
         o.set("errorCode", owned: JSONMake.int(Int64(errorCode)))
         o.set("conflicts", owned: JSONMake.int(Int64(conflicts)))
+        if kind == .syncUp {
+            o.set("errors", owned: JSONMake.int(Int64(errors)))
+            o.set("conflictEntryIds", owned: SyncState.idList(conflictEntryIds))
+            o.set("errorEntryIds", owned: SyncState.idList(errorEntryIds))
+        }
         return doc
     }
 
     public var jsonText: String { json().root.dump() }
+
+    private static func idList(_ ids: [Int64]) -> UnsafeMutablePointer<json_t>? {
+        let list = JSONDocument.array()
+        for id in ids { list.root.append(owned: JSONMake.int(id)) }
+        return list.root.retained()
+    }
+
+    /// Counts a sync up batch's per-record problems.
+    mutating func record(_ entryIds: [Int64], _ outcomes: [SyncUpTask.Outcome]) {
+        for (id, outcome) in zip(entryIds, outcomes) {
+            switch outcome {
+            case .conflict:
+                conflicts += 1
+                if conflictEntryIds.count < SyncState.maxListedIds { conflictEntryIds.append(id) }
+            case .failed:
+                errors += 1
+                if errorEntryIds.count < SyncState.maxListedIds { errorEntryIds.append(id) }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Clears what a previous run reported.
+    mutating func resetRunReport() {
+        error = ""
+        errorCode = 0
+        if kind == .syncUp {
+            conflicts = 0
+            errors = 0
+            conflictEntryIds = []
+            errorEntryIds = []
+        }
+    }
+
+    /// A sync up that ended with records left dirty says so in `error` and `errorCode`
+    /// (CONFLICT when all are conflicts, else SERVER), so no host takes it for a clean run.
+    mutating func reportRecordProblems() {
+        guard status == .done, kind == .syncUp, conflicts + errors > 0 else { return }
+        var parts: [String] = []
+        if conflicts > 0 { parts.append("\(conflicts) conflict\(conflicts == 1 ? "" : "s") (entries \(SyncState.listed(conflictEntryIds, conflicts)))") }
+        if errors > 0 { parts.append("\(errors) refused by the server (entries \(SyncState.listed(errorEntryIds, errors)))") }
+        error = "\(conflicts + errors) record\(conflicts + errors == 1 ? " was" : "s were") not synced: " + parts.joined(separator: ", ")
+            + "; they stay dirty with __last_error__ saying why"
+        errorCode = errors > 0 ? ErrorCode.server.rawValue : ErrorCode.conflict.rawValue
+    }
+
+    private static func listed(_ ids: [Int64], _ total: Int) -> String {
+        let shown = ids.prefix(20).map(String.init).joined(separator: ", ")
+        return total > 20 ? shown + ", …" : shown
+    }
 
     static func from(_ entry: JSON) throws -> SyncState {
         guard let kindName = entry["type"]?.string, let kind = Kind(rawValue: kindName),
@@ -75,6 +139,9 @@ public struct SyncState: Sendable {
         state.error = entry["error"]?.string ?? ""
         state.errorCode = Int32(clamping: entry["errorCode"]?.int64 ?? 0)
         state.conflicts = Int(entry["conflicts"]?.int64 ?? 0)
+        state.errors = Int(entry["errors"]?.int64 ?? 0)
+        state.conflictEntryIds = (entry["conflictEntryIds"]?.elements ?? []).compactMap(\.int64)
+        state.errorEntryIds = (entry["errorEntryIds"]?.elements ?? []).compactMap(\.int64)
         return state
     }
 }

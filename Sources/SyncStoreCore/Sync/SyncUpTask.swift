@@ -3,9 +3,12 @@ import CJansson
 /// One run of a sync up (semantics §9). Dirty entries are pushed in batches (sObject
 /// Collections) or one by one; each batch's outcome is committed in one transaction that
 /// re-reads every entry first, so an edit the host made while the batch was in flight is kept
-/// (the entry stays dirty with the new edit). Creates are made exactly once: by upsert on an
-/// external id when the target has one, else the entry is marked before the request and a
-/// retry after a lost response looks for the record the first attempt created.
+/// (the entry stays dirty with the new edit: an entry counts as edited when its stored JSON
+/// differs from what was read, an exact test that no clock resolution can fool). Creates are
+/// made exactly once: by upsert on an external id when the target has one, else the entry is
+/// marked before the request and a retry after a lost answer adopts the record the first
+/// attempt created (LostCreateFinder). After its own writes the local copy takes the server's
+/// new modification date, so the next LEAVE_IF_CHANGED run sees no false conflict.
 struct SyncUpTask {
     let ctx: SyncContext
     let target: SyncUpTarget
@@ -32,13 +35,15 @@ struct SyncUpTask {
         case failed(String)
         case conflict(String)
         case untouched
+        /// Update of a record deleted on the server, OVERWRITE: the entry becomes a create.
+        case recreate
     }
 
     func run(_ state: inout SyncState) throws {
         let info = try ctx.store.requireSoup(ctx.soupName)
-        let ids = try dirtyIds(info)
+        var ids = try dirtyIds(info)
         state.totalSize = Int64(ids.count)
-        var done = 0
+        var requeued = Set<Int64>()
         var offset = 0
         while offset < ids.count {
             if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
@@ -49,11 +54,15 @@ struct SyncUpTask {
             try prepare(&items, &outcomes, info: info)
             if options.mergeMode == .leaveIfChanged { try checkConflicts(items, &outcomes) }
             try push(&items, &outcomes)
-            done += chunk.count
+            let dates = try serverModificationDates(items, outcomes)
             var next = state
-            next.progress = ids.isEmpty ? 100 : min(100, done * 100 / ids.count)
-            next.conflicts += outcomes.filter { if case .conflict = $0 { return true } else { return false } }.count
-            try apply(items, outcomes, info: info, state: next)
+            next.progress = min(100, offset * 100 / ids.count)
+            next.record(items.map(\.entryId), outcomes)
+            try apply(items, outcomes, info: info, dates: dates, state: next)
+            // A record deleted on the server is created again (OVERWRITE), once, in this run.
+            for (i, item) in items.enumerated() where outcomes[i].isRecreate && requeued.insert(item.entryId).inserted {
+                ids.append(item.entryId)
+            }
             state = next
             emit(state)
         }
@@ -98,28 +107,34 @@ struct SyncUpTask {
 
     /// Items without a type fail. Before any create is sent, the entry is given what makes the
     /// create repeatable, committed first: a generated external id (upsert targets), or a
-    /// "sent at" mark so a retry after a lost answer can find the record (other targets).
-    /// Creates sent earlier without an answer are reconciled here.
-    private func prepare(_ items: inout [Item], _ outcomes: inout [Outcome], info: SoupInfo) throws {
+    /// "sent" mark so a retry after a lost answer can find the record (other targets). Creates
+    /// sent earlier without an answer are reconciled here, a whole batch with one query per type.
+    /// `createFields` gives what a create of an item sends, when that is not just the target's
+    /// fields of the entry (parent_children: the parent's server id).
+    func prepare(_ items: inout [Item], _ outcomes: inout [Outcome], info: SoupInfo,
+                 createFields: ((Item) -> [(String, JSON)])? = nil) throws {
         for i in items.indices where items[i].type.isEmpty && items[i].action != .localDelete && target.custom == nil {
             outcomes[i] = .failed(errorJSON("NO_SOBJECT_TYPE", "The record has no attributes.type and the target no sobjectType"))
         }
         guard target.custom == nil else { return }
         var marks: [Int: (String, UnsafeMutablePointer<json_t>?)] = [:]
+        let creates = items.indices.filter { items[$0].action == .create && pending(outcomes, $0) }
         if let ext = target.externalIdFieldName {
-            for i in items.indices where items[i].action == .create && pending(outcomes, i) {
+            for i in creates {
                 if let v = items[i].entry.root[ext], !v.isNull { continue }
                 marks[i] = (ext, JSONMake.string(ClientId.make()))
             }
         } else {
-            for i in items.indices where items[i].action == .create && pending(outcomes, i) {
-                if let sent = items[i].entry.root[LocalFlags.pendingCreate]?.int64,
-                   let found = try findCreated(items[i], sentAt: sent, info: info) {
-                    items[i].serverId = found
-                    outcomes[i] = .created(found)
-                    continue
+            let sent = creates.filter { items[$0].entry.root[LocalFlags.pendingCreate] != nil }.map { ($0, items[$0]) }
+            let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
+                .find(sent, fields: createFields ?? { target.fields(of: $0.entry.root, creating: true, options: options) }, info: info)
+            for i in creates {
+                if let id = found[i] {
+                    items[i].serverId = id
+                    outcomes[i] = .created(id)
+                } else {
+                    marks[i] = (LocalFlags.pendingCreate, LostCreateFinder.mark(ctx.rest))
                 }
-                marks[i] = (LocalFlags.pendingCreate, JSONMake.int(Clock.nowMillis()))
             }
         }
         guard !marks.isEmpty else { return }
@@ -132,7 +147,8 @@ struct SyncUpTask {
                     guard let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
                     current.root.set(mark.0, owned: mark.1.map { cjansson_incref($0) } ?? nil)
                     try writer.upsert(current.root, index: i, now: now, into: &sink)
-                    marked[i] = current
+                    // As stored (with its new _soupLastModifiedDate): what later edits are told from.
+                    marked[i] = try self.current(items[i].entryId, db: db, info: info) ?? current
                 }
                 return marked
             }
@@ -141,41 +157,6 @@ struct SyncUpTask {
         // Send what is stored now: it includes any edit made since the batch was read.
         for (i, entry) in marked {
             items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type, serverId: items[i].serverId)
-        }
-    }
-
-    /// Looks for the server record a previous, unanswered create of `item` made: records of the
-    /// type changed since it was sent whose fields all equal what is sent, and that no local
-    /// entry already holds.
-    private func findCreated(_ item: Item, sentAt: Int64, info: SoupInfo) throws -> String? {
-        let start = Timestamp.format(sentAt - 60_000)
-        let end = Timestamp.format(Clock.nowMillis() + 60_000)
-        let type = RemoteURL.encode(item.type)
-        let updated = try ctx.rest.json("GET", "sobjects/\(type)/updated/?start=\(RemoteURL.encode(start))&end=\(RemoteURL.encode(end))", cancel: ctx.cancel)
-        let candidates = (updated.root["ids"]?.elements ?? []).compactMap { $0.string }
-        guard !candidates.isEmpty else { return nil }
-        let fields = target.fields(of: item.entry.root, creating: true, options: options)
-        let body = JSONDocument.object()
-        let ids = JSONDocument.array()
-        for id in candidates { ids.root.append(owned: JSONMake.string(id)) }
-        let names = JSONDocument.array()
-        for name in [target.idFieldName] + fields.map(\.0) { names.root.append(owned: JSONMake.string(name)) }
-        body.root.set("ids", owned: ids.root.retained())
-        body.root.set("fields", owned: names.root.retained())
-        let records = try ctx.rest.json("POST", "composite/sobjects/\(type)", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
-        for record in records.root.elements where record.isObject {
-            guard let id = record[target.idFieldName]?.string ?? record["Id"]?.string else { continue }
-            let same = fields.allSatisfy { name, value in record[name].map { json_equal($0.raw, value.raw) != 0 } ?? false }
-            if same, try !isHeldLocally(id, info: info) { return id }
-        }
-        return nil
-    }
-
-    private func isHeldLocally(_ serverId: String, info: SoupInfo) throws -> Bool {
-        try ctx.store.readers.withReader { db in
-            let statement = try db.prepare("SELECT 1 FROM \(info.table) WHERE \(info.expression(for: target.idFieldName)) = ? LIMIT 1")
-            try statement.bind([.text(serverId)])
-            return try statement.step()
         }
     }
 
@@ -232,7 +213,7 @@ struct SyncUpTask {
 
     // MARK: sending
 
-    private func pending(_ outcomes: [Outcome], _ i: Int) -> Bool {
+    func pending(_ outcomes: [Outcome], _ i: Int) -> Bool {
         if case .untouched = outcomes[i] { return true }
         return false
     }
@@ -248,14 +229,12 @@ struct SyncUpTask {
         } else {
             try pushCollection(items, &outcomes)
         }
-        // 404 on update: OVERWRITE re-creates the record.
+        // 404 on update: OVERWRITE creates the record again, as a create of its own (marked
+        // first, so a lost answer cannot make it twice).
         for i in items.indices {
             if case .failed(let error) = outcomes[i], items[i].action == .update, options.mergeMode == .overwrite,
                error.contains("ENTITY_IS_DELETED") || error.contains("NOT_FOUND") {
-                var recreate = items[i]
-                recreate.action = .create
-                recreate.serverId = nil
-                outcomes[i] = try pushSingle(recreate)
+                outcomes[i] = .recreate
             }
         }
     }
@@ -309,7 +288,7 @@ struct SyncUpTask {
         }
     }
 
-    private func createdOutcome(_ response: HTTPResponse) throws -> Outcome {
+    func createdOutcome(_ response: HTTPResponse) throws -> Outcome {
         guard response.isSuccess else { return .failed(errorText(response)) }
         let doc = try JSONDocument.parse(response.text.isEmpty ? "{}" : response.text, what: "create response")
         guard let id = doc.root["id"]?.string else {
@@ -425,17 +404,60 @@ struct SyncUpTask {
         return try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
     }
 
+    /// The server's modification date of each record this batch created or updated, read
+    /// back after the writes (one retrieve per type and 200 records), so the local copy can
+    /// carry it. A date later than the writes' answers (plus the Date header's second) is
+    /// someone else's later change and is not taken: the next LEAVE_IF_CHANGED run must see it.
+    func serverModificationDates(_ items: [Item], _ outcomes: [Outcome]) throws -> [Int: String] {
+        guard target.custom == nil else { return [:] }
+        var written: [(Int, String)] = []
+        for (i, outcome) in outcomes.enumerated() {
+            switch outcome {
+            case .created(let id): written.append((i, id))
+            case .updated: if let id = items[i].serverId { written.append((i, id)) }
+            default: break
+            }
+        }
+        guard !written.isEmpty else { return [:] }
+        let latest = ctx.rest.serverNow.map { $0 + 1_000 }
+        let field = target.modificationDateFieldName
+        var dates: [Int: String] = [:]
+        for (type, group) in Dictionary(grouping: written, by: { items[$0.0].type }) where !type.isEmpty {
+            var start = 0
+            while start < group.count {
+                let chunk = Array(group[start..<min(group.count, start + 200)])
+                start += chunk.count
+                let body = JSONDocument.object()
+                let ids = JSONDocument.array()
+                for (_, id) in chunk { ids.root.append(owned: JSONMake.string(id)) }
+                let fields = JSONDocument.array()
+                fields.root.append(owned: JSONMake.string(field))
+                body.root.set("ids", owned: ids.root.retained())
+                body.root.set("fields", owned: fields.root.retained())
+                let doc = try ctx.rest.json("POST", "composite/sobjects/\(RemoteURL.encode(type))", body: Array(body.root.dump().utf8),
+                                            idempotent: true, cancel: ctx.cancel)
+                for (position, (i, _)) in chunk.enumerated() {
+                    guard let text = doc.root[position]?[field]?.string, let ms = Timestamp.parse(text) else { continue }
+                    if let latest, ms > latest { continue }
+                    dates[i] = text
+                }
+            }
+        }
+        return dates
+    }
+
     /// Applies a batch's outcomes and the state in one transaction, each on the entry as it is
     /// now: if the host changed it since it was read, its new edit stays dirty.
-    func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, state: SyncState?) throws {
+    func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, dates: [Int: String] = [:], state: SyncState?) throws {
         try ctx.store.write { db in
-            try applyIn(db, items, outcomes, info: info)
+            try applyIn(db, items, outcomes, info: info, dates: dates)
             if let state { try states.save(state, db: db) }
         }
     }
 
-    /// `apply` inside a transaction the caller holds.
-    func applyIn(_ db: Connection, _ items: [Item], _ outcomes: [Outcome], info: SoupInfo) throws {
+    /// `apply` inside a transaction the caller holds. `dates`: the server's modification date
+    /// of records written, by position.
+    func applyIn(_ db: Connection, _ items: [Item], _ outcomes: [Outcome], info: SoupInfo, dates: [Int: String] = [:]) throws {
         var removals: [Int64] = []
         try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
             var sink: TextBuffer? = nil
@@ -443,7 +465,10 @@ struct SyncUpTask {
             for (i, item) in items.enumerated() {
                 guard let current = try self.current(item.entryId, db: db, info: info) else { continue }
                 let entry = current.root
-                let edited = (entry[SoupPath.lastModified]?.int64 ?? 0) != item.lastModified
+                // Exact: any write since the batch was read changed the stored JSON (at least
+                // its _soupLastModifiedDate, and whatever the host edited).
+                let edited = json_equal(entry.raw, item.entry.root.raw) == 0
+                if let date = dates[i] { entry.set(target.modificationDateFieldName, owned: JSONMake.string(date)) }
                 switch outcomes[i] {
                 case .untouched:
                     continue
@@ -459,8 +484,11 @@ struct SyncUpTask {
                         LocalFlags.clear(entry, syncId: nil)
                     }
                 case .updated:
-                    if edited { continue }
-                    LocalFlags.clear(entry, syncId: nil)
+                    if edited {
+                        if dates[i] == nil { continue }
+                    } else {
+                        LocalFlags.clear(entry, syncId: nil)
+                    }
                 case .deleted:
                     if !edited || LocalFlags.isSet(entry[LocalFlags.deleted]) {
                         removals.append(item.entryId)
@@ -469,8 +497,19 @@ struct SyncUpTask {
                     // Undeleted by the host meanwhile: the server copy is gone, so it is new again.
                     entry.remove(target.idFieldName)
                     entry.set(LocalFlags.created, owned: JSONMake.bool(true))
+                case .recreate:
+                    // Gone from the server: the entry (with any newer edit) is a create now.
+                    entry.remove(target.idFieldName)
+                    entry.set(LocalFlags.local, owned: JSONMake.bool(true))
+                    entry.set(LocalFlags.created, owned: JSONMake.bool(true))
+                    entry.set(LocalFlags.updated, owned: JSONMake.bool(false))
+                    entry.remove(LocalFlags.lastError)
                 case .failed(let error), .conflict(let error):
-                    entry.set(LocalFlags.lastError, owned: JSONMake.string(error))
+                    let bounded = error.utf8.count <= MessageLimit.bytes ? error : errorJSON("SERVER_ERROR", MessageLimit.bound(error))
+                    entry.set(LocalFlags.lastError, owned: JSONMake.string(bounded))
+                    // The server answered a create with an error: nothing was made, so there is
+                    // nothing a retry could find.
+                    if item.action == .create, case .failed = outcomes[i] { entry.remove(LocalFlags.pendingCreate) }
                 }
                 try writer.upsert(entry, index: i, now: now, into: &sink)
             }
@@ -478,9 +517,11 @@ struct SyncUpTask {
         try ctx.store.deleteRows(db, info, ids: removals)
     }
 
+    /// The server's error answer as JSON text for `__last_error__` (bounded; a long or non-JSON
+    /// answer is described instead).
     func errorText(_ response: HTTPResponse) -> String {
         let text = response.text
-        if (try? JSONDocument.parse(text)) != nil, !text.isEmpty { return text }
+        if !text.isEmpty, text.utf8.count <= MessageLimit.bytes, (try? JSONDocument.parse(text)) != nil { return text }
         return errorJSON("HTTP_\(response.status)", RestClient.describe(response))
     }
 
@@ -491,6 +532,13 @@ struct SyncUpTask {
         item.root.set("message", owned: JSONMake.string(message))
         doc.root.append(owned: item.root.retained())
         return doc.root.dump()
+    }
+}
+
+extension SyncUpTask.Outcome {
+    var isRecreate: Bool {
+        if case .recreate = self { return true }
+        return false
     }
 }
 

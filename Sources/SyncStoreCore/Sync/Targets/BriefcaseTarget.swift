@@ -88,10 +88,12 @@ struct BriefcaseTarget: SyncDownTarget {
         var result: [String: Set<String>] = [:]
         for info in infos { result[info.soupName, default: []] = [] }
         var relay: String? = nil
+        var locators = PageLocators()
         repeat {
             let (ids, _, next, _) = try priming(ctx, relayToken: relay, since: nil)
             for info in infos { result[info.soupName, default: []].formUnion(ids[info.sobjectType] ?? []) }
             relay = next
+            try locators.check(relay)
         } while relay != nil
         return result
     }

@@ -94,7 +94,9 @@ struct ParentChildrenTarget: SyncDownTarget {
         var children = related["records"]?.elements ?? []
         var done = related["done"]?.bool ?? true
         var next = related["nextRecordsUrl"]?.string
+        var locators = PageLocators()
         while !done, let path = next {
+            try locators.check(path)
             let more = try ctx.rest.json("GET", path, cancel: ctx.cancel)
             guard let records = more.root["records"], records.isArray else {
                 throw StoreError(.server, "A page of children (\(path)) has no records array")
@@ -119,7 +121,9 @@ struct ParentChildrenTarget: SyncDownTarget {
         var parents = Set<String>()
         var kids = Set<String>()
         var path: String? = QueryPaging.queryPath(soql(parentFields: [parent.idFieldName], childFields: [children.idFieldName], ordered: false))
+        var locators = PageLocators()
         while let current = path {
+            try locators.check(current)
             let doc = try ctx.rest.json("GET", current, cancel: ctx.cancel)
             for record in doc.root["records"]?.elements ?? [] {
                 if let id = record[parent.idFieldName]?.string { parents.insert(id) }

@@ -18,6 +18,8 @@ struct SoqlTarget: CommonKeysTarget {
         }
     }
 
+    var pagesInTimestampOrder: Bool { rewriter.ordersAscending(by: modificationDateFieldName) }
+
     func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
         let soql = rewriter.syncQuery(idField: idFieldName, modificationField: modificationDateFieldName, since: since)
         return try QueryPaging.fetch(ctx, QueryPaging.queryPath(soql), headers: batchHeader, common: common)

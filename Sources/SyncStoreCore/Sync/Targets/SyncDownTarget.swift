@@ -42,6 +42,15 @@ protocol SyncDownTarget {
     /// Every id the server has in this target's scope, per soup, for cleanResyncGhosts; nil when
     /// the target cannot list them.
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]?
+    /// True when the pages come in ascending modification-date order, so that after each page
+    /// every record up to its newest date is stored and maxTimeStamp may advance page by page.
+    /// Otherwise it advances only when a run completes (an interrupted run must not skip the
+    /// older records of the pages it did not reach).
+    var pagesInTimestampOrder: Bool { get }
+}
+
+extension SyncDownTarget {
+    var pagesInTimestampOrder: Bool { false }
 }
 
 /// A target configured by the common keys: its id and modification-date fields come from them.
@@ -169,7 +178,9 @@ enum QueryPaging {
     static func allIds(_ ctx: SyncContext, soql: String, idField: String, batchHeader: [String] = []) throws -> Set<String> {
         var ids = Set<String>()
         var path: String? = queryPath(soql)
+        var locators = PageLocators()
         while let current = path {
+            try locators.check(current)
             let doc = try ctx.rest.json("GET", current, headers: batchHeader, cancel: ctx.cancel)
             for record in doc.root["records"]?.elements ?? [] {
                 if let id = record[idField]?.string { ids.insert(id) }

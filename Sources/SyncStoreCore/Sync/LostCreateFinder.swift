@@ -1,0 +1,128 @@
+import CJansson
+
+/// Finds the server records made by creates whose answers never arrived (a dropped
+/// connection, a crash before the outcome was stored), so a retry adopts them instead of
+/// creating them twice.
+///
+/// Before a create is sent its entry gets a mark (`__sync_create_sent__`) holding the time on
+/// the server's clock when the server's time is known in this process (from the Date header
+/// of a recent answer), and the time on ours. A record the create made has a CreatedDate at or
+/// after the marked server time, whatever our own clock says; one SOQL query per type lists
+/// the records created since the earliest mark of a batch with the fields that were sent, and a
+/// record whose fields all equal an entry's and that no local entry holds is that entry's.
+struct LostCreateFinder {
+    let ctx: SyncContext
+    let target: SyncUpTarget
+    let options: SyncOptions
+
+    /// Slack before a server-clock mark: the estimate is within a second, a transaction may
+    /// stamp CreatedDate a little before it commits.
+    static let serverMarkSlackMs: Int64 = 120_000
+    /// Slack before a client-clock mark converted with today's clock offset: the offset may
+    /// have drifted since the mark was made.
+    static let clientMarkSlackMs: Int64 = 600_000
+
+    /// The mark stored on an entry before its create is sent.
+    static func mark(_ rest: RestClient) -> UnsafeMutablePointer<json_t>? {
+        let doc = JSONDocument.object()
+        doc.root.set("client", owned: JSONMake.int(Clock.nowMillis()))
+        if let server = rest.serverNow { doc.root.set("server", owned: JSONMake.int(server)) }
+        return doc.root.retained()
+    }
+
+    /// For each (position, entry) with a mark, the server id of the record its earlier create
+    /// made, if there is one. `fields` gives what a create of the entry sends.
+    func find(_ pending: [(Int, SyncUpTask.Item)], fields: (SyncUpTask.Item) -> [(String, JSON)],
+              info: SoupInfo) throws -> [Int: String] {
+        guard !pending.isEmpty else { return [:] }
+        if ctx.rest.serverNow == nil {
+            // Any answer carries the server's clock; this read changes nothing.
+            _ = try? ctx.rest.send("GET", "limits", cancel: ctx.cancel)
+        }
+        let offset = ctx.rest.serverNow.map { $0 - Clock.nowMillis() }
+        var found: [Int: String] = [:]
+        var claimed = Set<String>()
+        for (type, group) in Dictionary(grouping: pending, by: { $0.1.type }) where !type.isEmpty {
+            let since = group.map { windowStart($0.1, clockOffset: offset) }.min() ?? 0
+            var names: [String] = []
+            for (_, item) in group {
+                for (name, _) in fields(item) where !names.contains(where: { $0.caseInsensitiveEquals(name) }) { names.append(name) }
+            }
+            let records = try created(type: type, since: since, fields: names)
+            for (position, item) in group.sorted(by: { $0.0 < $1.0 }) {
+                let sent = fields(item)
+                for record in records.root.elements {
+                    guard let id = record["Id"]?.string, !claimed.contains(id) else { continue }
+                    guard sent.allSatisfy({ name, value in LostCreateFinder.same(record[name] ?? record.caseInsensitive(name), value) }) else { continue }
+                    if try isHeldLocally(id, info: info) { continue }
+                    claimed.insert(id)
+                    found[position] = id
+                    break
+                }
+            }
+        }
+        return found
+    }
+
+    /// Where the search for an entry's record starts, on the server's clock.
+    private func windowStart(_ item: SyncUpTask.Item, clockOffset: Int64?) -> Int64 {
+        let mark = item.entry.root[LocalFlags.pendingCreate]
+        if let server = mark?["server"]?.int64 { return server - LostCreateFinder.serverMarkSlackMs }
+        // Older marks are a bare client time.
+        let client = mark?["client"]?.int64 ?? mark?.int64 ?? 0
+        return client + (clockOffset ?? 0) - LostCreateFinder.clientMarkSlackMs
+    }
+
+    /// Records of `type` created since `since` (server clock), with `fields`, all pages.
+    private func created(type: String, since: Int64, fields: [String]) throws -> JSONDocument {
+        let select = (["Id", "CreatedDate"] + fields.filter { !$0.caseInsensitiveEquals("Id") && !$0.caseInsensitiveEquals("CreatedDate") })
+            .joined(separator: ", ")
+        let soql = "SELECT \(select) FROM \(type) WHERE CreatedDate >= \(Timestamp.format(since)) ORDER BY CreatedDate"
+        let all = JSONDocument.array()
+        var path: String? = QueryPaging.queryPath(soql)
+        var locators = PageLocators()
+        while let current = path {
+            let page = try ctx.rest.json("GET", current, cancel: ctx.cancel)
+            for record in page.root["records"]?.elements ?? [] { all.root.append(owned: record.retained()) }
+            path = (page.root["done"]?.bool ?? true) ? nil : page.root["nextRecordsUrl"]?.string
+            try locators.check(path)
+        }
+        return all
+    }
+
+    private func isHeldLocally(_ serverId: String, info: SoupInfo) throws -> Bool {
+        try ctx.store.readers.withReader { db in
+            let statement = try db.prepare("SELECT 1 FROM \(info.table) WHERE \(info.expression(for: target.idFieldName)) = ? LIMIT 1")
+            try statement.bind([.text(serverId)])
+            return try statement.step()
+        }
+    }
+
+    /// Equal values, numbers compared by value (a server may answer 5 for 5.0).
+    static func same(_ stored: JSON?, _ sent: JSON) -> Bool {
+        guard let stored else { return false }
+        if json_equal(stored.raw, sent.raw) != 0 { return true }
+        if let a = stored.double, let b = sent.double { return a == b }
+        return false
+    }
+}
+
+extension JSON {
+    /// The member whose key equals `key` ignoring case (SOQL answers use the schema's spelling).
+    func caseInsensitive(_ key: String) -> JSON? {
+        members.first(where: { $0.0.caseInsensitiveEquals(key) })?.1
+    }
+}
+
+/// Guards a paging loop against a server that sends a locator it sent before: without it, a
+/// sync would stay RUNNING forever.
+struct PageLocators {
+    private var seen = Set<String>()
+
+    mutating func check(_ next: String?) throws {
+        guard let next else { return }
+        guard seen.insert(next).inserted else {
+            throw StoreError(.server, "The server sent the page locator \(RemoteURL.redacted(next)) a second time; paging stopped so the sync cannot loop forever. Run the sync again later")
+        }
+    }
+}

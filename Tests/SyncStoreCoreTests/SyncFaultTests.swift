@@ -1,0 +1,299 @@
+// Sync under faults (semantics §8-9): each test reproduces one way a sync broke a promise of the
+// header (a duplicate, a lost edit, a lost record, a run that never ends) against a real
+// syncstore-devserver process with injected faults, and checks it no longer does.
+import XCTest
+import Foundation
+import Glibc
+import CJansson
+@testable import SyncStoreCore
+
+final class SyncFaultTests: StoreTestCase {
+    let contactSpecs = #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"},{"path":"__local__","type":"string"}]"#
+
+    func manager(_ server: DevServerProcess, soup: String = "contacts") throws -> SyncManager {
+        let store = try self.store
+        if !store.soupExists(soup) { try store.registerSoup(soup, specsJSON: contactSpecs) }
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        return manager
+    }
+
+    func run(_ manager: SyncManager, _ start: () throws -> Int64) throws -> SyncState {
+        try manager.wait(id: try start(), timeoutMs: 120_000)
+    }
+
+    func entries(_ soup: String, _ condition: String = "1 = 1") throws -> [[String: Any]] {
+        let spec = try jsonText(["queryType": "smart", "pageSize": 100_000,
+                                 "smartSql": "select {\(soup):_soup} from {\(soup)} where \(condition) order by {\(soup):_soupEntryId}"] as [String: Any])
+        let page = try CursorPage(try self.store.runSmartQuery(specJSON: spec))
+        return page.items.compactMap { ($0 as? [Any])?.first as? [String: Any] }
+    }
+
+    func createLocally(_ names: [String], soup: String = "contacts") throws {
+        let list = names.map { #"{"attributes":{"type":"Contact"},"LastName":"\#($0)","__local__":true,"__locally_created__":true}"# }
+        _ = try store.upsert(soup: soup, entriesJSON: "[" + list.joined(separator: ",") + "]")
+    }
+
+    /// Makes the REST client's pooled connection a kept-alive one: the next request reuses it.
+    func warmConnection(_ manager: SyncManager, soup: String) throws {
+        let state = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact WHERE LastName = 'none'"}"#,
+                                 soupName: soup, optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(state.status, .done, state.error)
+    }
+
+    // Failure 1: the server commits a POST and drops the kept-alive connection unanswered;
+    // libcurl must not send it again on a new connection. The run fails (network); the next
+    // run adopts the record the first request made: one record on the server.
+    func testTransportNeverResendsACommittedWrite() throws {
+        for (mode, route) in [("collection", "/services/data/*/composite/sobjects"), ("single", "/services/data/*/sobjects/Contact")] {
+            let server = try DevServerProcess(["--faults", "POST \(route) drop=after times=1"])
+            let soup = "contacts_\(mode)"
+            let manager = try self.manager(server, soup: soup)
+            try warmConnection(manager, soup: soup)
+            try createLocally(["Once-\(mode)"], soup: soup)
+            let target = #"{"type":"\#(mode)"}"#
+            let first = try run(manager) { try manager.syncUp(targetJSON: target, soupName: soup, optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up-\(mode)", callback: nil) }
+            XCTAssertEqual(first.status, .failed, "\(mode): the answer was lost, so the run cannot know the outcome")
+            XCTAssertEqual(first.errorCode, ErrorCode.network.rawValue, first.error)
+            XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once-\(mode)'"), 1, "\(mode): the transport sent the create twice")
+            let second = try run(manager) { try manager.reSync(name: "up-\(mode)", callback: nil) }
+            XCTAssertEqual(second.status, .done, second.error)
+            XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once-\(mode)'"), 1, "\(mode): the retry created a duplicate")
+            let local = try entries(soup)
+            XCTAssertEqual(local.count, 1)
+            XCTAssertEqual((local.first?["Id"] as? String)?.prefix(3), "003")
+            XCTAssertEqual(local.first?["__local__"] as? Bool, false)
+            XCTAssertNil(local.first?[LocalFlags.pendingCreate])
+        }
+    }
+
+    // Failure 2: parent_children through /composite: a lost answer, then a re-run, must not
+    // create the parent and its children twice.
+    func testParentChildrenLostAnswerIsAdopted() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite drop=after times=1"])
+        let store = try self.store
+        try store.registerSoup("accounts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"Name","type":"string"},{"path":"__local__","type":"string"}]"#)
+        try store.registerSoup("kids", specsJSON: #"[{"path":"Id","type":"string"},{"path":"AccountId","type":"string"},{"path":"LastName","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        _ = try store.upsert(soup: "accounts", entriesJSON: #"[{"Id":"local_1","Name":"Lost Answer Co","__local__":true,"__locally_created__":true}]"#)
+        _ = try store.upsert(soup: "kids", entriesJSON: #"[{"AccountId":"local_1","LastName":"KidA","__local__":true,"__locally_created__":true},{"AccountId":"local_1","LastName":"KidB","__local__":true,"__locally_created__":true}]"#)
+        let target = #"{"type":"parent_children","parent":{"sobjectType":"Account","soupName":"accounts"},"children":{"sobjectType":"Contact","soupName":"kids","parentIdFieldName":"AccountId"},"parentCreateFieldlist":["Name"],"childrenCreateFieldlist":["LastName","AccountId"]}"#
+        let first = try run(manager) { try manager.syncUp(targetJSON: target, soupName: "accounts", optionsJSON: nil, name: "pc-up", callback: nil) }
+        XCTAssertEqual(first.status, .failed)
+        XCTAssertEqual(try server.count("SELECT Id FROM Account WHERE Name = 'Lost Answer Co'"), 1)
+        let second = try run(manager) { try manager.reSync(name: "pc-up", callback: nil) }
+        XCTAssertEqual(second.status, .done, second.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Account WHERE Name = 'Lost Answer Co'"), 1, "the parent was created twice")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('KidA', 'KidB')"), 2, "children were created twice")
+        let parent = try entries("accounts").first
+        let parentId = parent?["Id"] as? String ?? ""
+        XCTAssertTrue(parentId.hasPrefix("001"), parentId)
+        XCTAssertEqual(parent?["__local__"] as? Bool, false)
+        let kids = try entries("kids")
+        XCTAssertEqual(kids.count, 2)
+        for kid in kids {
+            XCTAssertEqual(kid["AccountId"] as? String, parentId)
+            XCTAssertEqual(kid["__local__"] as? Bool, false, "\(kid)")
+            XCTAssertTrue((kid["Id"] as? String ?? "").hasPrefix("003"))
+        }
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE AccountId = '\(parentId)'"), 2)
+    }
+
+    // Failure 3: adoption after a lost create works on the server's clock, not ours: with the
+    // server ten minutes behind, 200 lost creates are adopted (no duplicate), with a handful of
+    // requests rather than two per record.
+    func testLostCreatesAdoptedOnTheServersClockInFewRequests() throws {
+        let log = root + "/server.log"
+        let server = try DevServerProcess(["--clock-offset", "-600", "--verbose", "--faults", "POST /services/data/*/composite/sobjects drop=after times=1"], logPath: log)
+        let manager = try self.manager(server)
+        try createLocally((0..<200).map { "Clock-\($0)" })
+        let first = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(first.status, .failed)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName LIKE 'Clock-%'"), 200)
+        let before = try requestCount(log)
+        let second = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        let used = try requestCount(log) - before
+        XCTAssertEqual(second.status, .done, second.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName LIKE 'Clock-%'"), 200, "lost creates were sent again")
+        XCTAssertEqual(try entries("contacts", "{contacts:Id} like '003%' and {contacts:__local__} = 'false'").count, 200)
+        XCTAssertLessThanOrEqual(used, 6, "adopting 200 lost creates took \(used) requests")
+    }
+
+    /// Requests the server has logged so far (--verbose writes one line per request).
+    func requestCount(_ log: String) throws -> Int {
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.contains(" -> ") }.count
+    }
+
+    // Failure 4: a sync down whose SOQL has its own ORDER BY (not by modification date),
+    // interrupted after its first page, then re-synced: every record is stored.
+    func testInterruptedSyncDownWithOwnOrderLosesNothing() throws {
+        let server = try DevServerProcess(["--seed", "Contact=300", "--min-batch-size", "20", "--admin"])
+        let manager = try self.manager(server)
+        // Pages after the first fail; the run stops after page 1 of 15.
+        try server.setFaults("GET /services/data/*/query/* drop=before")
+        let first = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact ORDER BY LastName","maxBatchSize":200}"#,
+                                 soupName: "contacts", optionsJSON: nil, name: "by-name", callback: nil)
+        }
+        XCTAssertEqual(first.status, .failed)
+        try server.setFaults("")
+        let second = try run(manager) { try manager.reSync(name: "by-name", callback: nil) }
+        XCTAssertEqual(second.status, .done, second.error)
+        XCTAssertEqual(try entries("contacts").count, 300, "records of the pages the interrupted run did not reach were skipped")
+        XCTAssertTrue(try SoqlRewriter("SELECT Id FROM Contact").ordersAscending(by: "LastModifiedDate"))
+        XCTAssertTrue(try SoqlRewriter("SELECT Id FROM Contact ORDER BY lastmodifieddate ASC, Id").ordersAscending(by: "LastModifiedDate"))
+        XCTAssertFalse(try SoqlRewriter("SELECT Id FROM Contact ORDER BY LastModifiedDate DESC").ordersAscending(by: "LastModifiedDate"))
+        XCTAssertFalse(try SoqlRewriter("SELECT Id FROM Contact ORDER BY Name").ordersAscending(by: "LastModifiedDate"))
+    }
+
+    // Failure 5: an edit the host makes in the same millisecond as the engine's own write of the
+    // entry (same _soupLastModifiedDate) still counts as an edit: the entry stays dirty with it.
+    func testEditInTheSameMillisecondStaysDirty() throws {
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: contactSpecs)
+        let stored = try entries_(store.upsert(soup: "contacts", entriesJSON: #"[{"attributes":{"type":"Contact"},"Id":"003000000000001AAA","LastName":"Sent","__local__":true,"__locally_updated__":true}]"#))
+        let entryId = (stored.first?["_soupEntryId"] as? Int64) ?? Int64(stored.first?["_soupEntryId"] as? Int ?? 0)
+        // What the engine read and sent: the stored entry, but with the value before the host's
+        // edit and the same _soupLastModifiedDate (the edit landed in the same millisecond).
+        let current = try JSONDocument.parse(try store.retrieve(soup: "contacts", ids: [entryId]).string)
+        guard let copy = current.root[0].flatMap({ json_deep_copy($0.raw) }) else { throw TestFailure("no entry") }
+        let sent = JSONDocument(owning: copy)
+        sent.root.set("LastName", owned: JSONMake.string("Before"))
+        let ctx = SyncContext(rest: RestClient(config: RemoteConfig(instanceURL: "http://127.0.0.1:9", accessToken: "")),
+                              cancel: CancelFlag(), store: store, soupName: "contacts", syncId: 1)
+        let task = SyncUpTask(ctx: ctx, target: try SyncUpTarget.parse(nil, customTargets: CustomTargetRegistry()),
+                              options: SyncOptions(), states: try store.syncManager().states, emit: { _ in })
+        let item = SyncUpTask.Item(entryId: entryId, entry: sent, action: .update, type: "Contact", serverId: "003000000000001AAA")
+        try task.apply([item], [.updated], info: try store.requireSoup("contacts"), state: nil)
+        let after = try entries("contacts").first
+        XCTAssertEqual(after?["LastName"] as? String, "Sent")
+        XCTAssertEqual(after?["__local__"] as? Bool, true, "the host's edit lost its dirty flag")
+    }
+
+    func entries_(_ buffer: TextBuffer) throws -> [[String: Any]] {
+        (try parseJSON(buffer.string) as? [[String: Any]]) ?? []
+    }
+
+    // Failure 6: after our own update the local copy carries the server's new modification
+    // date, so the next LEAVE_IF_CHANGED sync up pushes the next edit instead of reporting a
+    // false conflict; a record created offline too.
+    func testNoFalseConflictAfterOwnWrites() throws {
+        let server = try DevServerProcess(["--seed", "Contact=3"])
+        let manager = try self.manager(server)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        try createLocally(["Fresh"])
+        let lic = #"{"mergeMode":"LEAVE_IF_CHANGED","fieldlist":["LastName"]}"#
+        for round in 1...3 {
+            for var entry in try entries("contacts") {
+                entry["LastName"] = "Round\(round)-\(entry["_soupEntryId"] ?? 0)"
+                entry["__local__"] = true
+                if entry["__locally_created__"] as? Bool != true { entry["__locally_updated__"] = true }
+                _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+            }
+            sleepMillis(5)
+            let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: lic, name: nil, callback: nil) }
+            XCTAssertEqual(up.status, .done, up.error)
+            XCTAssertEqual(up.conflicts, 0, "round \(round): our own previous write was taken for someone else's")
+            XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName LIKE 'Round\(round)-%'"), 4)
+        }
+    }
+
+    // Failure 7: a huge server error text is not copied whole into the state or __last_error__.
+    func testHugeServerErrorsAreBounded() throws {
+        let server = try DevServerProcess([])
+        let manager = try self.manager(server)
+        // The server's INVALID_FIELD message names the 20 KB field.
+        let long = String(repeating: "x", count: 20_000)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT \#(long) FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .failed)
+        XCTAssertLessThanOrEqual(down.error.utf8.count, MessageLimit.bytes + 100)
+        XCTAssertTrue(down.error.contains("bytes cut"), String(down.error.prefix(200)))
+        let huge = String(repeating: "x", count: 200_000)
+
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"attributes":{"type":"Contact"},"LastName":"Ok","\#(huge)":1,"__local__":true,"__locally_created__":true}]"#)
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil) }
+        XCTAssertEqual(up.status, .done, String(up.error.prefix(300)))
+        XCTAssertEqual(up.errors, 1)
+        let lastError = try entries("contacts").first?[LocalFlags.lastError] as? String ?? ""
+        XCTAssertFalse(lastError.isEmpty)
+        XCTAssertLessThanOrEqual(lastError.utf8.count, MessageLimit.bytes + 200)
+        XCTAssertNotNil(try? parseJSON(lastError), "__last_error__ stays JSON")
+        XCTAssertEqual(MessageLimit.bound("short"), "short")
+        let cut = MessageLimit.bound(String(repeating: "é", count: 10_000))
+        XCTAssertTrue(cut.hasSuffix("more bytes cut]"))
+        XCTAssertLessThanOrEqual(cut.utf8.count, MessageLimit.bytes)
+    }
+
+    // Failure 8: a server that sends the same nextRecordsUrl again ends the run FAILED.
+    func testRepeatedLocatorEndsTheRun() throws {
+        let server = try DevServerProcess(["--seed", "Contact=100", "--min-batch-size", "10", "--faults", "GET /services/data/*/query* repeat-locator"])
+        let manager = try self.manager(server)
+        let state = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact","maxBatchSize":200}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(state.status, .failed)
+        XCTAssertTrue(state.error.contains("a second time"), state.error)
+        XCTAssertEqual(state.errorCode, ErrorCode.server.rawValue)
+
+        // The same guard holds for custom targets that keep answering "next".
+        try store.syncManager().registerCustomTarget("looping", CustomTargetCallbacks(fetchPage: { _, _, _ in
+            #"{"records":[{"Id":"x1","LastModifiedDate":"2024-01-01T00:00:00.000Z"}],"next":"again"}"#
+        }))
+        let custom = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"looping"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(custom.status, .failed)
+        XCTAssertTrue(custom.error.contains("a second time"), custom.error)
+    }
+
+    // A run that ends with records the server refused or that conflict says so: DONE with the
+    // counts, the entry ids, an error text and code.
+    func testPartialSuccessIsVisible() throws {
+        let server = try DevServerProcess(["--seed", "Contact=2"])
+        let manager = try self.manager(server)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        var local = try entries("contacts")
+        XCTAssertEqual(local.count, 2)
+        // Record 0 changes on the server after the sync down: a conflict under LEAVE_IF_CHANGED.
+        sleepMillis(5)
+        _ = try server.call("PATCH", "sobjects/Contact/\(local[0]["Id"] as? String ?? "")", body: #"{"LastName":"ServerSide"}"#)
+        local[0]["LastName"] = "Mine"
+        local[0]["__local__"] = true
+        local[0]["__locally_updated__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([local[0]]))
+        // A create the server refuses (no such field).
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"attributes":{"type":"Contact"},"LastName":"Bad","NoSuchField__c":1,"__local__":true,"__locally_created__":true}]"#)
+        let bad = try entries("contacts", "{contacts:LastName} = 'Bad'").first?["_soupEntryId"] as? Int ?? -1
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"mergeMode":"LEAVE_IF_CHANGED"}"#, name: nil, callback: nil) }
+        XCTAssertEqual(up.status, .done)
+        XCTAssertEqual(up.conflicts, 1)
+        XCTAssertEqual(up.errors, 1)
+        XCTAssertEqual(up.conflictEntryIds, [Int64(local[0]["_soupEntryId"] as? Int ?? -1)])
+        XCTAssertEqual(up.errorEntryIds, [Int64(bad)])
+        XCTAssertEqual(up.errorCode, ErrorCode.server.rawValue)
+        XCTAssertTrue(up.error.contains("2 records were not synced"), up.error)
+        let json = try parseJSON(up.jsonText) as? [String: Any]
+        XCTAssertEqual(json?["errors"] as? Int, 1)
+        XCTAssertEqual(json?["conflictEntryIds"] as? [Int], [local[0]["_soupEntryId"] as? Int ?? -1])
+    }
+}
+
+extension DevServerProcess {
+    /// Replaces the server's fault spec (needs --admin).
+    func setFaults(_ spec: String) throws {
+        let response = try RestClient(config: remote).send("PUT", "/__devserver/faults", body: Array(spec.utf8))
+        guard response.isSuccess || response.status == 204 else { throw TestFailure("setting faults failed: \(response.text)") }
+    }
+}
