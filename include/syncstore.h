@@ -131,7 +131,13 @@ int syncstore_open(const char *root_dir, const char *store_config, syncstore_sto
 
 /**
  * Closes a handle. Open cursors of this handle are closed. When the last handle of a store
- * closes, its connections close. Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
+ * closes, the write-ahead log is checkpointed into the database file and truncated to zero
+ * bytes, then the store's connections close: the <name>.db file alone then holds every commit
+ * and can be copied or backed up without its -wal and -shm files (the -wal file is left empty
+ * or is deleted). While another process has the store inside a transaction, this checkpoint
+ * waits for it briefly (about half a second) and then leaves what it could not copy in the
+ * -wal, where SQLite finds it on the next open or checkpoint; the close still succeeds.
+ * Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
  */
 int syncstore_close(syncstore_store *store, syncstore_error *err);
 
