@@ -13,6 +13,13 @@
  * Strings.    Every `const char *` argument is UTF-8, NUL-terminated and borrowed for the duration
  *             of the call only. Every `char **out` result is allocated by the library and must be
  *             released with syncstore_free(). On failure `*out` is set to NULL.
+ * Outputs.    Out pointers are required (NULL is SYNCSTORE_ERR_ARGUMENT) except those documented
+ *             "may be NULL": syncstore_upsert's out_json, syncstore_remove_by_query's out_count,
+ *             syncstore_wait_sync's out_state_json, and out_sync_id of syncstore_sync_down,
+ *             syncstore_sync_up, syncstore_create_sync_down, syncstore_create_sync_up and
+ *             syncstore_resync_by_name. Passing NULL there only drops that result: the call
+ *             still does all its work (the sync is created or started, the entries are stored
+ *             or deleted) and fails with the same status it would otherwise.
  * JSON.       Configurations, entries, query specs and results are JSON text. Invalid JSON or
  *             invalid UTF-8 is rejected with SYNCSTORE_ERR_ARGUMENT and changes nothing.
  * Handles.    syncstore_store is opaque. A handle stays valid until syncstore_close(); using a
@@ -124,7 +131,13 @@ int syncstore_open(const char *root_dir, const char *store_config, syncstore_sto
 
 /**
  * Closes a handle. Open cursors of this handle are closed. When the last handle of a store
- * closes, its connections close. Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
+ * closes, the write-ahead log is checkpointed into the database file and truncated to zero
+ * bytes, then the store's connections close: the <name>.db file alone then holds every commit
+ * and can be copied or backed up without its -wal and -shm files (the -wal file is left empty
+ * or is deleted). While another process has the store inside a transaction, this checkpoint
+ * waits for it briefly (about half a second) and then leaves what it could not copy in the
+ * -wal, where SQLite finds it on the next open or checkpoint; the close still succeeds.
+ * Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
  */
 int syncstore_close(syncstore_store *store, syncstore_error *err);
 
@@ -341,6 +354,7 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}.
  * Creates are never duplicated on the server, even when an answer is lost and the sync re-run.
  * An entry edited while its own sync up is in flight stays dirty with the new edit.
+ * out_sync_id: receives the sync id (may be NULL).
  * Errors: as syncstore_sync_down.
  */
 int syncstore_sync_up(syncstore_store *store, const char *target_json, const char *soup,
@@ -348,12 +362,14 @@ int syncstore_sync_up(syncstore_store *store, const char *target_json, const cha
                       syncstore_sync_callback callback, void *context, int64_t *out_sync_id,
                       syncstore_error *err);
 
-/** Creates a sync down without running it (status NEW). Errors: as syncstore_sync_down. */
+/** Creates a sync down without running it (status NEW); out_sync_id (may be NULL) receives
+ *  its id. Errors: as syncstore_sync_down. */
 int syncstore_create_sync_down(syncstore_store *store, const char *target_json, const char *soup,
                                const char *options_json, const char *sync_name,
                                int64_t *out_sync_id, syncstore_error *err);
 
-/** Creates a sync up without running it (status NEW). Errors: as syncstore_sync_up. */
+/** Creates a sync up without running it (status NEW); out_sync_id (may be NULL) receives its
+ *  id. Errors: as syncstore_sync_up. */
 int syncstore_create_sync_up(syncstore_store *store, const char *target_json, const char *soup,
                              const char *options_json, const char *sync_name,
                              int64_t *out_sync_id, syncstore_error *err);
@@ -366,7 +382,8 @@ int syncstore_create_sync_up(syncstore_store *store, const char *target_json, co
 int syncstore_resync(syncstore_store *store, int64_t sync_id, syncstore_sync_callback callback,
                      void *context, syncstore_error *err);
 
-/** syncstore_resync by name; out_sync_id (may be NULL) receives its id. */
+/** syncstore_resync by name; out_sync_id (may be NULL) receives its id. Errors: as
+ *  syncstore_resync. */
 int syncstore_resync_by_name(syncstore_store *store, const char *sync_name,
                              syncstore_sync_callback callback, void *context,
                              int64_t *out_sync_id, syncstore_error *err);

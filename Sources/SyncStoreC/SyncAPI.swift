@@ -80,7 +80,10 @@ public func syncstore_resync(_ s: OpaquePointer?, _ id: Int64, _ cb: CSyncCallba
 public func syncstore_resync_by_name(_ s: OpaquePointer?, _ name: CString?, _ cb: CSyncCallback?, _ context: UnsafeMutableRawPointer?,
                                      _ outId: UnsafeMutablePointer<Int64>?, _ err: ErrorOut?) -> Int32 {
     guarded(err) {
-        outId?.pointee = try manager(s).reSync(name: try text(name, "sync_name"), owner: handle(s), callback: callback(cb, context))
+        // Not `outId?.pointee = try ...`: optional chaining would skip the whole right-hand side
+        // (the run, and its errors) when the caller passes NULL.
+        let id = try manager(s).reSync(name: try text(name, "sync_name"), owner: handle(s), callback: callback(cb, context))
+        outId?.pointee = id
     }
 }
 

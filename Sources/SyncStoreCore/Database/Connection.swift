@@ -4,6 +4,9 @@ import Glibc
 /// One SQLite connection. Not thread-safe by itself: the store hands each connection to one
 /// thread at a time (the writer under its lock, readers through a pool).
 final class Connection {
+    /// How long a statement waits for another connection's lock before SQLITE_BUSY.
+    static let busyTimeoutMs: Int32 = 10_000
+
     let db: OpaquePointer
     let path: String
     private var statementCache: [String: Statement] = [:]
@@ -22,7 +25,7 @@ final class Connection {
         db = handle
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Connection.busyTimeoutMs)
         if !readOnly {
             try execute("PRAGMA journal_mode=WAL")
             try execute("PRAGMA synchronous=NORMAL")
@@ -42,6 +45,17 @@ final class Connection {
     }
 
     var errorMessage: String { String(cString: sqlite3_errmsg(db)) }
+
+    /// Copies every frame of the WAL into the database file and truncates the WAL to zero bytes
+    /// (SQLITE_CHECKPOINT_TRUNCATE). Waits at most `waitMs` for other connections (other
+    /// processes) that are writing or still reading older WAL frames; after that it copies
+    /// what it can and returns SQLITE_BUSY, leaving the rest in the WAL. Returns the SQLite code.
+    @discardableResult
+    func checkpointTruncate(waitMs: Int32) -> Int32 {
+        sqlite3_busy_timeout(db, waitMs)
+        defer { sqlite3_busy_timeout(db, Connection.busyTimeoutMs) }
+        return sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+    }
 
     func error(_ rc: Int32, _ context: String) -> StoreError {
         let primary = rc & 0xff

@@ -142,6 +142,23 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
+    /// The last handle closed: every commit moves from the WAL into the database file and the
+    /// WAL is truncated, so the .db file alone is the whole store (a copy of it needs no -wal).
+    /// Idle readers close first: they are read-only, and SQLite only checkpoints and deletes
+    /// the WAL when the last connection to close can write, so the writer must close last.
+    /// Best effort: when another process is writing, or reading older WAL frames, the
+    /// checkpoint stops after a short wait with the rest left in the WAL (a later checkpoint
+    /// copies it); the close does not fail for it.
+    func checkpointForClose() {
+        writeLock.withLock {
+            readers.drain()
+            writer.checkpointTruncate(waitMs: SmartStore.closeCheckpointWaitMs)
+        }
+    }
+
+    /// How long the checkpoint of a closing store waits for other processes' transactions.
+    static let closeCheckpointWaitMs: Int32 = 500
+
     /// Whether the caller runs on this store's sync worker (inside a sync callback).
     var onSyncWorker: Bool { syncManagerLock.withLock { syncManagerStorage }?.isWorkerThread ?? false }
 

@@ -53,8 +53,9 @@ public final class StoreRegistry: @unchecked Sendable {
         }
     }
 
-    /// Closes a handle: its syncs are stopped and waited for, its cursors closed; the store's
-    /// connections close with its last handle.
+    /// Closes a handle: its syncs are stopped and waited for, its cursors closed; with the last
+    /// handle the WAL is checkpointed into the database file (see `checkpointForClose`) and the
+    /// store's connections close.
     public func close(_ handle: Int) throws {
         let store = try self.store(handle)
         if store.onSyncWorker {
@@ -71,6 +72,7 @@ public final class StoreRegistry: @unchecked Sendable {
         // Outside the registry lock: waiting for a sync must not block other stores.
         try? store.closeSyncs(owner: handle, last: last)
         store.closeCursors(owner: handle)
+        if last { store.checkpointForClose() }
     }
 
     public func isOpen(path: String) -> Bool { lock.withLock { byPath[path] != nil } }
