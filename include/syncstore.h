@@ -291,7 +291,22 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * "target", "options", "soupName", "status": "NEW"|"RUNNING"|"DONE"|"FAILED"|"STOPPED",
  * "progress" (0-100), "totalSize" (-1 unknown), "maxTimeStamp" (epoch ms, -1 initially),
  * "startTime", "endTime", "error" ("" when none), "errorCode" (SYNCSTORE_ERR_*, 0 when none),
- * "conflicts" (sync up, LEAVE_IF_CHANGED)}.
+ * "conflicts"; sync up also "errors", "conflictEntryIds", "errorEntryIds"}.
+ * Server text in "error" and in entries' "__last_error__" is cut to about 4 KB (the cut says so).
+ *
+ * Partial success. A sync up whose run reached the end but left records dirty ends DONE with
+ * "conflicts" (LEAVE_IF_CHANGED: the server copy changed since the local one was synced) and
+ * "errors" (the server refused the record) counted, the _soupEntryIds of those records in
+ * "conflictEntryIds" / "errorEntryIds" (at most 1000 each), "error" saying so and "errorCode"
+ * SYNCSTORE_ERR_CONFLICT (only conflicts) or SYNCSTORE_ERR_SERVER. A clean run is DONE with
+ * errorCode 0. Each such record keeps "__last_error__" (JSON) and stays dirty for the next run.
+ *
+ * Faults. Requests that change server data are never resent by the transport; when an answer
+ * is lost the run ends FAILED (NETWORK, retryable) and the next run of the sync reconciles:
+ * creates sent without an answer are found on the server (by CreatedDate on the server's own
+ * clock and the values sent) and adopted, not sent again. A sync down's maxTimeStamp only moves
+ * to a point below which every record is stored, so a re-run after any interruption misses
+ * nothing. A server that sends a page locator twice ends the run FAILED (SERVER).
  *
  * Runs. Starting a run returns at once; the run happens on the store's sync worker thread (one
  * per store; runs of different syncs queue in order). One sync has at most one run at a time:
