@@ -255,6 +255,26 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertTrue(custom.error.contains("a second time"), custom.error)
     }
 
+    // A state a crash left RUNNING reads STOPPED as soon as the store is open again, before any
+    // sync call creates the sync manager (a host listing syncs_soup must not see a ghost run).
+    func testRunningStateIsStoppedWhenTheStoreOpens() throws {
+        let registry = StoreRegistry()
+        let config = try StoreConfig(name: "crashed")
+        let handle = try registry.open(root: root, config: config)
+        let opened = try registry.store(handle)
+        try opened.registerSoup("contacts", specsJSON: contactSpecs)
+        var state = try opened.syncManager().createSyncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#,
+                                                            soupName: "contacts", optionsJSON: nil, name: "crashy")
+        state.status = .running
+        try opened.syncManager().states.save(state)
+        try registry.close(handle)
+        let again = try registry.open(root: root, config: config)
+        let cursor = try CursorPage(try registry.store(again).runSmartQuery(
+            specJSON: #"{"queryType":"smart","pageSize":10,"smartSql":"select {syncs_soup:status} from {syncs_soup}"}"#))
+        XCTAssertEqual(cursor.items.compactMap { ($0 as? [Any])?.first as? String }, ["STOPPED"])
+        try registry.close(again)
+    }
+
     // A run that ends with records the server refused or that conflict says so: DONE with the
     // counts, the entry ids, an error text and code.
     func testPartialSuccessIsVisible() throws {

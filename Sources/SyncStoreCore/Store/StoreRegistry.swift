@@ -33,6 +33,8 @@ public final class StoreRegistry: @unchecked Sendable {
             } else {
                 try FileSystem.makeDirectories("\(root)/\(config.folder)")
                 store = try SmartStore(path: path)
+                // Best effort: the sync manager does it again when it starts.
+                try? SyncStateStore.stopOrphansIfUnowned(store)
             }
             let handle = nextHandle
             nextHandle += 1

@@ -82,6 +82,15 @@ final class SyncStateStore: @unchecked Sendable {
         try store.removeEntries(soup: SyncStateStore.soupName, ids: [id])
     }
 
+    /// On open: states a crash left RUNNING become STOPPED at once (not only when the sync
+    /// manager first starts), unless another process holds the sync lock (its runs are live).
+    static func stopOrphansIfUnowned(_ store: SmartStore) throws {
+        guard store.soupExists(soupName) else { return }
+        let lock = try SyncEngineLock(databasePath: store.path)
+        defer { lock.release() }
+        try SyncStateStore(store: store).stopOrphans()
+    }
+
     /// Syncs a crash left RUNNING become STOPPED (semantics §7).
     func stopOrphans() throws {
         for var state in try all() where state.status == .running {
