@@ -205,6 +205,34 @@ final class SyncFaultTests: StoreTestCase {
         }
     }
 
+    // An update whose answer was lost is on the server with a newer modification date: the
+    // LEAVE_IF_CHANGED re-run must see its own values there, not a conflict.
+    func testLostUpdateAnswerIsNoConflict() throws {
+        let server = try DevServerProcess(["--seed", "Contact=2", "--admin"])
+        let manager = try self.manager(server)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        for var entry in try entries("contacts") {
+            entry["LastName"] = "Edited-\(entry["_soupEntryId"] ?? 0)"
+            entry["__local__"] = true
+            entry["__locally_updated__"] = true
+            _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+        }
+        sleepMillis(5)
+        try server.setFaults("PATCH /services/data/*/composite/sobjects drop=after")
+        let lic = #"{"mergeMode":"LEAVE_IF_CHANGED","fieldlist":["LastName"]}"#
+        let first = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: lic, name: "up", callback: nil) }
+        XCTAssertEqual(first.status, .failed)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName LIKE 'Edited-%'"), 2)
+        try server.setFaults("")
+        let second = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(second.status, .done, second.error)
+        XCTAssertEqual(second.conflicts, 0, "our own write, whose answer was lost, was taken for a conflict")
+        XCTAssertEqual(try entries("contacts", "{contacts:__local__} = 'false'").count, 2)
+    }
+
     // Failure 7: a huge server error text is not copied whole into the state or __last_error__.
     func testHugeServerErrorsAreBounded() throws {
         let server = try DevServerProcess([])

@@ -178,20 +178,12 @@ struct SyncUpTask {
                 serverTimes[id] = doc.root[field]?.string.flatMap(Timestamp.parse)
             }
         } else {
-            let byType = Dictionary(grouping: candidates, by: { items[$0].type })
-            for (type, indices) in byType {
-                let body = JSONDocument.object()
-                let ids = JSONDocument.array()
-                for i in indices { if let id = items[i].serverId { ids.root.append(owned: JSONMake.string(id)) } }
-                let fields = JSONDocument.array()
-                fields.root.append(owned: JSONMake.string(field))
-                body.root.set("ids", owned: ids.root.retained())
-                body.root.set("fields", owned: fields.root.retained())
-                let doc = try ctx.rest.json("POST", "composite/sobjects/\(RemoteURL.encode(type))", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
+            for (type, indices) in Dictionary(grouping: candidates, by: { items[$0].type }) {
+                let records = try retrieve(type: type, ids: indices.compactMap { items[$0].serverId }, fields: [field])
                 // The answer is in request order; null marks a deleted record.
                 for (position, i) in indices.enumerated() {
                     guard let id = items[i].serverId else { continue }
-                    let record = doc.root[position]
+                    let record = records.root[position]
                     serverTimes[id] = (record?.isNull ?? true) ? .some(nil) : record?[field]?.string.flatMap(Timestamp.parse)
                 }
             }
@@ -209,6 +201,53 @@ struct SyncUpTask {
                 outcomes[i] = .conflict(errorJSON("CONFLICT", "The server record changed after the local copy was synced (server \(field) \(Timestamp.format(serverTime))); the local change was not sent"))
             }
         }
+        try acceptOwnWrites(items, &outcomes)
+    }
+
+    /// A newer server copy that already holds every value this update sends is our own write
+    /// whose answer was lost (or an identical one): not a conflict, and nothing to send. Read
+    /// only for the few suspected conflicts; when that read fails they stay conflicts.
+    private func acceptOwnWrites(_ items: [Item], _ outcomes: inout [Outcome]) throws {
+        let suspects = items.indices.filter {
+            if case .conflict = outcomes[$0], items[$0].action == .update, items[$0].serverId != nil { return true }
+            return false
+        }
+        for (type, indices) in Dictionary(grouping: suspects, by: { items[$0].type }) {
+            let sent = indices.map { target.fields(of: items[$0].entry.root, creating: false, options: options) }
+            var names: [String] = []
+            for fields in sent { for (name, _) in fields where !names.contains(name) { names.append(name) } }
+            guard !names.isEmpty,
+                  let records = try? retrieve(type: type, ids: indices.compactMap { items[$0].serverId }, fields: names) else { continue }
+            for (position, i) in indices.enumerated() {
+                guard let record = records.root[position], record.isObject, !sent[position].isEmpty else { continue }
+                if sent[position].allSatisfy({ name, value in LostCreateFinder.same(record[name], value) }) { outcomes[i] = .updated }
+            }
+        }
+    }
+
+    /// Records of `type` by id with `fields` (sObject Collections retrieve, 200 ids a request),
+    /// in the order of `ids`; null for a record the server does not have.
+    func retrieve(type: String, ids: [String], fields: [String]) throws -> JSONDocument {
+        let all = JSONDocument.array()
+        var start = 0
+        while start < ids.count {
+            let chunk = ids[start..<min(ids.count, start + 200)]
+            start += chunk.count
+            let body = JSONDocument.object()
+            let idList = JSONDocument.array()
+            for id in chunk { idList.root.append(owned: JSONMake.string(id)) }
+            let fieldList = JSONDocument.array()
+            for name in fields { fieldList.root.append(owned: JSONMake.string(name)) }
+            body.root.set("ids", owned: idList.root.retained())
+            body.root.set("fields", owned: fieldList.root.retained())
+            let doc = try ctx.rest.json("POST", "composite/sobjects/\(RemoteURL.encode(type))", body: Array(body.root.dump().utf8),
+                                        idempotent: true, cancel: ctx.cancel)
+            guard doc.root.isArray, doc.root.count == chunk.count else {
+                throw StoreError(.server, "The server answered a retrieve of \(chunk.count) \(type) records with \(doc.root.count) results")
+            }
+            for record in doc.root.elements { all.root.append(owned: record.retained()) }
+        }
+        return all
     }
 
     // MARK: sending
@@ -423,24 +462,11 @@ struct SyncUpTask {
         let field = target.modificationDateFieldName
         var dates: [Int: String] = [:]
         for (type, group) in Dictionary(grouping: written, by: { items[$0.0].type }) where !type.isEmpty {
-            var start = 0
-            while start < group.count {
-                let chunk = Array(group[start..<min(group.count, start + 200)])
-                start += chunk.count
-                let body = JSONDocument.object()
-                let ids = JSONDocument.array()
-                for (_, id) in chunk { ids.root.append(owned: JSONMake.string(id)) }
-                let fields = JSONDocument.array()
-                fields.root.append(owned: JSONMake.string(field))
-                body.root.set("ids", owned: ids.root.retained())
-                body.root.set("fields", owned: fields.root.retained())
-                let doc = try ctx.rest.json("POST", "composite/sobjects/\(RemoteURL.encode(type))", body: Array(body.root.dump().utf8),
-                                            idempotent: true, cancel: ctx.cancel)
-                for (position, (i, _)) in chunk.enumerated() {
-                    guard let text = doc.root[position]?[field]?.string, let ms = Timestamp.parse(text) else { continue }
-                    if let latest, ms > latest { continue }
-                    dates[i] = text
-                }
+            let records = try retrieve(type: type, ids: group.map(\.1), fields: [field])
+            for (position, (i, _)) in group.enumerated() {
+                guard let text = records.root[position]?[field]?.string, let ms = Timestamp.parse(text) else { continue }
+                if let latest, ms > latest { continue }
+                dates[i] = text
             }
         }
         return dates
