@@ -189,14 +189,19 @@ struct ParentChildrenUpTask {
             }
         } while start < children.count
         let newParentId: String? = { if case .created(let id) = parentOutcome { return id }; return nil }()
-        let parentDates = parentDirty ? try parentTask.serverModificationDates([parent], [parentOutcome]) : [:]
-        let childDates = try childTask.serverModificationDates(children, childOutcomes)
+        let latest = ctx.rest.serverNow.map { $0 + 1_000 }
+        let parentWritten = parentDirty ? parentTask.writtenRecords([parent], [parentOutcome]) : []
+        let parentDates = parentWritten.isEmpty ? [:] : ((try? parentTask.modificationDates(parentWritten, latest: latest)) ?? [:])
+        let childWritten = childTask.writtenRecords(children, childOutcomes)
+        let childDates = childWritten.isEmpty ? [:] : ((try? childTask.modificationDates(childWritten, latest: latest)) ?? [:])
         var next = state
         if parentDirty { next.record([parent.entryId], [parentOutcome]) }
         next.record(children.map(\.entryId), childOutcomes)
         try ctx.store.write { db in
-            if parentDirty { try parentTask.applyIn(db, [parent], [parentOutcome], info: parentInfo, dates: parentDates) }
-            try childTask.applyIn(db, children, childOutcomes, info: childInfo, dates: childDates)
+            if parentDirty { try parentTask.applyIn(db, [parent], [parentOutcome], info: parentInfo) }
+            try childTask.applyIn(db, children, childOutcomes, info: childInfo)
+            try parentTask.applyDates(db, parentDates, info: parentInfo)
+            try childTask.applyDates(db, childDates, info: childInfo)
             // Children (dirty or not) that named the parent by its temporary id now name its server id.
             if let newParentId, let temporaryId, temporaryId != newParentId {
                 try relink(db, childInfo, from: temporaryId, to: newParentId)

@@ -44,6 +44,10 @@ struct SyncUpTask {
         var ids = try dirtyIds(info)
         state.totalSize = Int64(ids.count)
         var requeued = Set<Int64>()
+        // The server's new modification dates of a batch's records are read while the next
+        // batch is pushed, and stored with it (or at the end): the read costs no wall time.
+        var pendingDates: Prefetch<[Int64: String]>? = nil
+        defer { _ = try? pendingDates?.join() }
         var offset = 0
         while offset < ids.count {
             if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
@@ -54,11 +58,14 @@ struct SyncUpTask {
             try prepare(&items, &outcomes, info: info)
             if options.mergeMode == .leaveIfChanged { try checkConflicts(items, &outcomes) }
             try push(&items, &outcomes)
-            let dates = try serverModificationDates(items, outcomes)
+            let written = writtenRecords(items, outcomes)
+            let latest = ctx.rest.serverNow.map { $0 + 1_000 }
+            let earlier = (try? pendingDates?.join()) ?? [:]
+            pendingDates = written.isEmpty ? nil : Prefetch { [self] in try modificationDates(written, latest: latest) }
             var next = state
             next.progress = min(100, offset * 100 / ids.count)
             next.record(items.map(\.entryId), outcomes)
-            try apply(items, outcomes, info: info, dates: dates, state: next)
+            try apply(items, outcomes, info: info, dates: earlier, state: next)
             // A record deleted on the server is created again (OVERWRITE), once, in this run.
             for (i, item) in items.enumerated() where outcomes[i].isRecreate && requeued.insert(item.entryId).inserted {
                 ids.append(item.entryId)
@@ -66,6 +73,12 @@ struct SyncUpTask {
             state = next
             emit(state)
         }
+        // Best effort: without them the next LEAVE_IF_CHANGED run still tells our own writes
+        // from others' by their values (acceptOwnWrites).
+        if let last = try? pendingDates?.join(), !last.isEmpty {
+            try ctx.store.write { db in try applyDates(db, last, info: info) }
+        }
+        pendingDates = nil
         state.progress = 100
     }
 
@@ -443,47 +456,65 @@ struct SyncUpTask {
         return try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
     }
 
-    /// The server's modification date of each record this batch created or updated, read
-    /// back after the writes (one retrieve per type and 200 records), so the local copy can
-    /// carry it. A date later than the writes' answers (plus the Date header's second) is
-    /// someone else's later change and is not taken: the next LEAVE_IF_CHANGED run must see it.
-    func serverModificationDates(_ items: [Item], _ outcomes: [Outcome]) throws -> [Int: String] {
-        guard target.custom == nil else { return [:] }
-        var written: [(Int, String)] = []
-        for (i, outcome) in outcomes.enumerated() {
+    /// Records a batch created or updated on the server: (entry id, type, server id).
+    func writtenRecords(_ items: [Item], _ outcomes: [Outcome]) -> [(Int64, String, String)] {
+        guard target.custom == nil else { return [] }
+        var written: [(Int64, String, String)] = []
+        for (i, outcome) in outcomes.enumerated() where !items[i].type.isEmpty {
             switch outcome {
-            case .created(let id): written.append((i, id))
-            case .updated: if let id = items[i].serverId { written.append((i, id)) }
+            case .created(let id): written.append((items[i].entryId, items[i].type, id))
+            case .updated: if let id = items[i].serverId { written.append((items[i].entryId, items[i].type, id)) }
             default: break
             }
         }
-        guard !written.isEmpty else { return [:] }
-        let latest = ctx.rest.serverNow.map { $0 + 1_000 }
+        return written
+    }
+
+    /// The server's modification date of records we wrote, by entry id (one retrieve per type
+    /// and 200 records), so the local copy can carry it and the next LEAVE_IF_CHANGED run sees
+    /// no false conflict. A date later than `latest` (the server's clock when our writes were
+    /// answered, plus the Date header's second) is someone else's later change: not taken.
+    func modificationDates(_ written: [(Int64, String, String)], latest: Int64?) throws -> [Int64: String] {
         let field = target.modificationDateFieldName
-        var dates: [Int: String] = [:]
-        for (type, group) in Dictionary(grouping: written, by: { items[$0.0].type }) where !type.isEmpty {
-            let records = try retrieve(type: type, ids: group.map(\.1), fields: [field])
-            for (position, (i, _)) in group.enumerated() {
+        var dates: [Int64: String] = [:]
+        for (type, group) in Dictionary(grouping: written, by: { $0.1 }) {
+            let records = try retrieve(type: type, ids: group.map(\.2), fields: [field])
+            for (position, record) in group.enumerated() {
                 guard let text = records.root[position]?[field]?.string, let ms = Timestamp.parse(text) else { continue }
                 if let latest, ms > latest { continue }
-                dates[i] = text
+                dates[record.0] = text
             }
         }
         return dates
     }
 
+    /// Stores the server's modification dates on the entries (flags untouched).
+    func applyDates(_ db: Connection, _ dates: [Int64: String], info: SoupInfo) throws {
+        guard !dates.isEmpty else { return }
+        try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
+            var sink: TextBuffer? = nil
+            let now = Clock.nowMillis()
+            for (position, (entryId, date)) in dates.enumerated() {
+                guard let current = try self.current(entryId, db: db, info: info) else { continue }
+                current.root.set(target.modificationDateFieldName, owned: JSONMake.string(date))
+                try writer.upsert(current.root, index: position, now: now, into: &sink)
+            }
+        }
+    }
+
     /// Applies a batch's outcomes and the state in one transaction, each on the entry as it is
     /// now: if the host changed it since it was read, its new edit stays dirty.
-    func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, dates: [Int: String] = [:], state: SyncState?) throws {
+    /// `dates`: modification dates of records written by an earlier batch, stored with this one.
+    func apply(_ items: [Item], _ outcomes: [Outcome], info: SoupInfo, dates: [Int64: String] = [:], state: SyncState?) throws {
         try ctx.store.write { db in
-            try applyIn(db, items, outcomes, info: info, dates: dates)
+            try applyIn(db, items, outcomes, info: info)
+            try applyDates(db, dates, info: info)
             if let state { try states.save(state, db: db) }
         }
     }
 
-    /// `apply` inside a transaction the caller holds. `dates`: the server's modification date
-    /// of records written, by position.
-    func applyIn(_ db: Connection, _ items: [Item], _ outcomes: [Outcome], info: SoupInfo, dates: [Int: String] = [:]) throws {
+    /// `apply` inside a transaction the caller holds.
+    func applyIn(_ db: Connection, _ items: [Item], _ outcomes: [Outcome], info: SoupInfo) throws {
         var removals: [Int64] = []
         try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
             var sink: TextBuffer? = nil
@@ -494,7 +525,6 @@ struct SyncUpTask {
                 // Exact: any write since the batch was read changed the stored JSON (at least
                 // its _soupLastModifiedDate, and whatever the host edited).
                 let edited = json_equal(entry.raw, item.entry.root.raw) == 0
-                if let date = dates[i] { entry.set(target.modificationDateFieldName, owned: JSONMake.string(date)) }
                 switch outcomes[i] {
                 case .untouched:
                     continue
@@ -510,11 +540,8 @@ struct SyncUpTask {
                         LocalFlags.clear(entry, syncId: nil)
                     }
                 case .updated:
-                    if edited {
-                        if dates[i] == nil { continue }
-                    } else {
-                        LocalFlags.clear(entry, syncId: nil)
-                    }
+                    if edited { continue }
+                    LocalFlags.clear(entry, syncId: nil)
                 case .deleted:
                     if !edited || LocalFlags.isSet(entry[LocalFlags.deleted]) {
                         removals.append(item.entryId)
