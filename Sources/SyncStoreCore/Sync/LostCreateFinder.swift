@@ -9,7 +9,9 @@ import CJansson
 /// of a recent answer), and the time on ours. A record the create made has a CreatedDate at or
 /// after the marked server time, whatever our own clock says; one SOQL query per type lists
 /// the records created since the earliest mark of a batch with the fields that were sent, and a
-/// record whose fields all equal an entry's and that no local entry holds is that entry's.
+/// record whose fields all equal an entry's and that no local entry holds is that entry's. When
+/// a sync down ran in between, the record may already be in the soup as a clean copy stored
+/// after the create was sent: the entry then adopts it and the copy goes (`Found.absorbs`).
 struct LostCreateFinder {
     let ctx: SyncContext
     let target: SyncUpTarget
@@ -30,17 +32,23 @@ struct LostCreateFinder {
         return doc.root.retained()
     }
 
-    /// For each (position, entry) with a mark, the server id of the record its earlier create
-    /// made, if there is one. `fields` gives what a create of the entry sends.
+    struct Found {
+        let serverId: String
+        /// A clean local copy of the record (a sync down stored it) that the entry replaces.
+        let absorbs: Int64?
+    }
+
+    /// For each (position, entry) with a mark, the record its earlier create made, if there is
+    /// one. `fields` gives what a create of the entry sends.
     func find(_ pending: [(Int, SyncUpTask.Item)], fields: (SyncUpTask.Item) -> [(String, JSON)],
-              info: SoupInfo) throws -> [Int: String] {
+              info: SoupInfo) throws -> [Int: Found] {
         guard !pending.isEmpty else { return [:] }
         if ctx.rest.serverNow == nil {
             // Any answer carries the server's clock; this read changes nothing.
             _ = try? ctx.rest.send("GET", "limits", cancel: ctx.cancel)
         }
         let offset = ctx.rest.serverNow.map { $0 - Clock.nowMillis() }
-        var found: [Int: String] = [:]
+        var found: [Int: Found] = [:]
         var claimed = Set<String>()
         for (type, group) in Dictionary(grouping: pending, by: { $0.1.type }) where !type.isEmpty {
             let since = group.map { windowStart($0.1, clockOffset: offset) }.min() ?? 0
@@ -49,15 +57,27 @@ struct LostCreateFinder {
                 for (name, _) in fields(item) where !names.contains(where: { $0.caseInsensitiveEquals(name) }) { names.append(name) }
             }
             let records = try created(type: type, since: since, fields: names)
-            for (position, item) in group.sorted(by: { $0.0 < $1.0 }) {
-                let sent = fields(item)
-                for record in records.root.elements {
-                    guard let id = record["Id"]?.string, !claimed.contains(id) else { continue }
-                    guard sent.allSatisfy({ name, value in LostCreateFinder.same(record[name] ?? record.caseInsensitive(name), value) }) else { continue }
-                    if try isHeldLocally(id, info: info) { continue }
-                    claimed.insert(id)
-                    found[position] = id
-                    break
+            let ordered = group.sorted(by: { $0.0 < $1.0 })
+            // Records no entry holds first; then clean copies that arrived after the create was sent.
+            for copies in [false, true] {
+                for (position, item) in ordered where found[position] == nil {
+                    let sent = fields(item)
+                    for record in records.root.elements {
+                        guard let id = record["Id"]?.string, !claimed.contains(id) else { continue }
+                        guard sent.allSatisfy({ name, value in LostCreateFinder.same(record[name] ?? record.caseInsensitive(name), value) }) else { continue }
+                        let holders = try self.holders(id, info: info)
+                        var absorbs: Int64? = nil
+                        if copies {
+                            guard holders.count == 1, let holder = holders.first, !holder.dirty, holder.entryId != item.entryId,
+                                  holder.created >= sentOnOurClock(item) else { continue }
+                            absorbs = holder.entryId
+                        } else if !holders.isEmpty {
+                            continue
+                        }
+                        claimed.insert(id)
+                        found[position] = Found(serverId: id, absorbs: absorbs)
+                        break
+                    }
                 }
             }
         }
@@ -90,11 +110,20 @@ struct LostCreateFinder {
         return all
     }
 
-    private func isHeldLocally(_ serverId: String, info: SoupInfo) throws -> Bool {
+    /// When the entry's create was sent, on our clock.
+    private func sentOnOurClock(_ item: SyncUpTask.Item) -> Int64 {
+        let mark = item.entry.root[LocalFlags.pendingCreate]
+        return mark?["client"]?.int64 ?? mark?.int64 ?? Int64.max
+    }
+
+    /// Local entries holding `serverId`: their id, whether dirty, when stored.
+    private func holders(_ serverId: String, info: SoupInfo) throws -> [(entryId: Int64, dirty: Bool, created: Int64)] {
         try ctx.store.readers.withReader { db in
-            let statement = try db.prepare("SELECT 1 FROM \(info.table) WHERE \(info.expression(for: target.idFieldName)) = ? LIMIT 1")
+            let statement = try db.prepare("SELECT id, \(LocalFlags.dirtyCondition), created FROM \(info.table) WHERE \(info.expression(for: target.idFieldName)) = ?")
             try statement.bind([.text(serverId)])
-            return try statement.step()
+            var rows: [(Int64, Bool, Int64)] = []
+            while try statement.step() { rows.append((statement.int64(0), statement.int64(1) != 0, statement.int64(2))) }
+            return rows
         }
     }
 

@@ -107,7 +107,7 @@ struct ParentChildrenUpTask {
         let temporaryId = parentItems[0].entry.root[parentTask.target.idFieldName]?.string
         var parentOutcomes: [SyncUpTask.Outcome] = [.untouched]
         // Lost answers of earlier runs: adopt what they made; mark what is about to be created.
-        if parentDirty && parentItems[0].action == .create {
+        if parentDirty && (parentItems[0].action == .create || parentItems[0].action == .localDelete) {
             try parentTask.prepare(&parentItems, &parentOutcomes, info: parentInfo)
         }
         var parent = parentItems[0]

@@ -1,9 +1,13 @@
 import Glibc
 
-/// Which syncs have a run queued or running, and waiting for them to end.
+/// Which syncs have a run queued or running, and waiting for them to end. A run is over for
+/// starting it again as soon as its terminal callback begins (a host may start it again from
+/// that callback, or right after it), and over for waiting once that callback has returned.
 final class RunTracker: @unchecked Sendable {
     private let lock = ConditionLock()
     private var active: [Int64: (flag: CancelFlag, owner: Int)] = [:]
+    /// Runs whose terminal callback is being delivered: sync id -> owner.
+    private var delivering: [Int64: Int] = [:]
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T { try lock.withLock(body) }
 
@@ -19,9 +23,27 @@ final class RunTracker: @unchecked Sendable {
         }
     }
 
-    func finish(_ id: Int64) {
+    /// The run that `flag` belongs to is over (a later run of the same sync is left alone).
+    func finish(_ id: Int64, _ flag: CancelFlag) {
         locked {
-            active[id] = nil
+            if active[id]?.flag === flag { active[id] = nil }
+            lock.broadcast()
+        }
+    }
+
+    /// Brackets the terminal callback: the sync may be started again inside it, and waiters
+    /// return once it has been delivered.
+    func deliverTerminal(_ id: Int64, _ flag: CancelFlag, _ callback: () -> Void) {
+        locked {
+            if let run = active[id], run.flag === flag {
+                active[id] = nil
+                delivering[id] = run.owner
+            }
+            lock.broadcast()
+        }
+        callback()
+        locked {
+            delivering[id] = nil
             lock.broadcast()
         }
     }
@@ -34,11 +56,13 @@ final class RunTracker: @unchecked Sendable {
     func cancel(owner: Int) { locked { for run in active.values where run.owner == owner { run.flag.cancel() } } }
 
     func waitOwner(_ owner: Int, timeoutMs: Int64) -> Bool {
-        wait(timeoutMs: timeoutMs) { !self.active.values.contains { $0.owner == owner } }
+        wait(timeoutMs: timeoutMs) { !self.active.values.contains { $0.owner == owner } && !self.delivering.values.contains(owner) }
     }
 
     /// Waits until `id` has no run; false on timeout (timeoutMs < 0 waits forever).
-    func wait(_ id: Int64, timeoutMs: Int64) -> Bool { wait(timeoutMs: timeoutMs) { self.active[id] == nil } }
+    func wait(_ id: Int64, timeoutMs: Int64) -> Bool {
+        wait(timeoutMs: timeoutMs) { self.active[id] == nil && self.delivering[id] == nil }
+    }
 
     private func wait(timeoutMs: Int64, until done: () -> Bool) -> Bool {
         let deadline = timeoutMs < 0 ? nil : ConditionLock.deadline(afterMs: timeoutMs)

@@ -112,7 +112,7 @@ public final class SyncManager: @unchecked Sendable {
         try checkOpen()
         let cancel = try tracker.begin(id, owner: owner)
         worker.submit { [self] in
-            defer { tracker.finish(id) }
+            defer { tracker.finish(id, cancel) }
             run(id, cancel: cancel, callback: callback)
         }
     }
@@ -120,7 +120,9 @@ public final class SyncManager: @unchecked Sendable {
     private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?) {
         let emit: (SyncState) -> Void = { state in callback?(state.jsonText) }
         guard var state = try? states.get(id: id) else {
-            callback?("{\"_soupEntryId\":\(id),\"status\":\"FAILED\",\"error\":\"The sync was deleted before it ran\",\"errorCode\":\(ErrorCode.notFound.rawValue)}")
+            tracker.deliverTerminal(id, cancel) {
+                callback?("{\"_soupEntryId\":\(id),\"status\":\"FAILED\",\"error\":\"The sync was deleted before it ran\",\"errorCode\":\(ErrorCode.notFound.rawValue)}")
+            }
             return
         }
         state.status = .running
@@ -168,7 +170,7 @@ public final class SyncManager: @unchecked Sendable {
             if state.status == .done { state.status = .failed }
             state.error += (state.error.isEmpty ? "" : "; ") + "saving the sync state failed: \(error.message)"
         } catch {}
-        emit(state)
+        tracker.deliverTerminal(id, cancel) { emit(state) }
     }
 
     private func context(for state: SyncState, cancel: CancelFlag) throws -> SyncContext {
@@ -196,7 +198,7 @@ public final class SyncManager: @unchecked Sendable {
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
         let cancel = try tracker.begin(id, owner: owner)
         worker.submit { [self] in
-            defer { tracker.finish(id) }
+            defer { tracker.finish(id, cancel) }
             var removed = 0
             var status = "DONE"
             var message = ""
@@ -214,7 +216,7 @@ public final class SyncManager: @unchecked Sendable {
                 message = "\(error)"
                 code = ErrorCode.internal.rawValue
             }
-            callback?(ghostReport(id, status, removed, message, code))
+            tracker.deliverTerminal(id, cancel) { callback?(ghostReport(id, status, removed, message, code)) }
         }
     }
 

@@ -25,6 +25,8 @@ struct SyncUpTask {
         var action: Action
         let type: String
         var serverId: String?
+        /// A clean local copy of this entry's server record, removed when the entry adopts it.
+        var absorbs: Int64? = nil
         var lastModified: Int64 { entry.root[SoupPath.lastModified]?.int64 ?? 0 }
     }
 
@@ -138,13 +140,24 @@ struct SyncUpTask {
                 marks[i] = (ext, JSONMake.string(ClientId.make()))
             }
         } else {
-            let sent = creates.filter { items[$0].entry.root[LocalFlags.pendingCreate] != nil }.map { ($0, items[$0]) }
+            // Creates sent without an answer, and local deletes of such creates: the record
+            // may exist on the server.
+            let sent = items.indices.filter {
+                (items[$0].action == .create || items[$0].action == .localDelete) && pending(outcomes, $0)
+                    && items[$0].entry.root[LocalFlags.pendingCreate] != nil
+            }.map { ($0, items[$0]) }
             let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
                 .find(sent, fields: createFields ?? { target.fields(of: $0.entry.root, creating: true, options: options) }, info: info)
+            for (i, record) in found where items[i].action == .localDelete {
+                items[i].action = .delete
+                items[i].serverId = record.serverId
+                items[i].absorbs = record.absorbs
+            }
             for i in creates {
-                if let id = found[i] {
-                    items[i].serverId = id
-                    outcomes[i] = .created(id)
+                if let record = found[i] {
+                    items[i].serverId = record.serverId
+                    items[i].absorbs = record.absorbs
+                    outcomes[i] = .created(record.serverId)
                 } else {
                     marks[i] = (LocalFlags.pendingCreate, LostCreateFinder.mark(ctx.rest))
                 }
@@ -169,7 +182,8 @@ struct SyncUpTask {
         for (_, mark) in marks { if let v = mark.1 { cjansson_decref(v) } }
         // Send what is stored now: it includes any edit made since the batch was read.
         for (i, entry) in marked {
-            items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type, serverId: items[i].serverId)
+            items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type,
+                            serverId: items[i].serverId, absorbs: items[i].absorbs)
         }
     }
 
@@ -520,6 +534,8 @@ struct SyncUpTask {
             var sink: TextBuffer? = nil
             let now = Clock.nowMillis()
             for (i, item) in items.enumerated() {
+                // The clean copy a sync down stored of the record this entry now holds.
+                if let copy = item.absorbs, !isUntouched(outcomes[i]), try isClean(copy, db: db, info: info) { removals.append(copy) }
                 guard let current = try self.current(item.entryId, db: db, info: info) else { continue }
                 let entry = current.root
                 // Exact: any write since the batch was read changed the stored JSON (at least
@@ -572,6 +588,17 @@ struct SyncUpTask {
 
     /// The server's error answer as JSON text for `__last_error__` (bounded; a long or non-JSON
     /// answer is described instead).
+    private func isUntouched(_ outcome: Outcome) -> Bool {
+        if case .untouched = outcome { return true }
+        return false
+    }
+
+    private func isClean(_ entryId: Int64, db: Connection, info: SoupInfo) throws -> Bool {
+        let statement = try db.prepare("SELECT \(LocalFlags.dirtyCondition) FROM \(info.table) WHERE id = ?")
+        try statement.bind([.int(entryId)])
+        return try statement.step() && statement.int64(0) == 0
+    }
+
     func errorText(_ response: HTTPResponse) -> String {
         let text = response.text
         if !text.isEmpty, text.utf8.count <= MessageLimit.bytes, (try? JSONDocument.parse(text)) != nil { return text }
