@@ -16,4 +16,4 @@ cmake --build build -j2
 
 echo "== Python tests"
 SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
-    python3 -m pytest -q bindings/python/tests Tests/devserver
+    python3 -m pytest -q bindings/python/tests Tests/devserver Tests/chaos

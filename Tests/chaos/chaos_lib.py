@@ -431,6 +431,9 @@ class Host:
             done.wait(60)
             self.store.restart_syncs(False)
             raise SyncTimeout(f"client {self.client}: cleanResyncGhosts still running after {timeout_s} s")
+        # The terminal report can come before the run has left the worker (a sync started at
+        # once would be BUSY; test_chaos_targeted checks that separately): wait for it here.
+        self.store.wait_sync(sid, int(timeout_s * 1000))
         return reports[-1]
 
 
@@ -499,6 +502,60 @@ def compare_converged(label, local, server_records):
         if sid not in seen:
             problems.append(f"{label}: server record {sid} key {r.get('Key__c')} has no local entry")
     return problems
+
+
+class ServerOrder:
+    """Server values of a client's field never go back to an older value of that client:
+    remembers the highest seq seen per (key, field)."""
+
+    def __init__(self):
+        self.seen = {}
+        self.reported = set()
+
+    def check(self, records, tag, fields=VALUE_FIELDS):
+        problems = []
+        counts = {}
+        for r in records:
+            counts[r.get("Key__c")] = counts.get(r.get("Key__c"), 0) + 1
+        for r in records:
+            if counts[r.get("Key__c")] > 1:
+                continue   # a duplicated key: reported as such, its values have no single order
+            for f in fields:
+                seq = value_seq(r.get(f))
+                if seq is None:
+                    continue
+                k = (r.get("Key__c"), f)
+                if seq < self.seen.get(k, 0):
+                    if k not in self.reported:
+                        self.reported.add(k)
+                        problems.append(f"{tag}: STALE OVERWRITE key {k[0]}: server {f} went back to {r.get(f)} after seq {self.seen[k]}")
+                    continue
+                self.seen[k] = max(seq, self.seen.get(k, 0))
+        return problems
+
+
+class Problems:
+    """Problems found over a run, each reported once: the same lost edit seen after every later
+    kill is one problem (first seen at `tag`). Kinds: LOST (edits, creates, deletes), DUPLICATE,
+    LOCAL_DUPLICATE, STALE, RUNNING, INTEGRITY, LIVENESS, HOST, CONVERGE, STATE."""
+
+    def __init__(self):
+        self.items = {}      # (kind, subject) -> message
+
+    def add(self, tag, kind, subject, message):
+        if (kind, subject) not in self.items:
+            self.items[(kind, subject)] = f"{tag}: {kind}: {message}"
+
+    def subjects(self, kind):
+        return {s for (k, s) in self.items if k == kind}
+
+    def messages(self):
+        order = ["LIVENESS", "HOST", "INTEGRITY", "RUNNING", "DUPLICATE", "LOCAL_DUPLICATE", "LOST", "STALE", "CONVERGE", "STATE"]
+        return [m for kind in order for (k, _), m in self.items.items() if k == kind] + \
+            [m for (k, _), m in self.items.items() if k not in order]
+
+    def __len__(self):
+        return len(self.items)
 
 
 class Summary:

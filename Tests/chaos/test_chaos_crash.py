@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 import chaos_lib
-from chaos_lib import (DevServer, Host, Summary, TYPE, compare_converged, duplicates, entries, env_int, env_seed,
-                       flag, fmt_problems, integrity, open_store, raw_sync_states, value_seq)
+from chaos_lib import (DevServer, Host, Problems, ServerOrder, Summary, TYPE, compare_converged, duplicates, entries,
+                       env_int, env_seed, flag, fmt_problems, integrity, open_store, raw_sync_states)
 
 HERE = Path(__file__).resolve().parent
 HOST = HERE / "chaos_host.py"
@@ -63,7 +63,6 @@ class CrashModel:
         self.field = chaos_lib.VALUE_FIELDS[client]
         self.keys = {}          # key -> {"value", "deleted"}
         self.offset = 0         # bytes of the log already applied
-        self.server_seq = {}    # key -> highest seq seen on the server (values never go back)
 
     def read_new(self, log_path):
         with open(log_path) as f:
@@ -85,14 +84,13 @@ class CrashModel:
             self.keys[k]["deleted"] = True
 
     def absorb(self, records, local_by_key):
-        """Applies the new log records; the last one only if the store shows it happened."""
-        problems = []
+        """Applies the new log records; the last one (the write the kill may have cut short)
+        only if the store shows it happened."""
         for rec in records[:-1]:
             self.apply(rec)
         if records:
             last = records[-1]
-            k = last["key"]
-            found = local_by_key.get(k, [])
+            found = local_by_key.get(last["key"], [])
             if last["op"] == "create":
                 happened = bool(found)
             elif last["op"] == "edit":
@@ -101,50 +99,42 @@ class CrashModel:
                 happened = not found or any(flag(e.get("__locally_deleted__")) for e in found)
             if happened:
                 self.apply(last)
-        return problems
 
-    def check_local(self, local_by_key, server_by_key, tag):
-        problems = []
+    def check_local(self, local_by_key, server_by_key, tag, problems):
         for k, st in self.keys.items():
             found = local_by_key.get(k, [])
-            live = [r for r in server_by_key.get(k, [])]
+            live = server_by_key.get(k, [])
             if len(found) > 1:
-                problems.append(f"{tag}: key {k} has {len(found)} local entries {[e['_soupEntryId'] for e in found]}")
+                problems.add(tag, "LOCAL_DUPLICATE", k, f"key {k} is held by {len(found)} local entries "
+                             f"{[(e['_soupEntryId'], e.get('Id')) for e in found]}")
             if st["deleted"]:
+                if len(found) > 1:
+                    continue   # reported as a local duplicate: which entry the host deleted is moot
                 if not found and live:
-                    problems.append(f"{tag}: LOST DELETE key {k}: gone locally but still on the server {[r['Id'] for r in live]}")
+                    problems.add(tag, "LOST", k, f"LOST DELETE key {k}: gone locally but still on the server {[r['Id'] for r in live]}")
                 elif found and not any(flag(e.get("__locally_deleted__")) and flag(e.get("__local__")) for e in found):
-                    problems.append(f"{tag}: LOST DELETE key {k}: the entry is back to undeleted")
+                    problems.add(tag, "LOST", k, f"LOST DELETE key {k}: the entry is back to undeleted")
                 continue
             if not found:
-                problems.append(f"{tag}: LOST EDIT key {k}: the entry vanished (last value {st['value']})")
+                problems.add(tag, "LOST", k, f"LOST EDIT key {k}: the entry vanished (last value {st['value']})")
                 continue
-            e = next((x for x in found if flag(x.get("__local__"))), found[0])
-            if e.get(self.field) != st["value"]:
-                problems.append(f"{tag}: LOST EDIT key {k}: local {self.field}={e.get(self.field)!r}, "
-                                f"last logged {st['value']!r} (dirty={flag(e.get('__local__'))})")
+            holders = [e for e in found if e.get(self.field) == st["value"]]
+            if not holders:
+                problems.add(tag, "LOST", k, f"LOST EDIT key {k}: local {self.field}={[e.get(self.field) for e in found]}, "
+                             f"last logged {st['value']!r} (dirty={[flag(e.get('__local__')) for e in found]})")
                 continue
+            if len(found) > 1:
+                continue   # reported as a local duplicate; which server record it maps to is moot
+            e = holders[0]
             if not flag(e.get("__local__")):
+                if len(live) > 1:
+                    continue   # reported as a server duplicate
                 if len(live) != 1 or live[0]["Id"] != e.get("Id"):
-                    problems.append(f"{tag}: key {k} is clean locally (Id {e.get('Id')}) but the server has {[r['Id'] for r in live]}")
+                    problems.add(tag, "LOST", k, f"key {k} is clean locally (Id {e.get('Id')}) but the server has "
+                                 f"{[r['Id'] for r in live]}")
                 elif live[0].get(self.field) != st["value"]:
-                    problems.append(f"{tag}: LOST EDIT key {k}: clean locally with {st['value']!r} but the server has "
-                                    f"{live[0].get(self.field)!r}")
-        return problems
-
-    def check_server_order(self, server_records, tag):
-        """A server value of this client's field never goes back to an older one."""
-        problems = []
-        for r in server_records:
-            seq = value_seq(r.get(self.field))
-            if seq is None or r.get("Owner__c") == "srv":
-                continue
-            k = r.get("Key__c")
-            if seq < self.server_seq.get(k, 0):
-                problems.append(f"{tag}: STALE OVERWRITE key {k}: server {self.field} went back to {r.get(self.field)} "
-                                f"after seq {self.server_seq[k]}")
-            self.server_seq[k] = max(seq, self.server_seq.get(k, 0))
-        return problems
+                    problems.add(tag, "LOST", k, f"LOST EDIT key {k}: clean locally with {st['value']!r} but the server has "
+                                 f"{live[0].get(self.field)!r}")
 
 
 class OtherUser:
@@ -194,11 +184,12 @@ def test_crash_kills(tmp_path):
     host_err = tmp_path / "host.stderr"
     model = CrashModel(0)
     other = OtherUser(server, random.Random(seed + 1))
-    problems = []
-    dup_keys = {}
-    counts = {"kills": 0, "host_exits": 0, "liveness": 0, "running_after_reopen": 0, "integrity_failures": 0}
+    order = ServerOrder()
+    problems = Problems()
+    counts = {"kills": 0, "host_exits": 0, "running_after_reopen": 0}
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     started = time.time()
+    passes = 0
     try:
         for i in range(kills):
             tag = f"kill {i + 1}"
@@ -218,92 +209,93 @@ def test_crash_kills(tmp_path):
                 counts["kills"] += 1
             else:
                 counts["host_exits"] += 1
-                tail = host_err.read_text(errors="replace")[-3000:]
+                tail = host_err.read_text(errors="replace").rsplit(f"--- {tag}\n", 1)[-1][-3000:]
                 if rc == 3:
-                    counts["liveness"] += 1
-                    problems.append(f"{tag}: LIVENESS: the host gave up waiting for a run:\n{tail}")
+                    problems.add(tag, "LIVENESS", tag, f"the host gave up waiting for a run:\n{tail}")
                 else:
-                    problems.append(f"{tag}: the host exited with {rc}:\n{tail}")
+                    problems.add(tag, "HOST", tag, f"the host exited with {rc}:\n{tail}")
             server.clear_faults()
-            problems += check_after_kill(tag, root, server, model, log_path, counts, dup_keys)
-            other.act([r for r in server.records()])
+            check_after_kill(tag, root, server, model, log_path, counts, problems, order)
+            other.act(server.records())
         # Faults stop: plain syncs must converge, without any new local write.
         server.clear_faults()
         passes, final = converge(root, server, rng)
+        for n, message in enumerate(final):
+            problems.add("final", "LIVENESS" if "LIVENESS" in message else "CONVERGE", n, message)
         recs = server.records()
-        problems += final
-        problems += other.check(recs, "final")
+        for n, message in enumerate(other.check(recs, "final")):
+            problems.add("final", "LOST", f"other-{n}", message)
         by_key = {}
         for r in recs:
             by_key.setdefault(r.get("Key__c"), []).append(r)
-        lost = 0
         for k, st in model.keys.items():
             live = by_key.get(k, [])
             if st["deleted"]:
                 if live:
-                    lost += 1
-                    problems.append(f"final: LOST DELETE key {k} still on the server {[r['Id'] for r in live]}")
+                    problems.add("final", "LOST", k, f"LOST DELETE key {k} still on the server {[r['Id'] for r in live]}")
             elif not live:
-                lost += 1
-                problems.append(f"final: LOST CREATE key {k} (last value {st['value']}) is not on the server")
+                problems.add("final", "LOST", k, f"LOST CREATE key {k} (last value {st['value']}) is not on the server")
             elif not any(r.get("V0__c") == st["value"] for r in live):
-                lost += 1
-                problems.append(f"final: LOST EDIT key {k}: server V0__c {[r.get('V0__c') for r in live]} != last logged {st['value']}")
+                problems.add("final", "LOST", k, f"LOST EDIT key {k}: server V0__c {[r.get('V0__c') for r in live]} != "
+                             f"last logged {st['value']}")
         for k, ids in duplicates(recs).items():
-            dup_keys.setdefault(k, ("final", ids))
+            problems.add("final", "DUPLICATE", k, f"key {k} is on the server {len(ids)} times: {ids}")
     finally:
         server.stop()
-    lost_total = sum(1 for p in problems if "LOST" in p)
     elapsed = time.time() - started
+    dups = problems.subjects("DUPLICATE")
+    lost = problems.subjects("LOST")
     Summary.set("crash_seed", seed)
     Summary.add("kills", counts["kills"])
     Summary.add("crash_host_exits", counts["host_exits"])
-    Summary.add("crash_duplicates", len(dup_keys))
-    Summary.add("crash_lost_edits", lost_total)
+    Summary.add("crash_duplicates", len(dups))
+    Summary.add("crash_local_duplicates", len(problems.subjects("LOCAL_DUPLICATE")))
+    Summary.add("crash_lost_edits", len(lost))
+    Summary.add("crash_lost_edits_on_duplicated_keys", len(lost & (dups | problems.subjects("LOCAL_DUPLICATE"))))
+    Summary.add("crash_stale_overwrites", len(problems.subjects("STALE")))
     Summary.add("crash_running_after_reopen", counts["running_after_reopen"])
-    Summary.add("crash_integrity_failures", counts["integrity_failures"])
-    Summary.add("crash_liveness_failures", counts["liveness"])
+    Summary.add("crash_integrity_failures", len(problems.subjects("INTEGRITY")))
+    Summary.add("crash_liveness_failures", len(problems.subjects("LIVENESS")))
     Summary.set("crash_keys", len(model.keys))
+    Summary.set("crash_converge_passes", passes)
     Summary.set("crash_seconds", round(elapsed, 1))
-    for k, (where, ids) in dup_keys.items():
-        problems.append(f"DUPLICATE key {k} on the server ({where}): {ids}")
     print(f"[chaos crash] seed={seed} kills={counts['kills']} host exits={counts['host_exits']} keys={len(model.keys)} "
-          f"duplicates={len(dup_keys)} lost={lost_total} running-after-reopen={counts['running_after_reopen']} "
-          f"integrity failures={counts['integrity_failures']} converge passes={passes} in {elapsed:.0f} s")
-    assert not problems, f"CHAOS_SEED={seed}: {len(problems)} problems (log {log_path}):\n{fmt_problems(problems)}"
+          f"duplicates={len(dups)} local duplicates={len(problems.subjects('LOCAL_DUPLICATE'))} lost={len(lost)} "
+          f"running-after-reopen={counts['running_after_reopen']} integrity failures={len(problems.subjects('INTEGRITY'))} "
+          f"converge passes={passes} in {elapsed:.0f} s")
+    assert not len(problems), (f"CHAOS_SEED={seed}: {len(problems)} problems (history {log_path}):\n"
+                               f"{fmt_problems(problems.messages())}")
     assert counts["kills"] >= kills * 0.9, f"CHAOS_SEED={seed}: only {counts['kills']} of {kills} runs were killed"
 
 
-def check_after_kill(tag, root, server, model, log_path, counts, dup_keys):
-    problems = []
+def check_after_kill(tag, root, server, model, log_path, counts, problems, order):
     with open_store(root) as store:
         # Right after open, before any sync call: the header promises open resets RUNNING.
-        raw = [s for s in raw_sync_states(store) if s.get("status") == "RUNNING"]
+        raw = [s.get("name") for s in raw_sync_states(store) if s.get("status") == "RUNNING"]
         if raw:
             counts["running_after_reopen"] += 1
-            problems.append(f"{tag}: after reopen the store still says RUNNING for {[s.get('name') for s in raw]}")
+            problems.add(tag, "RUNNING", "raw", f"after reopen the store still says RUNNING for {raw} "
+                         f"(until the first sync call; {counts['running_after_reopen']} kills so far)")
         for name in SYNC_NAMES:
             st = store.get_sync_status(name)
             if st and st["status"] == "RUNNING":
-                counts["running_after_reopen"] += 1
-                problems.append(f"{tag}: getSyncStatus({name}) is RUNNING after reopen")
+                problems.add(tag, "RUNNING", name, f"getSyncStatus({name}) is RUNNING after reopen")
         local = entries(store)
     result = integrity(root)
     if result != ["ok"]:
-        counts["integrity_failures"] += 1
-        problems.append(f"{tag}: integrity_check: {result[:5]}")
+        problems.add(tag, "INTEGRITY", tag, f"integrity_check: {result[:5]}")
     recs = server.records()
     local_by_key, server_by_key = {}, {}
     for e in local:
         local_by_key.setdefault(e.get("Key__c"), []).append(e)
     for r in recs:
         server_by_key.setdefault(r.get("Key__c"), []).append(r)
-    problems += model.absorb(model.read_new(log_path), local_by_key)
-    problems += model.check_local(local_by_key, server_by_key, tag)
-    problems += model.check_server_order(recs, tag)
+    model.absorb(model.read_new(log_path), local_by_key)
+    model.check_local(local_by_key, server_by_key, tag, problems)
+    for message in order.check(recs, tag, fields=[model.field]):
+        problems.add(tag, "STALE", message.split("key ")[1].split(":")[0], message.split(": ", 1)[1])
     for k, ids in duplicates(recs).items():
-        dup_keys.setdefault(k, (tag, ids))
-    return problems
+        problems.add(tag, "DUPLICATE", k, f"key {k} is on the server {len(ids)} times: {ids}")
 
 
 def converge(root, server, rng, passes=3):
