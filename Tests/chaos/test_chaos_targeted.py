@@ -63,11 +63,16 @@ def assert_no_duplicates(server, type_=TYPE):
 # ---- creates are never duplicated -----------------------------------------------------------
 
 
-def test_lost_create_then_sync_down_is_not_duplicated(server, clients):
+CREATE_ROUTES = {"post": "POST */composite/sobjects", "ext": "PATCH */composite/sobjects/Chaos__c/Ext__c"}
+
+
+@pytest.mark.parametrize("variant", ["post", "ext"])
+def test_lost_create_then_sync_down_is_not_duplicated(server, clients, variant):
     """A create whose answer was lost, then a sync down before the retry: the server record
-    comes down as a second local entry and the retried create must not make a second record."""
-    host = clients(server)
-    server.set_faults("POST */composite/sobjects drop=after times=1")
+    comes down as a second local entry and the retried create must not make a second record,
+    nor leave two entries holding one record (every later sync down would fail on them)."""
+    host = clients(server, variant=variant)
+    server.set_faults(f"{CREATE_ROUTES[variant]} drop=after")   # every attempt (upserts are retried)
     key = host.create()
     # The store's first request: a fresh connection, so libcurl has nothing to resend.
     assert host.sync_up()["status"] == "FAILED"
@@ -76,7 +81,31 @@ def test_lost_create_then_sync_down_is_not_duplicated(server, clients):
     up = host.sync_up()
     assert up["status"] == "DONE", up
     assert_no_duplicates(server)
-    assert len(by_key(host)[key]) == 1, "the record is held by two local entries"
+    assert len(by_key(host)[key]) == 1, f"the record is held by local entries {[e['_soupEntryId'] for e in by_key(host)[key]]}"
+    down = host.sync_down()
+    assert down["status"] == "DONE", down
+
+
+@pytest.mark.parametrize("variant", ["post", "ext"])
+def test_lost_create_then_sync_down_then_edit_of_the_copy(server, clients, variant):
+    """As above, but the host edits the copy the sync down stored (it is an entry like any
+    other: a list shows it) before the retry. Still one record on the server, one entry, and the
+    edit (the latest write of that record) on the server."""
+    host = clients(server, variant=variant)
+    server.set_faults(f"{CREATE_ROUTES[variant]} drop=after")   # every attempt (upserts are retried)
+    key = host.create()
+    assert host.sync_up()["status"] == "FAILED"
+    server.clear_faults()
+    assert host.sync_down()["status"] == "DONE"
+    copies = [e for e in by_key(host)[key] if e.get("Id")]
+    assert copies, "the sync down did not store the record"
+    edited = host.edit(copies[0]["_soupEntryId"])
+    for _ in range(2):
+        assert host.sync_up()["status"] == "DONE"
+        assert host.sync_down()["status"] == "DONE"
+    assert_no_duplicates(server)
+    assert len(by_key(host)[key]) == 1, f"the record is held by local entries {[e['_soupEntryId'] for e in by_key(host)[key]]}"
+    assert [r[host.field] for r in server.records()] == [edited[host.field]], "the edit of the copy was lost"
 
 
 @pytest.mark.parametrize("kind,glob", [("collection", "POST */composite/sobjects"), ("single", "POST */sobjects/Chaos__c")])
