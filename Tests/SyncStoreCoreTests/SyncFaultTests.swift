@@ -69,6 +69,27 @@ final class SyncFaultTests: StoreTestCase {
         }
     }
 
+    // A create whose answer was lost, edited locally before the retry: the retry adopts the
+    // record the first attempt made (it holds what was sent) and pushes the edit to it.
+    func testLostCreateEditedBeforeTheRetryIsAdoptedAndUpdated() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["Before"])
+        let first = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(first.status, .failed)
+        guard var entry = try entries("contacts").first else { throw TestFailure("no entry") }
+        entry["LastName"] = "After"
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+        let second = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(second.status, .done, second.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Before', 'After')"), 1, "the edited entry was created a second time")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'After'"), 1, "the edit did not reach the record")
+        let local = try entries("contacts")
+        XCTAssertEqual(local.count, 1)
+        XCTAssertEqual(local.first?["__local__"] as? Bool, false)
+        XCTAssertTrue((local.first?["Id"] as? String ?? "").hasPrefix("003"))
+    }
+
     // Failure 2: parent_children through /composite: a lost answer, then a re-run, must not
     // create the parent and its children twice.
     func testParentChildrenLostAnswerIsAdopted() throws {

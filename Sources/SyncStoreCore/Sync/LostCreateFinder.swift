@@ -24,12 +24,27 @@ struct LostCreateFinder {
     /// have drifted since the mark was made.
     static let clientMarkSlackMs: Int64 = 600_000
 
-    /// The mark stored on an entry before its create is sent.
-    static func mark(_ rest: RestClient) -> UnsafeMutablePointer<json_t>? {
+    /// The mark stored on an entry before its create is sent: when, and the values sent (a
+    /// host may edit the entry before the retry; the record holds what was sent).
+    static func mark(_ rest: RestClient, sent: [(String, JSON)]) -> UnsafeMutablePointer<json_t>? {
         let doc = JSONDocument.object()
         doc.root.set("client", owned: JSONMake.int(Clock.nowMillis()))
         if let server = rest.serverNow { doc.root.set("server", owned: JSONMake.int(server)) }
+        let values = JSONDocument.object()
+        for (name, value) in sent { values.root.set(name, owned: value.retained()) }
+        doc.root.set("sent", owned: values.root.retained())
         return doc.root.retained()
+    }
+
+    /// The values a marked entry's create sent (older marks have none: nil).
+    static func sentValues(_ entry: JSON) -> [(String, JSON)]? {
+        guard let sent = entry[LocalFlags.pendingCreate]?["sent"], sent.isObject else { return nil }
+        return sent.members
+    }
+
+    /// Same names and values (in any order).
+    static func same(_ a: [(String, JSON)], _ b: [(String, JSON)]) -> Bool {
+        a.count == b.count && a.allSatisfy { name, value in b.contains { $0.0 == name && same($0.1, value) } }
     }
 
     struct Found {

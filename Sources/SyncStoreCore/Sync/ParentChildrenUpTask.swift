@@ -124,8 +124,7 @@ struct ParentChildrenUpTask {
         var childOutcomes = [SyncUpTask.Outcome](repeating: .untouched, count: children.count)
         try childTask.prepare(&children, &childOutcomes, info: childInfo, createFields: { child in
             // A child made by an earlier request names the parent by its server id.
-            var fields = childTask.target.fields(of: child.entry.root, creating: true, options: options)
-                .filter { !$0.0.caseInsensitiveEquals(parentIdFieldName) }
+            var fields = childTask.sentFields(child).filter { !$0.0.caseInsensitiveEquals(parentIdFieldName) }
             let holder = JSONDocument.object()
             if let parentServerId { holder.root.set(parentIdFieldName, owned: JSONMake.string(parentServerId)) }
             if let value = holder.root[parentIdFieldName] { fields.append((parentIdFieldName, value)) }
@@ -188,7 +187,7 @@ struct ParentChildrenUpTask {
                 if case .failed = parentOutcome, parent.action == .create { break }
             }
         } while start < children.count
-        let newParentId: String? = { if case .created(let id) = parentOutcome { return id }; return nil }()
+        let newParentId: String? = { if case .created(let id) = parentOutcome { return id }; return parent.adopted }()
         let latest = ctx.rest.serverNow.map { $0 + 1_000 }
         let parentWritten = parentDirty ? parentTask.writtenRecords([parent], [parentOutcome]) : []
         let parentDates = parentWritten.isEmpty ? [:] : ((try? parentTask.modificationDates(parentWritten, latest: latest)) ?? [:])

@@ -27,6 +27,9 @@ struct SyncUpTask {
         var serverId: String?
         /// A clean local copy of this entry's server record, removed when the entry adopts it.
         var absorbs: Int64? = nil
+        /// The server record an unanswered create made, adopted in this run by an entry edited
+        /// since: the entry takes its id and is pushed as an update.
+        var adopted: String? = nil
         var lastModified: Int64 { entry.root[SoupPath.lastModified]?.int64 ?? 0 }
     }
 
@@ -132,6 +135,8 @@ struct SyncUpTask {
             outcomes[i] = .failed(errorJSON("NO_SOBJECT_TYPE", "The record has no attributes.type and the target no sobjectType"))
         }
         guard target.custom == nil else { return }
+        // External id marks carry their value; "sent" marks are made in the transaction, from
+        // the entry as it is sent.
         var marks: [Int: (String, UnsafeMutablePointer<json_t>?)] = [:]
         let creates = items.indices.filter { items[$0].action == .create && pending(outcomes, $0) }
         if let ext = target.externalIdFieldName {
@@ -147,7 +152,7 @@ struct SyncUpTask {
                     && items[$0].entry.root[LocalFlags.pendingCreate] != nil
             }.map { ($0, items[$0]) }
             let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
-                .find(sent, fields: createFields ?? { target.fields(of: $0.entry.root, creating: true, options: options) }, info: info)
+                .find(sent, fields: createFields ?? { sentFields($0) }, info: info)
             for (i, record) in found where items[i].action == .localDelete {
                 items[i].action = .delete
                 items[i].serverId = record.serverId
@@ -157,9 +162,15 @@ struct SyncUpTask {
                 if let record = found[i] {
                     items[i].serverId = record.serverId
                     items[i].absorbs = record.absorbs
-                    outcomes[i] = .created(record.serverId)
+                    if LostCreateFinder.same(target.fields(of: items[i].entry.root, creating: true, options: options), sentFields(items[i])) {
+                        outcomes[i] = .created(record.serverId)
+                    } else {
+                        // Edited after its create was sent: the record gets the edit as an update.
+                        items[i].action = .update
+                        items[i].adopted = record.serverId
+                    }
                 } else {
-                    marks[i] = (LocalFlags.pendingCreate, LostCreateFinder.mark(ctx.rest))
+                    marks[i] = (LocalFlags.pendingCreate, nil)
                 }
             }
         }
@@ -171,7 +182,9 @@ struct SyncUpTask {
                 var marked: [Int: JSONDocument] = [:]
                 for (i, mark) in marks {
                     guard let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
-                    current.root.set(mark.0, owned: mark.1.map { cjansson_incref($0) } ?? nil)
+                    let value = mark.1.map { cjansson_incref($0) }
+                        ?? LostCreateFinder.mark(ctx.rest, sent: target.fields(of: current.root, creating: true, options: options))
+                    current.root.set(mark.0, owned: value)
                     try writer.upsert(current.root, index: i, now: now, into: &sink)
                     // As stored (with its new _soupLastModifiedDate): what later edits are told from.
                     marked[i] = try self.current(items[i].entryId, db: db, info: info) ?? current
@@ -183,8 +196,13 @@ struct SyncUpTask {
         // Send what is stored now: it includes any edit made since the batch was read.
         for (i, entry) in marked {
             items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type,
-                            serverId: items[i].serverId, absorbs: items[i].absorbs)
+                            serverId: items[i].serverId, absorbs: items[i].absorbs, adopted: items[i].adopted)
         }
+    }
+
+    /// What the entry's create sent (from its mark), else what it would send now.
+    func sentFields(_ item: Item) -> [(String, JSON)] {
+        LostCreateFinder.sentValues(item.entry.root) ?? target.fields(of: item.entry.root, creating: true, options: options)
     }
 
     /// LEAVE_IF_CHANGED: updates and deletes go ahead only if the local copy is at least as new
@@ -541,9 +559,16 @@ struct SyncUpTask {
                 // Exact: any write since the batch was read changed the stored JSON (at least
                 // its _soupLastModifiedDate, and whatever the host edited).
                 let edited = json_equal(entry.raw, item.entry.root.raw) == 0
+                if let id = item.adopted {
+                    // Whatever became of the update, the entry now names the record.
+                    entry.set(target.idFieldName, owned: JSONMake.string(id))
+                    entry.set(LocalFlags.created, owned: JSONMake.bool(false))
+                    entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
+                    entry.remove(LocalFlags.pendingCreate)
+                }
                 switch outcomes[i] {
                 case .untouched:
-                    continue
+                    if item.adopted == nil { continue }
                 case .created(let id):
                     entry.set(target.idFieldName, owned: JSONMake.string(id))
                     if edited {
@@ -556,8 +581,11 @@ struct SyncUpTask {
                         LocalFlags.clear(entry, syncId: nil)
                     }
                 case .updated:
-                    if edited { continue }
-                    LocalFlags.clear(entry, syncId: nil)
+                    if edited {
+                        if item.adopted == nil { continue }
+                    } else {
+                        LocalFlags.clear(entry, syncId: nil)
+                    }
                 case .deleted:
                     if !edited || LocalFlags.isSet(entry[LocalFlags.deleted]) {
                         removals.append(item.entryId)
