@@ -90,6 +90,26 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertTrue((local.first?["Id"] as? String ?? "").hasPrefix("003"))
     }
 
+    // A create whose answer was lost, then a sync down before any retry: the record comes down
+    // into the entry that created it, not as a second entry; the next sync up creates nothing.
+    func testSyncDownAfterALostCreateKeepsOneEntry() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["Once"])
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .failed)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        let local = try entries("contacts")
+        XCTAssertEqual(local.count, 1, "the record came down as a second entry: \(local)")
+        XCTAssertEqual(local.first?["__local__"] as? Bool, false)
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once'"), 1)
+    }
+
     // Failure 2: parent_children through /composite: a lost answer, then a re-run, must not
     // create the parent and its children twice.
     func testParentChildrenLostAnswerIsAdopted() throws {

@@ -12,6 +12,11 @@ struct SyncDownTask {
 
     /// Runs to the end; throws on failure or stop (STATE). `state` is updated as pages land.
     func run(_ state: inout SyncState, since: Int64?) throws {
+        if target is CommonKeysTarget, !(target is CustomDownTarget) {
+            let upTarget = try SyncUpTarget.parse(SyncDownTask.upTargetJSON(target), customTargets: CustomTargetRegistry())
+            try SyncUpTask(ctx: ctx, target: upTarget, options: options, states: states, emit: { _ in })
+                .adoptLostCreates(info: try ctx.store.requireSoup(ctx.soupName))
+        }
         var page = try target.firstPage(ctx, since: since)
         state.totalSize = page.totalSize ?? -1
         var saved: Int64 = 0
@@ -49,6 +54,14 @@ struct SyncDownTask {
     }
 
     static let maxEmptyPages = 100
+
+    /// A sync up target with the same id and modification-date fields.
+    private static func upTargetJSON(_ target: SyncDownTarget) -> String {
+        let doc = JSONDocument.object()
+        doc.root.set("idFieldName", owned: JSONMake.string(target.idFieldName))
+        doc.root.set("modificationDateFieldName", owned: JSONMake.string(target.modificationDateFieldName))
+        return doc.root.dump()
+    }
 
     private func progress(saved: Int64, total: Int64, last: Bool) -> Int {
         if last { return 100 }

@@ -153,26 +153,8 @@ struct SyncUpTask {
             }.map { ($0, items[$0]) }
             let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
                 .find(sent, fields: createFields ?? { sentFields($0) }, info: info)
-            for (i, record) in found where items[i].action == .localDelete {
-                items[i].action = .delete
-                items[i].serverId = record.serverId
-                items[i].absorbs = record.absorbs
-            }
-            for i in creates {
-                if let record = found[i] {
-                    items[i].serverId = record.serverId
-                    items[i].absorbs = record.absorbs
-                    if LostCreateFinder.same(target.fields(of: items[i].entry.root, creating: true, options: options), sentFields(items[i])) {
-                        outcomes[i] = .created(record.serverId)
-                    } else {
-                        // Edited after its create was sent: the record gets the edit as an update.
-                        items[i].action = .update
-                        items[i].adopted = record.serverId
-                    }
-                } else {
-                    marks[i] = (LocalFlags.pendingCreate, nil)
-                }
-            }
+            adopt(found, &items, &outcomes)
+            for i in creates where found[i] == nil { marks[i] = (LocalFlags.pendingCreate, nil) }
         }
         guard !marks.isEmpty else { return }
         let now = Clock.nowMillis()
@@ -198,6 +180,45 @@ struct SyncUpTask {
             items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type,
                             serverId: items[i].serverId, absorbs: items[i].absorbs, adopted: items[i].adopted)
         }
+    }
+
+    /// Entries take the records their unanswered creates made: unchanged since sent, the create
+    /// is done; edited since, the record gets the edit as an update; deleted locally since, the
+    /// record is deleted on the server.
+    private func adopt(_ found: [Int: LostCreateFinder.Found], _ items: inout [Item], _ outcomes: inout [Outcome]) {
+        for (i, record) in found {
+            items[i].serverId = record.serverId
+            items[i].absorbs = record.absorbs
+            if items[i].action == .localDelete {
+                items[i].action = .delete
+            } else if LostCreateFinder.same(target.fields(of: items[i].entry.root, creating: true, options: options), sentFields(items[i])) {
+                outcomes[i] = .created(record.serverId)
+            } else {
+                items[i].action = .update
+                items[i].adopted = record.serverId
+            }
+        }
+    }
+
+    /// Before a sync down: entries whose creates were sent without an answer adopt the records
+    /// those creates made, so the sync down updates them instead of storing the records again as
+    /// second entries. Local deletes are left to the next sync up.
+    func adoptLostCreates(info: SoupInfo) throws {
+        let marked = try ctx.store.readers.withReader { db in
+            let statement = try db.prepare("SELECT id FROM \(info.table) WHERE \(LocalFlags.dirtyCondition) AND \(SoupPath.jsonExtract(LocalFlags.pendingCreate)) IS NOT NULL ORDER BY id")
+            var ids: [Int64] = []
+            while try statement.step() { ids.append(statement.int64(0)) }
+            return ids
+        }
+        guard !marked.isEmpty else { return }
+        var items = try load(marked, info: info).filter { $0.action == .create }
+        var outcomes = [Outcome](repeating: .untouched, count: items.count)
+        let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
+            .find(items.indices.map { ($0, items[$0]) }, fields: { sentFields($0) }, info: info)
+        guard !found.isEmpty else { return }
+        adopt(found, &items, &outcomes)
+        let adopted = items.indices.filter { found[$0] != nil }
+        try apply(adopted.map { items[$0] }, adopted.map { outcomes[$0] }, info: info, state: nil)
     }
 
     /// What the entry's create sent (from its mark), else what it would send now.
