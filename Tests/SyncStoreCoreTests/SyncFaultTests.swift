@@ -110,6 +110,42 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once'"), 1)
     }
 
+    // A create the server commits only after the client gave up on it (the sync was stopped
+    // while the request waited at the server): a sync down that starts before the commit and
+    // brings the record must write it into the entry that created it, not into a second entry
+    // that the next sync up would not recognise (a host may edit it) and create again.
+    func testCreateCommittedAfterAStopComesDownIntoItsEntry() throws {
+        // The stop aborts the transfer within about a second (libcurl's progress callback);
+        // the commit comes after the adoption query's answer and before the sync down's page.
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects latency=3800; GET /services/data/*/query* latency=2000"])
+        let manager = try self.manager(server)
+        try createLocally(["Late"])
+        let up = try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil)
+        usleep(300_000)
+        manager.stop()
+        XCTAssertEqual(try manager.wait(id: up, timeoutMs: 30_000).status, .stopped)
+        XCTAssertNotNil(try entries("contacts").first?[LocalFlags.pendingCreate], "the create was sent")
+        try manager.restart(restartStopped: false, callback: nil)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Late'"), 1, "the create never reached the server: the test did not set up the race")
+        let local = try entries("contacts")
+        XCTAssertEqual(local.count, 1, "the record came down as a second entry: \(local)")
+        XCTAssertEqual(local.first?["__local__"] as? Bool, false)
+        // An edit of the (single) entry goes to the record as an update.
+        guard var entry = local.first else { throw TestFailure("no entry") }
+        entry["LastName"] = "Later"
+        entry["__local__"] = true
+        entry["__locally_updated__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Late', 'Later')"), 1, "created twice")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Later'"), 1)
+    }
+
     // Failure 2: parent_children through /composite: a lost answer, then a re-run, must not
     // create the parent and its children twice.
     func testParentChildrenLostAnswerIsAdopted() throws {

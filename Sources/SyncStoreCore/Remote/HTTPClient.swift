@@ -100,7 +100,9 @@ final class HTTPClient {
             throw StoreError(.internal, "libcurl refused an option: \(String(cString: curl_easy_strerror(rc)))")
         }
         let result = curl_easy_perform(handle)
-        if result == CURLE_ABORTED_BY_CALLBACK || (cancel?.isCancelled ?? false) {
+        // A transfer that completed returns its answer even if the sync was stopped meanwhile:
+        // dropping the answer to a write would lose what the server did.
+        if result == CURLE_ABORTED_BY_CALLBACK || (result != CURLE_OK && cancel?.isCancelled ?? false) {
             throw StoreError(.state, "The transfer was cancelled because the sync was stopped")
         }
         if result == CURLE_SEND_FAIL_REWIND {

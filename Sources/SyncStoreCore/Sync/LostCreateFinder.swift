@@ -25,11 +25,17 @@ struct LostCreateFinder {
     static let clientMarkSlackMs: Int64 = 600_000
 
     /// The mark stored on an entry before its create is sent: when, and the values sent (a
-    /// host may edit the entry before the retry; the record holds what was sent).
-    static func mark(_ rest: RestClient, sent: [(String, JSON)]) -> UnsafeMutablePointer<json_t>? {
+    /// host may edit the entry before the retry; the record holds what was sent). With
+    /// `since`, an earlier mark whose times are kept.
+    static func mark(_ rest: RestClient, sent: [(String, JSON)], since earlier: JSON? = nil) -> UnsafeMutablePointer<json_t>? {
         let doc = JSONDocument.object()
-        doc.root.set("client", owned: JSONMake.int(Clock.nowMillis()))
-        if let server = rest.serverNow { doc.root.set("server", owned: JSONMake.int(server)) }
+        if let client = earlier?["client"]?.int64 {
+            doc.root.set("client", owned: JSONMake.int(client))
+            if let server = earlier?["server"]?.int64 { doc.root.set("server", owned: JSONMake.int(server)) }
+        } else {
+            doc.root.set("client", owned: JSONMake.int(Clock.nowMillis()))
+            if let server = rest.serverNow { doc.root.set("server", owned: JSONMake.int(server)) }
+        }
         let values = JSONDocument.object()
         for (name, value) in sent { values.root.set(name, owned: value.retained()) }
         doc.root.set("sent", owned: values.root.retained())
@@ -66,7 +72,7 @@ struct LostCreateFinder {
         var found: [Int: Found] = [:]
         var claimed = Set<String>()
         for (type, group) in Dictionary(grouping: pending, by: { $0.1.type }) where !type.isEmpty {
-            let since = group.map { windowStart($0.1, clockOffset: offset) }.min() ?? 0
+            let since = group.map { LostCreateFinder.windowStart($0.1, clockOffset: offset) }.min() ?? 0
             var names: [String] = []
             for (_, item) in group {
                 for (name, _) in fields(item) where !names.contains(where: { $0.caseInsensitiveEquals(name) }) { names.append(name) }
@@ -79,8 +85,10 @@ struct LostCreateFinder {
                     let sent = fields(item)
                     for record in records.root.elements {
                         guard let id = record["Id"]?.string, !claimed.contains(id) else { continue }
-                        guard sent.allSatisfy({ name, value in LostCreateFinder.same(record[name] ?? record.caseInsensitive(name), value) }) else { continue }
-                        let holders = try self.holders(id, info: info)
+                        guard LostCreateFinder.holds(record, sent) else { continue }
+                        let holders = try ctx.store.readers.withReader { db in
+                            try LostCreateFinder.holders(id, idFieldName: target.idFieldName, info: info, db: db)
+                        }
                         var absorbs: Int64? = nil
                         if copies {
                             guard holders.count == 1, let holder = holders.first, !holder.dirty, holder.entryId != item.entryId,
@@ -99,8 +107,22 @@ struct LostCreateFinder {
         return found
     }
 
+    /// Whether `record` holds every value sent.
+    static func holds(_ record: JSON, _ sent: [(String, JSON)]) -> Bool {
+        sent.allSatisfy { name, value in same(record[name] ?? record.caseInsensitive(name), value) }
+    }
+
+    /// Whether a record a sync down brings is the one `item`'s unanswered create made: it
+    /// holds every value sent and was created (or, without a CreatedDate, last modified) inside
+    /// the item's window.
+    static func made(_ record: JSON, by item: SyncUpTask.Item, sent: [(String, JSON)], clockOffset: Int64?) -> Bool {
+        guard !sent.isEmpty, holds(record, sent) else { return false }
+        let stamp = (record["CreatedDate"] ?? record["LastModifiedDate"])?.string.flatMap(Timestamp.parse)
+        return stamp.map { $0 >= windowStart(item, clockOffset: clockOffset) } ?? true
+    }
+
     /// Where the search for an entry's record starts, on the server's clock.
-    private func windowStart(_ item: SyncUpTask.Item, clockOffset: Int64?) -> Int64 {
+    private static func windowStart(_ item: SyncUpTask.Item, clockOffset: Int64?) -> Int64 {
         let mark = item.entry.root[LocalFlags.pendingCreate]
         if let server = mark?["server"]?.int64 { return server - LostCreateFinder.serverMarkSlackMs }
         // Older marks are a bare client time.
@@ -132,14 +154,12 @@ struct LostCreateFinder {
     }
 
     /// Local entries holding `serverId`: their id, whether dirty, when stored.
-    private func holders(_ serverId: String, info: SoupInfo) throws -> [(entryId: Int64, dirty: Bool, created: Int64)] {
-        try ctx.store.readers.withReader { db in
-            let statement = try db.prepare("SELECT id, \(LocalFlags.dirtyCondition), created FROM \(info.table) WHERE \(info.expression(for: target.idFieldName)) = ?")
-            try statement.bind([.text(serverId)])
-            var rows: [(Int64, Bool, Int64)] = []
-            while try statement.step() { rows.append((statement.int64(0), statement.int64(1) != 0, statement.int64(2))) }
-            return rows
-        }
+    static func holders(_ serverId: String, idFieldName: String, info: SoupInfo, db: Connection) throws -> [(entryId: Int64, dirty: Bool, created: Int64)] {
+        let statement = try db.prepare("SELECT id, \(LocalFlags.dirtyCondition), created FROM \(info.table) WHERE \(info.expression(for: idFieldName)) = ?")
+        try statement.bind([.text(serverId)])
+        var rows: [(Int64, Bool, Int64)] = []
+        while try statement.step() { rows.append((statement.int64(0), statement.int64(1) != 0, statement.int64(2))) }
+        return rows
     }
 
     /// Equal values, numbers compared by value (a server may answer 5 for 5.0).

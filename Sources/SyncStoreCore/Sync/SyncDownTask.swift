@@ -12,10 +12,13 @@ struct SyncDownTask {
 
     /// Runs to the end; throws on failure or stop (STATE). `state` is updated as pages land.
     func run(_ state: inout SyncState, since: Int64?) throws {
+        var lostCreates: LostCreates? = nil
         if target is CommonKeysTarget, !(target is CustomDownTarget) {
             let upTarget = try SyncUpTarget.parse(SyncDownTask.upTargetJSON(target), customTargets: CustomTargetRegistry())
-            try SyncUpTask(ctx: ctx, target: upTarget, options: options, states: states, emit: { _ in })
-                .adoptLostCreates(info: try ctx.store.requireSoup(ctx.soupName))
+            let task = SyncUpTask(ctx: ctx, target: upTarget, options: options, states: states, emit: { _ in })
+            let info = try ctx.store.requireSoup(ctx.soupName)
+            let pending = try task.adoptLostCreates(info: info)
+            if !pending.isEmpty { lostCreates = LostCreates(task: task, info: info, pending: pending) }
         }
         var page = try target.firstPage(ctx, since: since)
         state.totalSize = page.totalSize ?? -1
@@ -40,7 +43,7 @@ struct SyncDownTask {
             do {
                 saved += Int64(current.recordCount)
                 state.progress = progress(saved: saved, total: state.totalSize, last: prefetch == nil)
-                try write(current, state: &state, newest: &newest, last: prefetch == nil)
+                try write(current, state: &state, newest: &newest, last: prefetch == nil, lostCreates: &lostCreates)
             } catch {
                 // The prefetch must not outlive the run.
                 ctx.cancel.cancel()
@@ -75,13 +78,22 @@ struct SyncDownTask {
 
     /// Writes one page and the state in a single transaction. `newest` is the latest
     /// modification date seen in this run; the state's maxTimeStamp takes it when that is safe.
-    private func write(_ page: DownPage, state: inout SyncState, newest: inout Int64, last: Bool) throws {
+    private func write(_ page: DownPage, state: inout SyncState, newest: inout Int64, last: Bool,
+                       lostCreates: inout LostCreates?) throws {
         try checkStopped()
         var next = state
         var seen = newest
+        var stillPending = lostCreates?.pending
         let members = LocalFlags.cleanMembers(syncId: ctx.syncId)
         try ctx.store.write { db in
             let now = Clock.nowMillis()
+            if let lost = lostCreates {
+                for group in page.groups where group.count > 0 && group.soupName == lost.info.name {
+                    let trees = try SyncDownTask.trees(group)
+                    stillPending = try lost.task.adopt(records: trees.records, idFieldName: group.idFieldName,
+                                                       pending: stillPending ?? [], db: db, info: lost.info)
+                }
+            }
             for group in page.groups where group.count > 0 {
                 let info = try ctx.store.requireSoup(group.soupName)
                 try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,
@@ -101,6 +113,29 @@ struct SyncDownTask {
         }
         state = next
         newest = seen
+        if let lost = lostCreates, let stillPending {
+            lostCreates = stillPending.isEmpty ? nil : LostCreates(task: lost.task, info: lost.info, pending: stillPending)
+        }
+    }
+
+    /// A group's records as trees (scanned pages are parsed: only done while creates are lost).
+    private static func trees(_ group: RecordGroup) throws -> (owner: [JSONDocument], records: [JSON]) {
+        guard let page = group.scanned else { return ([], group.records) }
+        let docs = try page.records.indices.map { try tree(page, record: $0) }
+        return (docs, docs.map { $0.root })
+    }
+
+    /// Record `i` of a scanned page, parsed.
+    private static func tree(_ page: ScannedPage, record i: Int) throws -> JSONDocument {
+        let record = page.records[i]
+        return try page.bytes.withUnsafeBytes { raw -> JSONDocument in
+            guard let base = raw.baseAddress else { throw StoreError(.internal, "A scanned page has no text") }
+            do {
+                return try JSONDocument.parse(bytes: base + Int(record.start), length: Int(record.end - record.start), what: "server record")
+            } catch let e as StoreError {
+                throw StoreError(.server, "Record \(i) of a query page: \(e.message)")
+            }
+        }
     }
 
     /// A record as a tree: the flags are set on it and it is serialized.
@@ -128,17 +163,18 @@ struct SyncDownTask {
                 }
                 try writer.upsert(scanned: page, record: i, added: members, now: now)
             } else {
-                let doc = try page.bytes.withUnsafeBytes { raw -> JSONDocument in
-                    guard let base = raw.baseAddress else { throw StoreError(.internal, "A scanned page has no text") }
-                    do {
-                        return try JSONDocument.parse(bytes: base + Int(record.start), length: Int(record.end - record.start),
-                                                      what: "server record")
-                    } catch let e as StoreError {
-                        throw StoreError(.server, "Record \(i) of a query page: \(e.message)")
-                    }
-                }
+                let doc = try SyncDownTask.tree(page, record: i)
                 try write(doc.root, index: i, group: group, writer: writer, now: now, maxTimeStamp: &maxTimeStamp)
             }
         }
     }
+}
+
+/// Entries of the synced soup whose creates were sent without an answer and whose records were
+/// not found when the sync down began: a record of the run that one of them made is written
+/// into it instead of into a second entry.
+struct LostCreates {
+    let task: SyncUpTask
+    let info: SoupInfo
+    let pending: [SyncUpTask.Item]
 }

@@ -137,12 +137,17 @@ struct SyncUpTask {
         guard target.custom == nil else { return }
         // External id marks carry their value; "sent" marks are made in the transaction, from
         // the entry as it is sent.
-        var marks: [Int: (String, UnsafeMutablePointer<json_t>?)] = [:]
+        var marks: [Int: [(String, UnsafeMutablePointer<json_t>?)]] = [:]
         let creates = items.indices.filter { items[$0].action == .create && pending(outcomes, $0) }
         if let ext = target.externalIdFieldName {
+            // Upserts are repeatable, but a sync down before the retry must still tell the
+            // record it brings from a second one: the "sent" mark lets it adopt the record.
             for i in creates {
-                if let v = items[i].entry.root[ext], !v.isNull { continue }
-                marks[i] = (ext, JSONMake.string(ClientId.make()))
+                if let v = items[i].entry.root[ext], !v.isNull {
+                    marks[i] = [(LocalFlags.pendingCreate, nil)]
+                } else {
+                    marks[i] = [(ext, JSONMake.string(ClientId.make())), (LocalFlags.pendingCreate, nil)]
+                }
             }
         } else {
             // Creates sent without an answer, and local deletes of such creates: the record
@@ -154,7 +159,7 @@ struct SyncUpTask {
             let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
                 .find(sent, fields: createFields ?? { sentFields($0) }, info: info)
             adopt(found, &items, &outcomes)
-            for i in creates where found[i] == nil { marks[i] = (LocalFlags.pendingCreate, nil) }
+            for i in creates where found[i] == nil { marks[i] = [(LocalFlags.pendingCreate, nil)] }
         }
         guard !marks.isEmpty else { return }
         let now = Clock.nowMillis()
@@ -162,11 +167,17 @@ struct SyncUpTask {
             try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
                 var sink: TextBuffer? = nil
                 var marked: [Int: JSONDocument] = [:]
-                for (i, mark) in marks {
+                for (i, entryMarks) in marks {
                     guard let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
-                    let value = mark.1.map { cjansson_incref($0) }
-                        ?? LostCreateFinder.mark(ctx.rest, sent: target.fields(of: current.root, creating: true, options: options))
-                    current.root.set(mark.0, owned: value)
+                    // In order: the "sent" mark holds the external id given just before it.
+                    for (key, given) in entryMarks {
+                        // An upsert retried may have created its record at the first attempt:
+                        // the search window keeps starting there.
+                        let since = target.externalIdFieldName != nil ? current.root[LocalFlags.pendingCreate] : nil
+                        let value = given.map { cjansson_incref($0) }
+                            ?? LostCreateFinder.mark(ctx.rest, sent: target.fields(of: current.root, creating: true, options: options), since: since)
+                        current.root.set(key, owned: value)
+                    }
                     try writer.upsert(current.root, index: i, now: now, into: &sink)
                     // As stored (with its new _soupLastModifiedDate): what later edits are told from.
                     marked[i] = try self.current(items[i].entryId, db: db, info: info) ?? current
@@ -174,7 +185,7 @@ struct SyncUpTask {
                 return marked
             }
         }
-        for (_, mark) in marks { if let v = mark.1 { cjansson_decref(v) } }
+        for (_, entryMarks) in marks { for (_, given) in entryMarks { if let v = given { cjansson_decref(v) } } }
         // Send what is stored now: it includes any edit made since the batch was read.
         for (i, entry) in marked {
             items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type,
@@ -202,23 +213,47 @@ struct SyncUpTask {
 
     /// Before a sync down: entries whose creates were sent without an answer adopt the records
     /// those creates made, so the sync down updates them instead of storing the records again as
-    /// second entries. Local deletes are left to the next sync up.
-    func adoptLostCreates(info: SoupInfo) throws {
+    /// second entries. Local deletes are left to the next sync up. Returns the entries whose
+    /// records were not found: a create the server commits late (after a stop or a timeout) may
+    /// still make one that the sync down brings (`adopt(records:)`).
+    func adoptLostCreates(info: SoupInfo) throws -> [Item] {
         let marked = try ctx.store.readers.withReader { db in
             let statement = try db.prepare("SELECT id FROM \(info.table) WHERE \(LocalFlags.dirtyCondition) AND \(SoupPath.jsonExtract(LocalFlags.pendingCreate)) IS NOT NULL ORDER BY id")
             var ids: [Int64] = []
             while try statement.step() { ids.append(statement.int64(0)) }
             return ids
         }
-        guard !marked.isEmpty else { return }
+        guard !marked.isEmpty else { return [] }
         var items = try load(marked, info: info).filter { $0.action == .create }
         var outcomes = [Outcome](repeating: .untouched, count: items.count)
         let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
             .find(items.indices.map { ($0, items[$0]) }, fields: { sentFields($0) }, info: info)
-        guard !found.isEmpty else { return }
+        guard !found.isEmpty else { return items }
         adopt(found, &items, &outcomes)
         let adopted = items.indices.filter { found[$0] != nil }
         try apply(adopted.map { items[$0] }, adopted.map { outcomes[$0] }, info: info, state: nil)
+        return items.indices.filter { found[$0] == nil }.map { items[$0] }
+    }
+
+    /// Inside a sync down's page transaction, before the page is written: `pending` entries
+    /// (from `adoptLostCreates`) adopt the page's records that their creates made and that no
+    /// entry holds, so the page updates them. Returns the entries still without a record.
+    func adopt(records: [JSON], idFieldName: String, pending: [Item], db: Connection, info: SoupInfo) throws -> [Item] {
+        var items = pending
+        var found: [Int: LostCreateFinder.Found] = [:]
+        let offset = ctx.rest.serverNow.map { $0 - Clock.nowMillis() }
+        for record in records {
+            guard let id = record[idFieldName]?.string, !id.isEmpty,
+                  let i = items.indices.first(where: { found[$0] == nil && LostCreateFinder.made(record, by: items[$0], sent: sentFields(items[$0]), clockOffset: offset) }),
+                  try LostCreateFinder.holders(id, idFieldName: target.idFieldName, info: info, db: db).isEmpty else { continue }
+            found[i] = LostCreateFinder.Found(serverId: id, absorbs: nil)
+        }
+        guard !found.isEmpty else { return pending }
+        var outcomes = [Outcome](repeating: .untouched, count: items.count)
+        adopt(found, &items, &outcomes)
+        let adopted = items.indices.filter { found[$0] != nil }
+        try applyIn(db, adopted.map { items[$0] }, adopted.map { outcomes[$0] }, info: info)
+        return items.indices.filter { found[$0] == nil }.map { pending[$0] }
     }
 
     /// What the entry's create sent (from its mark), else what it would send now.
