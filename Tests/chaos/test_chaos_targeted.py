@@ -172,11 +172,12 @@ def test_parent_children_lost_answer_is_not_duplicated(server, clients):
 # ---- no local edit is lost ------------------------------------------------------------------
 
 
-def test_local_delete_of_an_unanswered_create_reaches_the_server(server, clients):
+@pytest.mark.parametrize("variant", ["post", "ext"])
+def test_local_delete_of_an_unanswered_create_reaches_the_server(server, clients, variant):
     """Created, sent, answer lost, then deleted locally: the record the first attempt made must
     be deleted on the server too, not left behind by a local-only delete."""
-    host = clients(server)
-    server.set_faults("POST */composite/sobjects drop=after times=1")
+    host = clients(server, variant=variant)
+    server.set_faults(f"{CREATE_ROUTES[variant]} drop=after")
     key = host.create()
     assert host.sync_up()["status"] == "FAILED"
     server.clear_faults()

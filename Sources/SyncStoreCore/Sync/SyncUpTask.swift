@@ -139,7 +139,17 @@ struct SyncUpTask {
         // the entry as it is sent.
         var marks: [Int: [(String, UnsafeMutablePointer<json_t>?)]] = [:]
         let creates = items.indices.filter { items[$0].action == .create && pending(outcomes, $0) }
-        if let ext = target.externalIdFieldName {
+        // Creates sent without an answer (upserts are repeatable: only POSTs), and local
+        // deletes of such creates: the record may exist on the server.
+        let ext = target.externalIdFieldName
+        let sent = items.indices.filter {
+            (ext == nil && items[$0].action == .create || items[$0].action == .localDelete) && pending(outcomes, $0)
+                && items[$0].entry.root[LocalFlags.pendingCreate] != nil
+        }.map { ($0, items[$0]) }
+        let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
+            .find(sent, fields: createFields ?? { sentFields($0) }, info: info)
+        adopt(found, &items, &outcomes)
+        if let ext {
             // Upserts are repeatable, but a sync down before the retry must still tell the
             // record it brings from a second one: the "sent" mark lets it adopt the record.
             for i in creates {
@@ -150,15 +160,6 @@ struct SyncUpTask {
                 }
             }
         } else {
-            // Creates sent without an answer, and local deletes of such creates: the record
-            // may exist on the server.
-            let sent = items.indices.filter {
-                (items[$0].action == .create || items[$0].action == .localDelete) && pending(outcomes, $0)
-                    && items[$0].entry.root[LocalFlags.pendingCreate] != nil
-            }.map { ($0, items[$0]) }
-            let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
-                .find(sent, fields: createFields ?? { sentFields($0) }, info: info)
-            adopt(found, &items, &outcomes)
             for i in creates where found[i] == nil { marks[i] = [(LocalFlags.pendingCreate, nil)] }
         }
         guard !marks.isEmpty else { return }
