@@ -13,6 +13,8 @@ let package = Package(
         // libsyncstore.so: the C ABI. The Swift runtime is linked statically so hosts need no toolchain.
         .library(name: "syncstore", type: .dynamic, targets: ["SyncStoreC"]),
         .executable(name: "syncstore-devserver", targets: ["syncstore-devserver"]),
+        // The command line tool (SwiftPM cannot give an executable the library's name).
+        .executable(name: "syncstore-cli", targets: ["syncstore-cli"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -42,8 +44,9 @@ let package = Package(
                 ]),
             ]
         ),
-        .executableTarget(
-            name: "syncstore-devserver",
+        // The dev server as a library: `syncstore-devserver` and `syncstore-cli serve/demo` run it.
+        .target(
+            name: "SyncStoreDevServer",
             dependencies: [
                 "CSQLite", "CJansson",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -51,8 +54,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            ]
+        ),
+        .executableTarget(
+            name: "syncstore-devserver",
+            dependencies: [
+                "SyncStoreDevServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             exclude: ["README.md"]
+        ),
+        .executableTarget(
+            name: "syncstore-cli",
+            dependencies: [
+                "SyncStoreCore", "SyncStoreDevServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(
             name: "SyncStoreCoreTests",

@@ -1,152 +1,20 @@
 import ArgumentParser
 import Foundation
-import Hummingbird
-import HummingbirdTLS
+import SyncStoreDevServer
 
 @main
 struct DevServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncstore-devserver",
         abstract: "A local Salesforce REST API emulator (SQLite-backed) for developing, testing and benchmarking SyncStore.",
-        discussion: """
-        The first line on stdout is the base URL, e.g. https://127.0.0.1:40123.
-        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0):
-        sobjects, describe, query, queryAll, search, composite,
-        composite/sobjects, composite/batch, ui-api/layout,
-        connect/briefcase/priming-records. Authenticate with --token, or
-        POST /services/oauth2/token (grant_type=password with --user, or
-        grant_type=refresh_token).
+        discussion: DevServerOptions.discussion)
 
-        FAULT SPEC (--faults, or PUT /__devserver/faults with --admin):
-          SPEC := PART (';' PART)*      PART := seed=N | RULE
-          RULE := [METHOD] [PATH-GLOB] ITEM...   (space separated)
-          ITEM := latency=MS[-MS] | status=CODE | drop=before|after|mid
-                | unauthorized | expire-tokens | repeat-locator
-                | rate=P | times=N | after=N
-        '*' in PATH-GLOB matches anything, '/' included. drop=after handles
-        (commits) the request, then closes the connection unanswered (on
-        every route: sobjects, composite/sobjects, composite, composite/batch);
-        on a kept-alive connection that looks like a stale connection, which
-        libcurl answers by sending the request again. drop=mid sends half the
-        body. repeat-locator (GET query/queryAll only, other requests pass it
-        by): the answer is not done and its nextRecordsUrl names the page
-        just served, so a client that follows it blindly never ends.
-        Examples:
-          --faults 'latency=20ms'
-          --faults 'POST */sobjects/* drop=after times=1'
-          --faults 'seed=7; GET */query* status=503 rate=0.1'
-          --faults '* unauthorized after=10 times=3'
-          --faults 'GET */query* repeat-locator times=5'
-
-        CLOCK: --clock-offset SECONDS (negative = behind, |x| <= 86400), or
-        PUT /__devserver/clock with '-600' or {"offsetSeconds": -600} (GET
-        shows it, DELETE resets it; needs --admin), shifts the server clock:
-        CreatedDate/LastModifiedDate/SystemModstamp, the Date header,
-        sobjects/{T}/updated|deleted latestDateCovered, SOQL TODAY etc.
-        Token expiry stays on the real clock. Stamps never go back: after the
-        offset is lowered they advance 1 ms per write until the clock passes.
-        """)
-
-    @Option(help: "Address to bind (127.0.0.1 or ::1).") var host = "127.0.0.1"
-    @Option(help: "Port; 0 picks a free one.") var port = 0
-    @Option(help: "SQLite database file (data survives restarts); default: in memory.") var db: String?
-    @Option(help: "JSON schema file; default: built-in Account, Contact, Opportunity, Widget__c.") var schema: String?
-    @Option(help: "Deterministic sample data, e.g. Contact=100000,Account=1000 (only into empty types).") var seed: String?
-    @Option(name: .customLong("import"), help: "JSON file {\"Type\": [records...]} to load at start.") var importPath: String?
-    @Option(help: "A fixed bearer token that never expires.") var token: String?
-    @Option(help: "username:password accepted by the password grant.") var user = "dev@example.com:devpassword"
-    @Option(help: "Lifetime of issued access tokens, in seconds.") var tokenLifetime = 7200
-    @Option(help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
-    @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
-    @Option(help: "Fault injection spec (grammar above).") var faults: String?
-    @Option(help: "Smallest batchSize honoured in Sforce-Query-Options (the API's is 200; lower it to page small test data).") var minBatchSize = 200
-    @Option(help: "Records per query page when the request sets no batchSize (the API's is 2000; it may send fewer for wide records).") var defaultBatchSize = 2000
-    @Option(help: "Children per parent returned inline by a child subquery; more are paged through the nested result's nextRecordsUrl.") var childBatchSize = 200
-    @Option(parsing: .unconditional, help: "Shift the server clock by this many seconds (negative: behind; at most one day either way): record stamps, the Date header, updated/deleted windows, SOQL TODAY... (token expiry stays on the real clock).") var clockOffset: String?
-    @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") var admin = false
-    @Flag(help: "Log every request (and injected fault) to stderr.") var verbose = false
-
-    func validate() throws {
-        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
-        guard (1...315_360_000).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 1 s to 10 years") }
-        guard (1...2000).contains(minBatchSize) else { throw ValidationError("--min-batch-size must be 1...2000") }
-        guard (1...2000).contains(childBatchSize) else { throw ValidationError("--child-batch-size must be 1...2000") }
-        guard (1...2000).contains(defaultBatchSize) else { throw ValidationError("--default-batch-size must be 1...2000") }
-        guard user.contains(":") else { throw ValidationError("--user must be username:password") }
-        if let faults { _ = try Faults.parse(faults) }
-        if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
-            throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
-        }
-    }
+    @OptionGroup var options: DevServerOptions
 
     func run() async throws {
-        // swift-log's default handler writes to stderr, so stdout carries only the URL.
-        var notes: [String] = []
-        // Before the store opens: imported rows without stamps get the shifted clock too.
-        if let clockOffset, let millis = ClockOffset.parseSeconds(clockOffset) { ClockOffset.shared.set(millis: millis) }
-        let schemaJSON: JSON
-        if let schema {
-            schemaJSON = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: schema))))
-        } else {
-            schemaJSON = try JSON.parse(Schema.builtInJSON)
-        }
-        let loadedSchema = try Schema.load(json: schemaJSON)
-        let store = try Store(schema: loadedSchema, path: db ?? ":memory:")
-        if let importPath {
-            let n = try Seeder(store: store).importFile(try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: importPath)))))
-            notes.append("imported \(n) records")
-        }
-        if let seed {
-            for (obj, count) in try Seeder.parseSpec(seed, schema: loadedSchema) {
-                let n = try Seeder(store: store).seed(obj, count: count)
-                notes.append("seeded \(n) \(obj.name)")
-            }
-        }
-        let userParts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-        let auth = Auth(fixedToken: token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: tokenLifetime)
-        let api = API(store: store, auth: auth)
-        api.minBatchSize = minBatchSize
-        api.childBatchSize = childBatchSize
-        api.defaultBatchSize = defaultBatchSize
-        let faultState = Faults()
-        if let faults { try faultState.set(faults) }
-
-        let tls: TLSConfiguration?
-        if let tlsCert, let tlsKey {
-            let chain = try NIOSSLCertificate.fromPEMFile(tlsCert)
-            let key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
-            tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-        } else {
-            tls = nil
-        }
-        let scheme = tls == nil ? "http" : "https"
-        let hostForURL = host.contains(":") ? "[\(host)]" : host
-        let responder = DevResponder(api: api, faults: faultState, adminEnabled: admin, logRequests: verbose)
-        let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "syncstore-devserver")
-        let port = self.port
-        let announce: @Sendable (Int) -> Void = { boundPort in
-            let url = "\(scheme)://\(hostForURL):\(boundPort)"
-            api.store.locked { api.baseURL = url }
+        try await DevServer.run(options) { url in
             print(url)
             fflush(nil)
         }
-        // Both branches spell out .http1(...) because HTTPServerBuilder lives in HummingbirdCore,
-        // which this target does not import.
-        var app = try tls.map { tls in
-            Application(
-                responder: responder,
-                server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(), DateHeaderHandler()])), tlsConfiguration: tls),
-                configuration: configuration,
-                onServerRunning: { announce($0.localAddress?.port ?? port) })
-        } ?? Application(
-            responder: responder,
-            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(), DateHeaderHandler()])),
-            configuration: configuration,
-            onServerRunning: { announce($0.localAddress?.port ?? port) })
-        app.logger.logLevel = verbose ? .info : .warning
-        if verbose { for n in notes { app.logger.info("\(n)") } }
-        try await app.runService()
     }
 }
-
