@@ -1,6 +1,6 @@
 /// Salesforce datetimes (`2015-01-21T23:51:33.000+0000`, `...Z`, `...+02:00`) to and from
 /// epoch milliseconds, without Foundation.
-enum Timestamp {
+public enum Timestamp {
     static func parse(_ text: String) -> Int64? {
         var text = text
         return text.withUTF8 { parse(bytes: $0) }
@@ -56,7 +56,7 @@ enum Timestamp {
     }
 
     /// `2015-01-21T23:51:33.000Z`, the form SOQL accepts as a datetime literal.
-    static func format(_ millis: Int64) -> String {
+    public static func format(_ millis: Int64) -> String {
         let ms = ((millis % 1000) + 1000) % 1000
         let totalSeconds = (millis - ms) / 1000
         var days = totalSeconds / 86_400

@@ -47,7 +47,7 @@ public struct IndexSpec: Equatable, Sendable {
         return specs
     }
 
-    static func listJSON(_ specs: [IndexSpec]) -> String {
+    public static func listJSON(_ specs: [IndexSpec]) -> String {
         let array = JSONDocument.array()
         for spec in specs {
             let item = JSONDocument.object()

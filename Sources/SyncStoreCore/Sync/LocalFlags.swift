@@ -44,3 +44,15 @@ enum LocalFlags {
         if let syncId { entry.set(self.syncId, owned: JSONMake.int(syncId)) }
     }
 }
+
+extension SmartStore {
+    /// Entries of a soup, and how many of them carry local changes a sync up would send.
+    public func entryCounts(soup name: String) throws -> (entries: Int64, dirty: Int64) {
+        let info = try requireSoup(name)
+        return try readers.withReader { db in
+            let statement = try db.prepare("SELECT count(*), coalesce(sum(\(LocalFlags.dirtyCondition)), 0) FROM \(info.table)")
+            guard try statement.step() else { return (0, 0) }
+            return (statement.int64(0), statement.int64(1))
+        }
+    }
+}
