@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job: build libsyncstore and run the demo against a store under ./demo-stores.
+# The main job: build syncstore-cli (only what it needs) and run its demo of offline sync end to
+# end against the local dev server it starts itself. Extra arguments go to the demo
+# (e.g. --records 50000 --keep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target syncstore-example -j2
-./build/syncstore-example "${1:-demo-stores}"
+swift build --product syncstore-cli
+.build/debug/syncstore-cli demo "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test suite: Swift (core and sync), C (CTest: the header, the release .so, sync against a
-# real dev server process), Python (the ctypes binding, and the dev server with simple-salesforce).
+# real dev server process), Python (the ctypes binding, the dev server with simple-salesforce,
+# syncstore-cli, the chaos suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,4 +17,5 @@ cmake --build build -j2
 
 echo "== Python tests"
 SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
-    python3 -m pytest -q bindings/python/tests Tests/devserver Tests/chaos
+    SYNCSTORE_CLI="$PWD/.build/debug/syncstore-cli" \
+    python3 -m pytest -q bindings/python/tests Tests/devserver Tests/cli Tests/chaos

@@ -53,7 +53,7 @@ func cellText(_ value: JSON?, limit: Int = 40) -> String {
 }
 
 /// Runs one sync to its end, showing its progress: a bar on a terminal (records, records/s,
-/// ETA), a line per step otherwise, JSON lines with --json.
+/// ETA), a line per step otherwise, JSON lines with --json (all on stderr).
 final class SyncProgress: @unchecked Sendable {
     let label: String
     let json: Bool
@@ -73,7 +73,12 @@ final class SyncProgress: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if json {
-            Console.out(#"{"event":"sync","label":"\#(label)","state":\#(stateJSON)}"#)
+            // stdout carries only the result; machines read progress as JSON lines on stderr.
+            let event = JSONDocument.object()
+            event.root.set("event", owned: JSONMake.string("sync"))
+            event.root.set("label", owned: JSONMake.string(label))
+            if let state = try? JSONDocument.parse(stateJSON) { event.root.set("state", owned: state.root.retained()) }
+            Console.err(event.root.dump())
             return
         }
         guard let doc = try? JSONDocument.parse(stateJSON) else { return }

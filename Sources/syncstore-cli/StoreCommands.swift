@@ -185,3 +185,32 @@ struct QueryCommand: ParsableCommand {
         return table
     }
 }
+
+/// `upsert`: write entries into a soup (as a host would, local-change flags included).
+struct UpsertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upsert",
+        abstract: "Insert or update soup entries from JSON (an object or an array), printing them as stored.",
+        discussion: """
+        An entry with _soupEntryId replaces that entry; with --external-id-path, an entry whose
+        value at that path matches an existing one replaces it. Mark offline edits with the
+        flags a sync up looks for (__local__, __locally_created__, __locally_updated__,
+        __locally_deleted__).
+
+        Examples:
+          syncstore-cli upsert --soup contacts '{"LastName":"Ng","attributes":{"type":"Contact"},"__local__":true,"__locally_created__":true}'
+          cat entries.json | syncstore-cli upsert --soup contacts -
+        """)
+
+    @OptionGroup var storeOptions: StoreOptions
+    @Option(help: "The soup to write to.") var soup: String
+    @Option(help: "Match existing entries by this path instead of _soupEntryId.") var externalIdPath: String?
+    @Argument(help: "The entries as JSON, or - to read them from stdin.") var entries: String
+
+    func run() throws {
+        let text = entries == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : entries
+        let opened = try storeOptions.open(mustExist: true)
+        defer { opened.close() }
+        Console.out(try opened.store.upsert(soup: soup, entriesJSON: text, externalIdPath: externalIdPath).string)
+    }
+}

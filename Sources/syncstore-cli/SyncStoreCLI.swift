@@ -28,7 +28,7 @@ struct SyncStoreCLI: AsyncParsableCommand {
         76 server error; 77 authentication.
         """,
         subcommands: [DemoCommand.self, ServeCommand.self, SyncCommand.self, StatusCommand.self, SoupsCommand.self,
-                      QueryCommand.self, GhostsCommand.self])
+                      QueryCommand.self, UpsertCommand.self, GhostsCommand.self])
 
     /// Errors of the engine become a message on stderr and an exit code by class.
     static func main() async {
