@@ -254,7 +254,10 @@ def integrity(root):
 
 
 def entries(store, soup=SOUP):
-    """Every entry of the soup (one Smart SQL page)."""
+    """Every entry of the soup (one Smart SQL page); none before a host registered the soup (a
+    kill can come first)."""
+    if not store.soup_exists(soup):
+        return []
     cursor = store.run_smart_query({"queryType": "smart", "smartSql": f"select {{{soup}:_soup}} from {{{soup}}}",
                                     "pageSize": 100_000})
     try:
