@@ -20,8 +20,7 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let opened = try storeOptions.open(mustExist: true)
         defer { opened.close() }
-        let manager = try opened.store.syncManager()
-        var states = try manager.allStates()
+        var states = try opened.store.syncStates()
         if !names.isEmpty {
             for name in names where !states.contains(where: { $0.name == name }) {
                 throw StoreError(.notFound, "No sync named '\(name)' in store '\(storeOptions.store)'")

@@ -287,3 +287,29 @@ def test_demo_runs_every_step_and_cleans_up():
     assert elapsed < 30, f"the demo took {elapsed:.1f} s"
     store_path = re.search(r"^   (/\S+/user/demo\.db)$", out, re.M).group(1)
     assert not Path(store_path).parent.parent.exists(), "the demo left its temporary directory behind"
+
+
+def test_status_reads_a_store_whose_syncs_another_process_runs(tmp_path, configs):
+    slow = Served("--seed", "Contact=10", "--faults", "GET */query* latency=4000")
+    try:
+        root = str(tmp_path / "stores")
+        running = subprocess.Popen([CLI, "sync", "--root", root, "--url", slow.url, "--token", TOKEN,
+                                    "--store-config", configs[0], "--sync-config", configs[1]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 20
+        seen = None
+        while time.time() < deadline and running.poll() is None:
+            r = cli("status", "--root", root, "--json")
+            if r.returncode == 0 and r.stdout.strip() not in ("", "[]"):
+                seen = {s["name"]: s["status"] for s in json.loads(r.stdout)}
+                if seen.get("contacts-down") == "RUNNING":
+                    break
+            time.sleep(0.2)
+        assert seen and seen.get("contacts-down") == "RUNNING", f"status could not read the running store: {seen}"
+        # Syncing needs the engine, which the other process holds: BUSY, retryable.
+        r = cli("sync", "--root", root, "--url", slow.url, "--token", TOKEN, "contacts-down")
+        assert r.returncode == 75, (r.returncode, r.stderr)
+        running.wait(timeout=60)
+        assert running.returncode == 0, running.stderr.read()
+    finally:
+        slow.stop()

@@ -235,8 +235,6 @@ public final class SyncManager: @unchecked Sendable {
 
     public func status(id: Int64) throws -> SyncState? { try states.get(id: id) }
     public func status(name: String) throws -> SyncState? { try states.get(name: name) }
-    /// Every sync of the store, by id.
-    public func allStates() throws -> [SyncState] { try states.all().sorted { $0.id < $1.id } }
 
     public func delete(id: Int64) throws {
         guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }

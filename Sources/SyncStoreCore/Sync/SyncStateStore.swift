@@ -63,8 +63,12 @@ final class SyncStateStore: @unchecked Sendable {
         return try SyncState.from(doc.root)
     }
 
-    func all() throws -> [SyncState] {
-        let info = try store.requireSoup(SyncStateStore.soupName)
+    func all() throws -> [SyncState] { try SyncStateStore.all(in: store) }
+
+    /// Every state of `store`, by id; a read only, so it needs no sync engine.
+    static func all(in store: SmartStore) throws -> [SyncState] {
+        guard store.soupExists(soupName) else { return [] }
+        let info = try store.requireSoup(soupName)
         return try store.readers.withReader { db in
             let statement = try db.prepare("SELECT soup FROM \(info.table) ORDER BY id")
             var states: [SyncState] = []
@@ -100,4 +104,9 @@ final class SyncStateStore: @unchecked Sendable {
             try save(state)
         }
     }
+}
+
+extension SmartStore {
+    /// Every sync of the store, by id. A read: it works while another process runs the syncs.
+    public func syncStates() throws -> [SyncState] { try SyncStateStore.all(in: self) }
 }
