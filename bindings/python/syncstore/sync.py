@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Generator, List, Optional
 
 from . import _callbacks, _lib
 from ._handle import Handle
-from .errors import BusyError, CallbackError, StateError
+from .errors import BusyError, CallbackError, StateError, SyncStoreError, error_for_code
 from .types import SyncCallback, SyncState
 
 __all__ = ["SyncRun", "WaitTimeout", "RestartListener", "wait_sync"]
@@ -126,6 +126,17 @@ class SyncRun(_callbacks.Listener):
             return None
         return cast(Optional[SyncState], _lib.call_json(_lib.lib().syncstore_get_sync_status,
                                                         ctypes.c_void_p(self._handle.get()), self.sync_id))
+
+    @property
+    def error(self) -> Optional[SyncStoreError]:
+        """For a run that ended FAILED, its error as an exception instance of the class of its
+        ``errorCode`` (e.g. :class:`AuthError`), to raise or inspect; otherwise None."""
+        with self._cond:
+            last = self._states[-1] if self._states else None
+        if last is None or last.get("status") != "FAILED":
+            return None
+        code = int(last.get("errorCode") or 10)
+        return error_for_code(code, str(last.get("error") or "sync failed"), code in (4, 5))
 
     def _final(self, waited: Optional[SyncState]) -> SyncState:
         with self._cond:
