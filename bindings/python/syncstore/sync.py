@@ -154,14 +154,26 @@ class SyncRun(_callbacks.Listener):
         """Blocks until the run is over; returns the final state (a ghost report for
         cleanResyncGhosts). ``timeout`` in seconds (None: no limit) raises :class:`WaitTimeout`.
         Ctrl-C interrupts the wait (KeyboardInterrupt); the run goes on."""
+        started = time.monotonic()
         try:
             waited: Optional[SyncState] = wait_sync(self._handle, self.sync_id, timeout)
         except StateError:
-            # The store was closed: its runs are over and their terminal states delivered.
-            if not self._done:
+            # The store is closed or closing: the close stops its runs and delivers their terminal
+            # states before it returns.
+            if not self._handle.closed:
                 raise
+            self._wait_terminal(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
             waited = None
         return self._final(waited)
+
+    def _wait_terminal(self, timeout: Optional[float]) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._done:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise WaitTimeout(f"sync {self.sync_id} is still running after {timeout} s", code=4,
+                                      retryable=True)
+                self._cond.wait(_WAIT_SLICE_MS / 1000.0)
 
     def stop(self, timeout: Optional[float] = 60.0) -> SyncState:
         """Stops the run and returns its final state.
