@@ -71,7 +71,7 @@ def server() -> Iterator[DevServer]:
 @pytest.fixture(scope="module")
 def shared_server() -> Iterator[DevServer]:
     """A dev server shared by a module's tests (they must not depend on its data)."""
-    s = DevServer("--seed", "Contact=50")
+    s = DevServer("--seed", "Contact=20")
     yield s
     s.stop()
 
