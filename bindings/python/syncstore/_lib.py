@@ -146,13 +146,17 @@ def enc(value: Optional[str]) -> Optional[bytes]:
     return value.encode("utf-8")
 
 
+# Compact, no NaN/Infinity (not JSON), UTF-8 kept as is (the C encoder's fastest path).
+_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False, separators=(",", ":"))
+
+
 def dump(value: Any) -> bytes:
     """JSON text of a Python value (str/bytes are taken as JSON text already written)."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
         return value.encode("utf-8")
-    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return _encoder.encode(value).encode("utf-8")
 
 
 def take_string(ptr: Optional[int]) -> Optional[str]:
