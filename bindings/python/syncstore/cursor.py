@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import weakref
 from types import TracebackType
 from typing import Any, Dict, Iterator, List, Optional, Type
 
@@ -38,7 +37,6 @@ class Cursor(Iterator[Any]):
         self._apply(payload)
         self._position = 0
         self._closed = False
-        self._finalizer = weakref.finalize(self, _close, handle, self.cursor_id)
 
     def _apply(self, payload: Dict[str, Any]) -> None:
         #: Entries per page.
@@ -81,7 +79,19 @@ class Cursor(Iterator[Any]):
         """Closes the cursor (again: no-op)."""
         if not self._closed:
             self._closed = True
-            self._finalizer()
+            _close(self._handle, self.cursor_id)
+
+    def detach(self) -> int:
+        """Leaves the cursor open in the store (for code that closes it by id later, e.g.
+        ``Store.close_cursor``); returns its id. This object no longer closes it."""
+        self._closed = True
+        return self.cursor_id
+
+    def __del__(self) -> None:
+        # A cursor garbage collected while open is closed (never raises; see _close).
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            _close(self._handle, self.cursor_id)
 
     def __iter__(self) -> Cursor:
         return self

@@ -90,7 +90,7 @@ def querySoup(*args: Any) -> Dict[str, Any]:
     """querySoup([storeConfig,] soupName, querySpec) -> cursor JSON (first page)."""
     config, (soup, spec) = split_config(args, 2)
     cursor = store_for(config).query_soup(soup, spec)
-    cursor._finalizer.detach()  # the JS API closes cursors explicitly (closeCursor)
+    cursor.detach()  # the JS API closes cursors explicitly (closeCursor)
     return _cursor_json(cursor)
 
 
@@ -98,7 +98,7 @@ def runSmartQuery(*args: Any) -> Dict[str, Any]:
     """runSmartQuery([storeConfig,] querySpec) -> cursor JSON (first page)."""
     config, (spec,) = split_config(args, 1)
     cursor = store_for(config).run_smart_query(spec)
-    cursor._finalizer.detach()
+    cursor.detach()
     return _cursor_json(cursor)
 
 
