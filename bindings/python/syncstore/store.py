@@ -153,11 +153,12 @@ class Store:
 
     # -- entries --
 
-    def upsert(self, soup: str, entries: Union[Entry, Sequence[Entry]], external_id_path: Optional[str] = None,
+    def upsert(self, soup: str, entries: Union[Entry, Sequence[Entry], str], external_id_path: Optional[str] = None,
                *, return_entries: bool = True) -> List[Entry]:
-        """Inserts or updates entries in one transaction; returns the stored entries in order
-        (an empty list with ``return_entries=False``, which skips decoding them)."""
-        payload = entries if isinstance(entries, Mapping) else list(entries)
+        """Inserts or updates entries (a dict, a sequence of dicts, or JSON text already written)
+        in one transaction; returns the stored entries in order (an empty list with
+        ``return_entries=False``, which skips decoding them)."""
+        payload: Any = entries if isinstance(entries, (Mapping, str)) else list(entries)
         if not return_entries:
             _lib.call(_lib.lib().syncstore_upsert, self._p(), _lib.enc(soup), _lib.dump(payload),
                       _lib.enc(external_id_path), None)

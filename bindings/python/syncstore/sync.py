@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any, AsyncIterator, Callable, Dict, Generator, List, Optional, Tuple, cast
 
-from . import _callbacks, _lib
+from . import _callbacks, _lib, aio
 from ._handle import Handle
 from .errors import BusyError, CallbackError, StateError, SyncStoreError, error_for_code
 from .types import SyncCallback, SyncState
@@ -190,57 +190,37 @@ class SyncRun(_callbacks.Listener):
         return self._final(state)
 
     def __await__(self) -> Generator[Any, None, SyncState]:
-        return self._wait_async().__await__()
+        return aio.wait(self).__await__()
 
-    async def _wait_async(self) -> SyncState:
-        loop = asyncio.get_running_loop()
-        event = asyncio.Event()
-        entry = (loop, event.set)
-        with self._cond:
-            self._waiters.append(entry)
-        try:
-            while not self._done:
-                await event.wait()
-                event.clear()
-        finally:
-            with self._cond:
-                self._waiters.remove(entry)
-        # The terminal callback can come just before the run leaves the worker: poll without
-        # blocking until the engine reports the sync idle.
-        waited: Optional[SyncState] = None
-        while not self._handle.closed:
-            try:
-                waited = _wait_slice(self._handle, self.sync_id, 0)
-            except StateError:
-                break
-            if waited is not None:
-                break
-            await asyncio.sleep(0.005)
-        return self._final(waited)
-
-    async def progress(self) -> AsyncIterator[SyncState]:
+    def progress(self) -> AsyncIterator[SyncState]:
         """Yields every state of the run (those already received first) until the terminal one."""
-        loop = asyncio.get_running_loop()
-        event = asyncio.Event()
-        entry = (loop, event.set)
+        return aio.progress(self)
+
+    # -- for syncstore.aio --
+
+    def _subscribe(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None]) -> Tuple[Any, ...]:
+        entry = (loop, wake)
         with self._cond:
             self._waiters.append(entry)
-        seen = 0
+        return entry
+
+    def _unsubscribe(self, entry: Tuple[Any, ...]) -> None:
+        with self._cond:
+            self._waiters.remove(cast(Tuple[asyncio.AbstractEventLoop, Callable[[], None]], entry))
+
+    def _snapshot(self, seen: int) -> Tuple[List[SyncState], bool]:
+        with self._cond:
+            return self._states[seen:], self._done
+
+    def _poll_idle(self) -> Tuple[bool, Optional[SyncState]]:
+        """Non-blocking check that the sync left the worker: (idle, state)."""
+        if self._handle.closed:
+            return True, None
         try:
-            while True:
-                with self._cond:
-                    fresh = self._states[seen:]
-                    finished = self._done
-                seen += len(fresh)
-                for state in fresh:
-                    yield state
-                if finished and seen == len(self._states):
-                    return
-                await event.wait()
-                event.clear()
-        finally:
-            with self._cond:
-                self._waiters.remove(entry)
+            state = _wait_slice(self._handle, self.sync_id, 0)
+        except StateError:
+            return True, None
+        return state is not None, state
 
 
 class RestartListener(_callbacks.Listener):

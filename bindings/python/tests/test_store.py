@@ -69,6 +69,8 @@ def test_exceptions_carry_codes_and_leave_the_store_unchanged(store: syncstore.S
     store.register_soup("s", [{"path": "a", "type": "string"}])
     with pytest.raises(syncstore.ArgumentError):
         store.upsert("s", '[{"a": ')
+    assert store.upsert("s", '[{"a": "text"}]')[0]["a"] == "text"  # JSON text passes through
+    store.remove("s", [1])
     with pytest.raises(syncstore.ArgumentError):
         store.run_smart_query({"queryType": "smart", "smartSql": "select 1; drop table soup_attrs", "pageSize": 1})
     with pytest.raises(ValueError):
