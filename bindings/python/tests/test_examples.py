@@ -40,7 +40,7 @@ def test_sync_examples(name: str, expected: list[str], shared_server: DevServer)
 def test_readme_code_is_example_code() -> None:
     readme = (PACKAGE_ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     sources = [p.read_text() for p in EXAMPLES.glob("*.py")]
     for block in blocks:
         assert any(block.strip() in source for source in sources), block[:200]
