@@ -253,7 +253,10 @@ def integrity(root):
 
 
 def entries(store, soup=SOUP):
-    """Every entry of the soup (one Smart SQL page)."""
+    """Every entry of the soup (one Smart SQL page); none when the soup does not exist yet (a host
+    killed before its setup registered it)."""
+    if not store.soup_exists(soup):
+        return []
     with store.run_smart_query({"queryType": "smart", "smartSql": f"select {{{soup}:_soup}} from {{{soup}}}",
                                 "pageSize": 100_000}) as cursor:
         rows = cursor.entries

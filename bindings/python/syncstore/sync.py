@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import threading
 import time
-from typing import Any, AsyncIterator, Callable, Dict, Generator, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Generator, List, Optional, Tuple, cast
 
-from . import _callbacks, _lib, aio
+from . import _callbacks, _lib
 from ._handle import Handle
 from .errors import BusyError, CallbackError, StateError, SyncStoreError, error_for_code
 from .types import SyncCallback, SyncState
+
+if TYPE_CHECKING:  # asyncio is imported only by code that awaits (see syncstore.aio)
+    import asyncio
 
 __all__ = ["SyncRun", "WaitTimeout", "RestartListener", "wait_sync"]
 
@@ -69,7 +71,7 @@ class SyncRun(_callbacks.Listener):
         self._cond = threading.Condition()
         self._states: List[SyncState] = []
         self._done = False
-        self._waiters: List[Tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = []
+        self._waiters: List[Tuple["asyncio.AbstractEventLoop", Callable[[], None]]] = []
         #: Exceptions raised by the user callback, in order.
         self.callback_errors: List[BaseException] = []
 
@@ -190,10 +192,12 @@ class SyncRun(_callbacks.Listener):
         return self._final(state)
 
     def __await__(self) -> Generator[Any, None, SyncState]:
+        from . import aio
         return aio.wait(self).__await__()
 
     def progress(self) -> AsyncIterator[SyncState]:
         """Yields every state of the run (those already received first) until the terminal one."""
+        from . import aio
         return aio.progress(self)
 
     # -- for syncstore.aio --
@@ -206,7 +210,7 @@ class SyncRun(_callbacks.Listener):
 
     def _unsubscribe(self, entry: Tuple[Any, ...]) -> None:
         with self._cond:
-            self._waiters.remove(cast(Tuple[asyncio.AbstractEventLoop, Callable[[], None]], entry))
+            self._waiters.remove(cast("Tuple[asyncio.AbstractEventLoop, Callable[[], None]]", entry))
 
     def _snapshot(self, seen: int) -> Tuple[List[SyncState], bool]:
         with self._cond:

@@ -10,7 +10,7 @@ import pytest
 
 import syncstore
 
-from conftest import DevServer
+from package_support import DevServer
 
 QUERY = "SELECT Id, LastName, LastModifiedDate FROM Contact"
 

@@ -10,7 +10,7 @@ import pytest
 import syncstore
 from syncstore import cordova, mobilesync, smartstore
 
-from conftest import DevServer
+from package_support import DevServer
 
 GLOBAL = {"isGlobalStore": True, "storeName": "shared"}
 

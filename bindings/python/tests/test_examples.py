@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PACKAGE_ROOT, TOKEN, DevServer
+from package_support import PACKAGE_ROOT, TOKEN, DevServer
 
 EXAMPLES = PACKAGE_ROOT / "examples"
 

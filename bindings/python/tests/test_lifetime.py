@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conftest import DevServer
+from package_support import DevServer
 
 # Starts syncs whose callbacks run Python code, then drops the store unclosed while they run.
 DROPPED = r"""

@@ -12,7 +12,7 @@ import pytest
 import syncstore
 from syncstore import _lib
 
-from conftest import REPO, run_python
+from package_support import REPO, run_python
 
 
 def header_functions() -> list[str]:

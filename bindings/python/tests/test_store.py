@@ -10,7 +10,7 @@ import pytest
 
 import syncstore
 
-from conftest import PACKAGE_ROOT, run_python
+from package_support import PACKAGE_ROOT, run_python
 
 SPECS = [{"path": "Id", "type": "string"}, {"path": "Age", "type": "integer"}, {"path": "Bio", "type": "full_text"}]
 

@@ -11,7 +11,7 @@ import pytest
 
 import syncstore
 
-from conftest import DevServer
+from package_support import DevServer
 
 QUERY = "SELECT Id, LastName, LastModifiedDate FROM Contact"
 INDEXES = [{"path": "Id", "type": "string"}, {"path": "LastName", "type": "string"},
