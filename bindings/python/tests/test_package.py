@@ -101,3 +101,19 @@ def test_every_public_name_has_a_docstring() -> None:
                             if not member.__doc__:
                                 missing.append(f"{module.__name__}.{name}.{attr}")
     assert missing == []
+
+
+def test_a_platform_wheel_builds_with_the_library_inside(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import zipfile
+
+    from package_support import PACKAGE_ROOT
+    out = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(PACKAGE_ROOT)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    wheels = list(tmp_path.glob("*.whl"))
+    assert [w.name for w in wheels] == [f"syncstore-{syncstore.version()}-py3-none-linux_x86_64.whl"]
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert any(n.endswith("syncstore/libsyncstore.so.1") for n in names)
+    assert any(n.endswith("syncstore/py.typed") for n in names)
