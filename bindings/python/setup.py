@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
@@ -60,23 +60,24 @@ class BuildPyWithLibrary(build_py):
 class SdistWithLibrary(sdist):
     """sdist that carries the built library, so a wheel can be built from it anywhere."""
 
-    def run(self) -> None:
-        source = find_library()
-        if source.resolve() != PACKAGED.resolve():
-            shutil.copy2(source, PACKAGED)
-        super().run()
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        shutil.copy2(find_library(), Path(base_dir) / "syncstore" / NAME)
+
+
+class BinaryDistribution(Distribution):
+    """The package holds a native library: platform wheels, installed into platlib."""
+
+    def has_ext_modules(self) -> bool:
+        return True
 
 
 class PlatformWheel(bdist_wheel):
-    """A platform wheel (the package holds a native library) usable by any Python 3."""
-
-    def finalize_options(self) -> None:
-        super().finalize_options()
-        self.root_is_pure = False
+    """A platform wheel usable by any Python 3 (ctypes, no extension module)."""
 
     def get_tag(self) -> tuple[str, str, str]:
         _, _, plat = super().get_tag()
         return "py3", "none", plat
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary, "sdist": SdistWithLibrary, "bdist_wheel": PlatformWheel})
+setup(distclass=BinaryDistribution, cmdclass={"build_py": BuildPyWithLibrary, "sdist": SdistWithLibrary, "bdist_wheel": PlatformWheel})
