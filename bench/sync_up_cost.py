@@ -44,9 +44,8 @@ def worker(args):
         create_s = time.perf_counter() - started
         assert state["status"] == "DONE", state
         spec = {"queryType": "range", "indexPath": "_soupEntryId", "pageSize": args.records + 1}
-        cursor = store.query_soup("contacts", spec)
-        entries = cursor["currentPageOrderedEntries"]
-        store.close_cursor(cursor["cursorId"])
+        with store.query_soup("contacts", spec) as cursor:
+            entries = cursor.entries
         for e in entries:
             e["LastName"] = e["LastName"] + "-u"
             e["__local__"] = True

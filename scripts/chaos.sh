@@ -7,21 +7,21 @@
 # with 3 clients (CHAOS_ROUNDS, CHAOS_CLIENTS) and 100 in-flight edit trials, CHAOS_RUNS times (default 1), each
 # with a fresh random seed unless CHAOS_SEED is set; every run prints its seed and its counts and
 # writes them to build/chaos/summary-<seed>.json. Stops at the first failing run (rerun it with
-# CHAOS_SEED=<seed>). Needs the dev server (built here unless SKIP_BUILD=1) and libsyncstore
-# (SYNCSTORE_LIB, default build/lib/libsyncstore.so.1: cmake --build build --target syncstore_swift).
+# CHAOS_SEED=<seed>). Needs the dev server (built here unless SKIP_BUILD=1) and the syncstore Python
+# package installed in .venv (scripts/test.sh does it: pip install ./bindings/python, which takes
+# build/lib/libsyncstore.so.1); SYNCSTORE_LIB, when set, overrides the packaged library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     swift build --product syncstore-devserver
 fi
 export SYNCSTORE_DEVSERVER="${SYNCSTORE_DEVSERVER:-$PWD/.build/debug/syncstore-devserver}"
-export SYNCSTORE_LIB="${SYNCSTORE_LIB:-$PWD/build/lib/libsyncstore.so.1}"
 export CHAOS_KILLS="${CHAOS_KILLS:-2000}"
 export CHAOS_ROUNDS="${CHAOS_ROUNDS:-1000}"
 export CHAOS_CLIENTS="${CHAOS_CLIENTS:-3}"
 export CHAOS_INFLIGHT_TRIALS="${CHAOS_INFLIGHT_TRIALS:-100}"
 export CHAOS_CALLBACK_RUNS="${CHAOS_CALLBACK_RUNS:-300}"
-[[ -f "$SYNCSTORE_LIB" ]] || { echo "libsyncstore not found at $SYNCSTORE_LIB (set SYNCSTORE_LIB)"; exit 1; }
+.venv/bin/python -c "import syncstore" || { echo "install the package first: .venv/bin/pip install ./bindings/python"; exit 1; }
 mkdir -p build/chaos
 runs="${CHAOS_RUNS:-1}"
 fixed_seed="${CHAOS_SEED:-}"
@@ -29,5 +29,5 @@ for ((run = 1; run <= runs; run++)); do
     seed="${fixed_seed:-$(python3 -c 'import random; print(random.SystemRandom().randrange(1, 2**31))')}"
     echo "== chaos run $run/$runs: CHAOS_SEED=$seed kills=$CHAOS_KILLS rounds=$CHAOS_ROUNDS clients=$CHAOS_CLIENTS"
     CHAOS_SEED="$seed" CHAOS_SUMMARY="build/chaos/summary-$seed.json" \
-        python3 -m pytest -q -s Tests/chaos "$@" || { echo "chaos run failed: rerun with CHAOS_SEED=$seed"; exit 1; }
+        .venv/bin/python -m pytest -q -s Tests/chaos "$@" || { echo "chaos run failed: rerun with CHAOS_SEED=$seed"; exit 1; }
 done

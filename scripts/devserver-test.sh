@@ -8,8 +8,10 @@ SCRATCH="${SCRATCH:-.build-devserver}"
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     swift build --scratch-path "$SCRATCH" --product syncstore-devserver
 fi
+# Python tools live in .venv (PEP 668: Debian's python3 refuses pip outside a virtual environment).
+[ -x .venv/bin/python ] || python3 -m venv .venv
 if [[ "${SKIP_PIP:-0}" != 1 ]]; then
-    python3 -m pip install --quiet --disable-pip-version-check -r Tests/devserver/requirements.txt
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r Tests/devserver/requirements.txt
 fi
 export SYNCSTORE_DEVSERVER="${SYNCSTORE_DEVSERVER:-$SCRATCH/debug/syncstore-devserver}"
-exec python3 -m pytest -q Tests/devserver "$@"
+exec .venv/bin/python -m pytest -q Tests/devserver "$@"

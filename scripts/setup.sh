@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing SyncStore needs on Debian (run as root, or with sudo).
-# The Swift 6.3 toolchain must already be on the PATH.
+# The Swift 6.3 toolchain must already be on the PATH. With --dev, also the Python tools the tests
+# use, into .venv at the repo root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config python3-pip openssl)
+packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config python3-venv openssl)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -14,4 +15,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "swift is not on the PATH: install the Swift 6.3 toolchain"; exit 1; }
-python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -r Tests/devserver/requirements.txt 2>&1 | grep -v 'Running pip as' || true
+[ "${1:-}" = "--dev" ] || exit 0
+# --dev (the tests): Python tools live in .venv (PEP 668: Debian's python3 refuses pip outside a
+# virtual environment). A failed install fails the setup.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+PIP_ROOT_USER_ACTION=ignore .venv/bin/python -m pip install -q --disable-pip-version-check \
+    -r requirements-dev.txt -r Tests/devserver/requirements.txt

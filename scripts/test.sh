@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every test suite: Swift (core and sync), C (CTest: the header, the release .so, sync against a
-# real dev server process), Python (the ctypes binding, the dev server with simple-salesforce,
-# syncstore-cli, the chaos suite).
+# real dev server process, the install tree with pkg-config and find_package, the examples),
+# Python (the syncstore package installed into .venv, mypy --strict, its pytest suite, the dev
+# server with simple-salesforce, syncstore-cli, the chaos suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --dev
 
 echo "== Swift tests"
 swift build --build-tests    # also builds .build/debug/syncstore-devserver, used by every sync suite
@@ -15,7 +16,12 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSYNCSTORE_DEVSERVER="$PWD/.buil
 cmake --build build -j2
 (cd build && ctest --output-on-failure)
 
+echo "== Python package (pip install ./bindings/python into .venv, with build/lib/libsyncstore.so.1 inside)"
+PIP_ROOT_USER_ACTION=ignore .venv/bin/python -m pip install -q --disable-pip-version-check ./bindings/python
+.venv/bin/python -m mypy --strict bindings/python/syncstore bindings/python/examples
+
 echo "== Python tests"
-SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
+# The installed package is tested: no SYNCSTORE_LIB, and no source directory on sys.path.
+env -u SYNCSTORE_LIB SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
     SYNCSTORE_CLI="$PWD/.build/debug/syncstore-cli" \
-    python3 -m pytest -q bindings/python/tests Tests/devserver Tests/cli Tests/chaos
+    .venv/bin/python -m pytest -q bindings/python/tests Tests/devserver Tests/cli Tests/chaos

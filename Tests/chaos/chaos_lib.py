@@ -32,8 +32,7 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bindings" / "python"))
-import syncstore  # noqa: E402
+import syncstore  # noqa: E402  (the installed package: pip install ./bindings/python)
 
 TOKEN = "chaos-token"
 API_VERSION = "v62.0"
@@ -95,7 +94,7 @@ def flag(value):
 
 
 def library_path():
-    return os.environ.get("SYNCSTORE_LIB") or str(REPO / "build" / "lib" / "libsyncstore.so.1")
+    return syncstore.library_path()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,16 +253,13 @@ def integrity(root):
 
 
 def entries(store, soup=SOUP):
-    """Every entry of the soup (one Smart SQL page); none before a host registered the soup (a
-    kill can come first)."""
+    """Every entry of the soup (one Smart SQL page); none when the soup does not exist yet (a host
+    killed before its setup registered it)."""
     if not store.soup_exists(soup):
         return []
-    cursor = store.run_smart_query({"queryType": "smart", "smartSql": f"select {{{soup}:_soup}} from {{{soup}}}",
-                                    "pageSize": 100_000})
-    try:
-        rows = cursor["currentPageOrderedEntries"]
-    finally:
-        store.close_cursor(cursor["cursorId"])
+    with store.run_smart_query({"queryType": "smart", "smartSql": f"select {{{soup}:_soup}} from {{{soup}}}",
+                                "pageSize": 100_000}) as cursor:
+        rows = cursor.entries
     return [json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows]
 
 

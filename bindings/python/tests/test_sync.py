@@ -1,61 +1,141 @@
-"""Sync through ctypes against a real syncstore-devserver process on 127.0.0.1."""
-import os
-import subprocess
-import sys
+"""Sync through the package against a real syncstore-devserver process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import logging
 import threading
 from pathlib import Path
+from typing import List
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import syncstore  # noqa: E402
+import syncstore
 
-REPO = Path(__file__).resolve().parents[3]
-TOKEN = "py-sync-token"
+from package_support import DevServer
 
-
-@pytest.fixture
-def server():
-    binary = os.environ.get("SYNCSTORE_DEVSERVER", str(REPO / ".build/debug/syncstore-devserver"))
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"syncstore-devserver is not built at {binary}")
-    proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", "0", "--token", TOKEN, "--seed", "Contact=250"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http"), url
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+QUERY = "SELECT Id, LastName, LastModifiedDate FROM Contact"
+INDEXES = [{"path": "Id", "type": "string"}, {"path": "LastName", "type": "string"},
+           {"path": "__local__", "type": "string"}]
 
 
-def test_sync_down_and_up(server, tmp_path):
-    states = []
-    done = threading.Event()
+def by_name(store: syncstore.Store, last_name: str) -> List[syncstore.Entry]:
+    return store.query("contacts", {"queryType": "exact", "indexPath": "LastName", "matchKey": last_name,
+                                    "pageSize": 10})
 
-    def on_state(state):
-        states.append(state)
-        if state["status"] in ("DONE", "FAILED", "STOPPED"):
-            done.set()
 
-    with syncstore.Store(tmp_path, {"storeName": "py-sync"}) as store:
-        store.register_soup("contacts", [{"path": "Id", "type": "string"}, {"path": "LastName", "type": "string"}])
-        store.set_remote({"instanceUrl": server, "accessToken": TOKEN})
-        sync_id = store.sync_down({"type": "soql", "query": "SELECT Id, LastName FROM Contact"}, "contacts",
-                                  {"mergeMode": "OVERWRITE"}, "py-down", on_state)
-        assert done.wait(60)
-        assert [s["status"] for s in states][0] == "RUNNING"
-        assert states[-1]["status"] == "DONE" and states[-1]["totalSize"] == 250
-        assert store.get_sync_status("py-down")["_soupEntryId"] == sync_id
-        assert store.get_sync_status(987654) is None
+def test_sync_down_offline_edits_sync_up_resync_and_ghosts(server: DevServer, tmp_path: Path) -> None:
+    states: List[syncstore.SyncState] = []
+    with syncstore.Store(tmp_path, {"storeName": "flow"}) as store:
+        store.register_soup("contacts", INDEXES)
+        store.set_remote(server.remote)
+        down = store.sync_down({"type": "soql", "query": QUERY}, "contacts", {"mergeMode": "LEAVE_IF_CHANGED"},
+                               "down", states.append)
+        final = down.wait(60)
+        assert final["status"] == "DONE" and final["totalSize"] == 250 and down.done and down.error is None
+        assert states[0]["status"] == "RUNNING" and states[-1]["status"] == "DONE"
+        assert down.sync_id == final["_soupEntryId"] and down.state is not None
+        entries = store.query("contacts", {"queryType": "range", "indexPath": "Id", "pageSize": 100})
+        assert len(entries) == 250
 
-        stored = store.upsert("contacts", [{"attributes": {"type": "Contact"}, "LastName": "FromPython",
-                                            "__local__": True, "__locally_created__": True}])
-        up = store.sync_up("contacts", options={"fieldlist": ["LastName"]})
-        final = store.wait_sync(up, 60000)
-        assert final["status"] == "DONE", final["error"]
-        entry = store.retrieve("contacts", [stored[0]["_soupEntryId"]])[0]
-        assert entry["Id"].startswith("003") and entry["__local__"] is False
+        # Offline edits: an update, a delete and a create.
+        edited, deleted = entries[0], entries[1]
+        store.upsert("contacts", [dict(edited, LastName="EditedOffline", __local__=True, __locally_updated__=True),
+                                  dict(deleted, __local__=True, __locally_deleted__=True),
+                                  {"attributes": {"type": "Contact"}, "LastName": "CreatedOffline",
+                                   "__local__": True, "__locally_created__": True}])
+        up = store.sync_up("contacts", None, {"fieldlist": ["LastName"], "mergeMode": "LEAVE_IF_CHANGED"}, "up")
+        assert up.wait(60)["status"] == "DONE"
+        assert server.query(f"SELECT LastName FROM Contact WHERE Id = '{edited['Id']}'")[0]["LastName"] == \
+            "EditedOffline"
+        assert server.query(f"SELECT Id FROM Contact WHERE Id = '{deleted['Id']}'") == []
+        created = server.query("SELECT Id FROM Contact WHERE LastName = 'CreatedOffline'")
+        assert len(created) == 1 and by_name(store, "CreatedOffline")[0]["Id"] == created[0]["Id"]
+        assert by_name(store, "CreatedOffline")[0]["__local__"] is False
 
-        with pytest.raises(syncstore.SyncStoreError) as info:
-            store.sync_down({"type": "soql", "query": "SELECT Id FROM Contact"}, "contacts", name="py-down")
-        assert info.value.name == "SYNCSTORE_ERR_EXISTS"
+        # A change made on the server comes down with reSync (by name).
+        other = entries[2]
+        server.request("PATCH", f"sobjects/Contact/{other['Id']}", {"LastName": "ChangedOnServer"})
+        again = store.resync("down")
+        assert again.wait(60)["status"] == "DONE" and again.sync_id == down.sync_id
+        assert by_name(store, "ChangedOnServer")[0]["Id"] == other["Id"]
+
+        # A record deleted on the server is a ghost: cleanResyncGhosts removes it locally.
+        ghost = entries[3]
+        server.request("DELETE", f"sobjects/Contact/{ghost['Id']}")
+        report = store.clean_resync_ghosts("down").wait(60)
+        assert report["type"] == "cleanResyncGhosts" and report["status"] == "DONE" and report["removed"] == 1
+        assert store.query("contacts", {"queryType": "exact", "indexPath": "Id", "matchKey": ghost["Id"],
+                                        "pageSize": 1}) == []
+
+        # Syncs created without running, re-run by id, deleted by id and by name.
+        up_id = store.create_sync_up("contacts", {"type": "single"}, {"fieldlist": ["LastName"]}, "up-single")
+        assert store.get_sync_status(up_id)["status"] == "NEW"  # type: ignore[index]
+        assert store.resync(up_id).wait(60)["status"] == "DONE"
+        down_id = store.create_sync_down({"type": "soql", "query": QUERY}, "contacts", None, None)
+        assert store.wait_sync(store.resync(down_id), 60_000)["status"] == "DONE"
+        store.delete_sync(down_id)
+        store.delete_sync("up-single")
+        assert store.get_sync_status(up_id) is None and store.get_sync_status("up-single") is None
+        with pytest.raises(syncstore.ExistsError):
+            store.sync_down({"type": "soql", "query": QUERY}, "contacts", name="down")
+        with pytest.raises(syncstore.NotFoundError):
+            store.resync("no-such-sync")
+
+
+def test_failed_run_carries_an_exception_of_its_code(server: DevServer, tmp_path: Path) -> None:
+    with syncstore.Store(tmp_path) as store:
+        store.register_soup("contacts", INDEXES)
+        store.set_remote(dict(server.remote, accessToken="wrong"))
+        run = store.sync_down({"type": "soql", "query": QUERY}, "contacts")
+        state = run.wait(60)
+        assert state["status"] == "FAILED" and state["errorCode"] == 6
+        assert isinstance(run.error, syncstore.AuthError)
+
+
+def test_callback_exceptions_are_logged_and_surfaced(server: DevServer, tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    def broken(state: syncstore.SyncState) -> None:
+        raise RuntimeError(f"boom at {state['status']}")
+
+    with syncstore.Store(tmp_path) as store:
+        store.register_soup("contacts", INDEXES)
+        store.set_remote(server.remote)
+        with caplog.at_level(logging.ERROR, logger="syncstore"):
+            run = store.sync_down({"type": "soql", "query": QUERY}, "contacts", callback=broken)
+            with pytest.raises(syncstore.CallbackError) as info:
+                run.wait(60)
+        assert isinstance(info.value.__cause__, RuntimeError)
+        assert info.value.state is not None and info.value.state["status"] == "DONE"
+        assert len(run.callback_errors) == len(run.states) >= 2
+        assert any("boom at RUNNING" in r.getMessage() or "boom at RUNNING" in (r.exc_text or "")
+                   or (r.exc_info and "boom" in str(r.exc_info[1])) for r in caplog.records)
+        # The store is fine afterwards.
+        assert len(store.query("contacts", {"queryType": "range", "indexPath": "Id", "pageSize": 500})) == 250
+
+
+def test_stop_a_running_sync_and_restart(tmp_path: Path) -> None:
+    slow = DevServer("--seed", "Contact=300", "--min-batch-size", "1", "--default-batch-size", "10",
+                     "--faults", "GET */query* latency=150")
+    try:
+        with syncstore.Store(tmp_path) as store:
+            store.register_soup("contacts", INDEXES)
+            store.set_remote(slow.remote)
+            seen = threading.Event()
+            run = store.sync_down({"type": "soql", "query": QUERY}, "contacts", None, "slow",
+                                  lambda s: seen.set() if s["status"] == "RUNNING" else None)
+            assert seen.wait(30)
+            with pytest.raises(syncstore.WaitTimeout):
+                run.wait(0.2)
+            assert run.stop()["status"] == "STOPPED"
+            assert store.get_sync_status("slow")["status"] == "STOPPED"  # type: ignore[index]
+            restarted: List[syncstore.SyncState] = []
+            store.restart_syncs(True, restarted.append)
+            assert store.wait_sync("slow", 120_000)["status"] == "DONE"
+            assert restarted[-1]["status"] == "DONE"
+            store.stop_syncs()
+            with pytest.raises(syncstore.StateError):
+                store.resync("slow")
+            store.restart_syncs(False)
+            assert store.resync("slow").wait(120)["status"] == "DONE"
+    finally:
+        slow.stop()

@@ -1,0 +1,112 @@
+"""Benchmark (not a test): the Python package against the C ABI on the same workload.
+
+  upsert  ENTRIES Contact-like entries (3 string indexes) in batches of 1000. Python passes lists
+          of dicts (store.upsert), C the same JSON text. Twice: without the stored entries
+          (return_entries=False / out_json NULL) and with them (Python decodes them to dicts, C
+          receives the text and frees it)
+  exact   QUERIES exact queries on the indexed Id: a cursor opened with its first page and
+          closed (Python: store.query_soup(...) as a context manager, entries read)
+
+Best of ROUNDS alternating rounds on fresh stores. The C side is build/bench-binding
+(bench/binding_bench.c). Usage:
+
+  .venv/bin/python bindings/python/bench/bench_store.py [--entries 100000] [--queries 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import syncstore
+
+REPO = Path(__file__).resolve().parents[3]
+FIRST = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Ken", "Dennis", "Margaret", "John"]
+TITLES = ["Engineer", "Director", "VP Sales", "Analyst", "Buyer", "CEO", "Consultant", "Manager"]
+INDEXES = [{"path": "Id", "type": "string"}, {"path": "LastName", "type": "string"}, {"path": "Email", "type": "string"}]
+
+
+def contact(i: int) -> Dict[str, Any]:
+    return {"attributes": {"type": "Contact", "url": "/services/data/v62.0/sobjects/Contact"},
+            "Id": f"003{i:015d}", "FirstName": FIRST[i % 10], "LastName": f"Last{(i * 7919) % 1000:04d}",
+            "Email": f"person{i}@example.com", "Title": TITLES[i % 8], "Phone": f"+1-555-{i:07d}",
+            "MailingCity": "Springfield", "AccountId": f"001{i % 500:015d}",
+            "LastModifiedDate": "2026-01-21T23:51:33.000+0000"}
+
+
+def python_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entries: int,
+                 queries: int, returned: bool) -> Tuple[float, float]:
+    with syncstore.Store(root, name) as store:
+        store.register_soup("contacts", INDEXES)
+        t0 = time.perf_counter()
+        for batch in batches:
+            store.upsert("contacts", batch, return_entries=returned)
+        upsert_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for q in range(queries):
+            spec = {"queryType": "exact", "indexPath": "Id", "matchKey": f"003{(q * 7) % entries:015d}", "pageSize": 10}
+            with store.query_soup("contacts", spec) as cursor:
+                assert len(cursor.entries) == 1
+        exact_s = time.perf_counter() - t0
+    return upsert_s, exact_s
+
+
+def c_round(binary: Path, root: str, name: str, batch_file: Path, entries: int, queries: int,
+            returned: bool) -> Tuple[float, float]:
+    out = subprocess.run([str(binary), root, name, str(batch_file), str(entries), str(queries), str(int(returned))],
+                         capture_output=True, text=True, check=True).stdout
+    values = dict(part.split("=") for part in out.split())
+    return float(values["upsert_s"]), float(values["exact_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--c-bench", default=str(REPO / "build" / "bench-binding"))
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="syncstore-bench-binding-")
+    try:
+        batches = [[contact(i) for i in range(start, min(start + 1000, args.entries))]
+                   for start in range(0, args.entries, 1000)]
+        batch_file = Path(work) / "batches.jsonl"
+        batch_file.write_text("".join(json.dumps(b, separators=(",", ":")) + "\n" for b in batches))
+        print(f"binding benchmark: {args.entries} entries in batches of 1000, {args.queries} exact queries, "
+              f"libsyncstore {syncstore.version()} from {syncstore.library_path()}")
+        best: Dict[str, float] = {}
+
+        def keep(key: str, value: float) -> None:
+            best[key] = min(best.get(key, float("inf")), value)
+
+        for r in range(args.rounds):
+            for returned in (False, True):
+                tag = "ret" if returned else "noret"
+                c = c_round(Path(args.c_bench), work, f"c{r}{tag}", batch_file, args.entries, args.queries, returned)
+                p = python_round(work, f"py{r}{tag}", batches, args.entries, args.queries, returned)
+                keep(f"c-{tag}", c[0])
+                keep(f"py-{tag}", p[0])
+                keep("c-exact", c[1])
+                keep("py-exact", p[1])
+                print(f"  round {r + 1} ({'entries returned' if returned else 'no entries returned'}): "
+                      f"upsert C {c[0]:.3f} s Python {p[0]:.3f} s; exact C {c[1]:.3f} s Python {p[1]:.3f} s", flush=True)
+        n = args.entries
+        for tag, label in (("noret", "upsert (results not returned: C out_json NULL, Python return_entries=False)"),
+                           ("ret", "upsert (stored entries returned: C gets the JSON text, Python gets dicts)")):
+            print(f"{label}\n        C {n / best['c-' + tag]:9.0f} rows/s  Python {n / best['py-' + tag]:9.0f} rows/s  "
+                  f"Python/C time {best['py-' + tag] / best['c-' + tag]:.2f}x (target <= 1.30x)")
+        print(f"exact   C {best['c-exact'] / args.queries * 1e6:7.1f} us/query  Python "
+              f"{best['py-exact'] / args.queries * 1e6:7.1f} us/query  Python/C time {best['py-exact'] / best['c-exact']:.2f}x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

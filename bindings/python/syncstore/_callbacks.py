@@ -1,0 +1,89 @@
+"""The one C sync callback of the package, and the registry it dispatches through.
+
+The engine calls sync callbacks on its worker threads, possibly late (a dropped store, an exiting
+interpreter). So no per-run ctypes thunk is ever handed to C: every run passes the same
+module-level thunk, kept alive for the whole process, with an integer key as its ``context``. The
+key finds a :class:`Listener` in a registry; a key that is gone is ignored. A listener stays
+registered until its run's terminal callback or until the store handle that started it has closed
+(after which, by the C ABI, no callback of that handle comes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+import logging
+import threading
+from typing import Any, Dict, Optional
+
+from . import _lib
+
+__all__ = ["Listener", "register", "unregister", "SYNC_THUNK", "in_worker_thread", "log"]
+
+#: The package's logger: exceptions raised in user callbacks are logged here.
+log = logging.getLogger("syncstore")
+
+TERMINAL = frozenset(("DONE", "FAILED", "STOPPED"))
+
+
+class Listener:
+    """Receives the states of runs started with one callback registration (override deliver)."""
+
+    key: int = 0
+
+    def deliver(self, state: Dict[str, Any]) -> bool:
+        """Handles one state; returns True when no more states are expected (terminal)."""
+        raise NotImplementedError
+
+
+_lock = threading.Lock()
+_registry: Dict[int, Listener] = {}
+_keys = itertools.count(1)
+_worker = threading.local()
+
+
+def register(listener: Listener) -> int:
+    """Registers a listener; returns the key to pass to C as ``context``."""
+    with _lock:
+        key = next(_keys)
+        listener.key = key
+        _registry[key] = listener
+    return key
+
+
+def unregister(key: int) -> None:
+    """Forgets a listener (its later callbacks, if any, are ignored)."""
+    with _lock:
+        _registry.pop(key, None)
+
+
+def in_worker_thread() -> bool:
+    """True while the calling thread is inside an engine callback."""
+    return bool(getattr(_worker, "active", False))
+
+
+def _dispatch(state_json: Optional[bytes], context: Optional[int]) -> None:
+    # Never raises into C: everything is caught and logged.
+    try:
+        _worker.active = True
+        with _lock:
+            listener = _registry.get(context or 0)
+        if listener is None or state_json is None:
+            return
+        state = json.loads(state_json.decode("utf-8"))
+        if listener.deliver(state):
+            unregister(listener.key)
+    except BaseException:  # noqa: BLE001 - a callback must never unwind into the engine
+        try:
+            log.exception("syncstore: error while dispatching a sync callback")
+        except BaseException:  # noqa: BLE001 - logging itself may fail at interpreter exit
+            pass
+    finally:
+        _worker.active = False
+
+
+#: The single thunk handed to C for every sync callback; never freed.
+SYNC_THUNK = _lib.SYNC_CALLBACK(_dispatch)
+# One extra reference that nothing releases: the thunk outlives module teardown at exit.
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(SYNC_THUNK))

@@ -1,0 +1,196 @@
+"""Loading libsyncstore and declaring the ctypes signature of every C function.
+
+This module is private: the rest of the package calls the library through :func:`lib` and
+:func:`call`. The library is found, in order, at ``$SYNCSTORE_LIB`` (an override), inside this
+package (where ``pip install`` puts it), in the source tree's ``build/lib`` (a checkout used
+without installing), then through the system loader.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+__all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "FETCH_PAGE", "REMOTE_IDS", "PUSH_RECORD",
+           "CustomTargetStruct", "SIGNATURES", "lib", "library_path", "call", "call_json", "enc", "dump"]
+
+ERROR_MESSAGE_SIZE = 512
+LIBRARY_NAME = "libsyncstore.so.1"
+
+
+class Error(ctypes.Structure):
+    """``syncstore_error``: code, retryable flag and message, filled by a failing call."""
+
+    _fields_ = [("code", ctypes.c_int), ("retryable", ctypes.c_int),
+                ("message", ctypes.c_char * ERROR_MESSAGE_SIZE)]
+
+
+_vp = ctypes.c_void_p
+_ErrP = ctypes.POINTER(Error)
+_OutStr = ctypes.POINTER(ctypes.c_void_p)
+
+#: ``syncstore_sync_callback``: void (*)(const char *state_json, void *context).
+SYNC_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, _vp)
+#: ``fetch_page`` of ``syncstore_custom_target``.
+FETCH_PAGE = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, ctypes.c_int64, ctypes.c_char_p, _OutStr, _ErrP)
+#: ``remote_ids`` of ``syncstore_custom_target``.
+REMOTE_IDS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, _OutStr, _ErrP)
+#: ``push_record`` of ``syncstore_custom_target``.
+PUSH_RECORD = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _OutStr, _ErrP)
+
+
+class CustomTargetStruct(ctypes.Structure):
+    """``syncstore_custom_target``: a context pointer and three callbacks (NULL when unused)."""
+
+    _fields_ = [("context", _vp), ("fetch_page", FETCH_PAGE), ("remote_ids", REMOTE_IDS),
+                ("push_record", PUSH_RECORD)]
+
+
+_c_char_p, _c_int, _c_int64 = ctypes.c_char_p, ctypes.c_int, ctypes.c_int64
+_I64P, _IntP = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int)
+_StoreP = ctypes.POINTER(_vp)
+
+#: Every function of include/syncstore.h: name -> (argument types, result type).
+SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
+    "syncstore_version": ([], _c_char_p),
+    "syncstore_abi_version": ([], _c_int),
+    "syncstore_free": ([_vp], None),
+    "syncstore_status_name": ([_c_int], _c_char_p),
+    "syncstore_open": ([_c_char_p, _c_char_p, _StoreP, _ErrP], _c_int),
+    "syncstore_close": ([_vp, _ErrP], _c_int),
+    "syncstore_list_stores": ([_c_char_p, _c_int, _OutStr, _ErrP], _c_int),
+    "syncstore_remove_store": ([_c_char_p, _c_char_p, _ErrP], _c_int),
+    "syncstore_remove_all_stores": ([_c_char_p, _c_int, _ErrP], _c_int),
+    "syncstore_database_size": ([_vp, _I64P, _ErrP], _c_int),
+    "syncstore_load_store_config": ([_vp, _c_char_p, _ErrP], _c_int),
+    "syncstore_register_soup": ([_vp, _c_char_p, _c_char_p, _ErrP], _c_int),
+    "syncstore_soup_exists": ([_vp, _c_char_p, _IntP, _ErrP], _c_int),
+    "syncstore_remove_soup": ([_vp, _c_char_p, _ErrP], _c_int),
+    "syncstore_clear_soup": ([_vp, _c_char_p, _ErrP], _c_int),
+    "syncstore_get_soup_index_specs": ([_vp, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_alter_soup": ([_vp, _c_char_p, _c_char_p, _c_int, _ErrP], _c_int),
+    "syncstore_reindex_soup": ([_vp, _c_char_p, _c_char_p, _ErrP], _c_int),
+    "syncstore_upsert": ([_vp, _c_char_p, _c_char_p, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_retrieve": ([_vp, _c_char_p, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_remove_entries": ([_vp, _c_char_p, _c_char_p, _ErrP], _c_int),
+    "syncstore_remove_by_query": ([_vp, _c_char_p, _c_char_p, _I64P, _ErrP], _c_int),
+    "syncstore_query_soup": ([_vp, _c_char_p, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_run_smart_query": ([_vp, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_cursor_move_to_page": ([_vp, _c_int64, _c_int64, _OutStr, _ErrP], _c_int),
+    "syncstore_cursor_close": ([_vp, _c_int64, _ErrP], _c_int),
+    "syncstore_set_remote": ([_vp, _c_char_p, _ErrP], _c_int),
+    "syncstore_sync_down": ([_vp, _c_char_p, _c_char_p, _c_char_p, _c_char_p, SYNC_CALLBACK, _vp, _I64P, _ErrP],
+                            _c_int),
+    "syncstore_sync_up": ([_vp, _c_char_p, _c_char_p, _c_char_p, _c_char_p, SYNC_CALLBACK, _vp, _I64P, _ErrP],
+                          _c_int),
+    "syncstore_create_sync_down": ([_vp, _c_char_p, _c_char_p, _c_char_p, _c_char_p, _I64P, _ErrP], _c_int),
+    "syncstore_create_sync_up": ([_vp, _c_char_p, _c_char_p, _c_char_p, _c_char_p, _I64P, _ErrP], _c_int),
+    "syncstore_resync": ([_vp, _c_int64, SYNC_CALLBACK, _vp, _ErrP], _c_int),
+    "syncstore_resync_by_name": ([_vp, _c_char_p, SYNC_CALLBACK, _vp, _I64P, _ErrP], _c_int),
+    "syncstore_clean_resync_ghosts": ([_vp, _c_int64, SYNC_CALLBACK, _vp, _ErrP], _c_int),
+    "syncstore_get_sync_status": ([_vp, _c_int64, _OutStr, _ErrP], _c_int),
+    "syncstore_get_sync_status_by_name": ([_vp, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_delete_sync": ([_vp, _c_int64, _ErrP], _c_int),
+    "syncstore_delete_sync_by_name": ([_vp, _c_char_p, _ErrP], _c_int),
+    "syncstore_stop_syncs": ([_vp, _ErrP], _c_int),
+    "syncstore_restart_syncs": ([_vp, _c_int, SYNC_CALLBACK, _vp, _ErrP], _c_int),
+    "syncstore_wait_sync": ([_vp, _c_int64, _c_int64, _OutStr, _ErrP], _c_int),
+    "syncstore_load_sync_config": ([_vp, _c_char_p, _ErrP], _c_int),
+    "syncstore_register_custom_target": ([_vp, _c_char_p, ctypes.POINTER(CustomTargetStruct), _ErrP], _c_int),
+}
+
+
+def library_path() -> str:
+    """Where the library is loaded from (see the module docstring for the search order)."""
+    override = os.environ.get("SYNCSTORE_LIB")
+    if override:
+        return override
+    here = Path(__file__).resolve().parent
+    for candidate in (here / LIBRARY_NAME, here.parents[2] / "build" / "lib" / LIBRARY_NAME):
+        if candidate.is_file():
+            return str(candidate)
+    return LIBRARY_NAME
+
+
+_loaded: Optional[ctypes.CDLL] = None
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library with every signature of :data:`SIGNATURES` declared (loaded once)."""
+    global _loaded
+    if _loaded is None:
+        path = library_path()
+        try:
+            loaded = ctypes.CDLL(path)
+        except OSError as e:
+            raise ImportError(f"cannot load libsyncstore from {path!r}: {e}. Reinstall the syncstore "
+                              f"package, or set SYNCSTORE_LIB to a built libsyncstore.so.1") from e
+        for name, (args, result) in SIGNATURES.items():
+            fn = getattr(loaded, name)
+            fn.argtypes, fn.restype = args, result
+        _loaded = loaded
+    return _loaded
+
+
+def enc(value: Optional[str]) -> Optional[bytes]:
+    """UTF-8 bytes of a string argument; None stays NULL. Rejects lone surrogates and NULs."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"expected str, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError("text arguments cannot contain NUL characters")
+    return value.encode("utf-8")
+
+
+# Compact, no NaN/Infinity (not JSON), UTF-8 kept as is (the C encoder's fastest path).
+_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False, separators=(",", ":"))
+
+
+def dump(value: Any) -> bytes:
+    """JSON text of a Python value (str/bytes are taken as JSON text already written)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return _encoder.encode(value).encode("utf-8")
+
+
+def take_string(ptr: Optional[int]) -> Optional[str]:
+    """Decodes and frees a ``char *`` returned by the library (NULL gives None)."""
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode("utf-8")
+    finally:
+        lib().syncstore_free(ptr)
+
+
+RaiseFn = Callable[[int, Error], BaseException]
+_raise_error: Optional[RaiseFn] = None
+
+
+def set_error_factory(factory: RaiseFn) -> None:
+    """Installs the function that turns a status and its ``syncstore_error`` into an exception."""
+    global _raise_error
+    _raise_error = factory
+
+
+def call(fn: Any, *args: Any) -> None:
+    """Calls a C function whose last argument is ``syncstore_error *``; raises on failure."""
+    err = Error()
+    status = fn(*args, ctypes.byref(err))
+    if status != 0:
+        assert _raise_error is not None
+        raise _raise_error(status, err)
+
+
+def call_json(fn: Any, *args: Any) -> Any:
+    """Calls a C function ending in ``char **out, syncstore_error *err``; returns the decoded JSON."""
+    out = ctypes.c_void_p()
+    call(fn, *args, ctypes.byref(out))
+    text = take_string(out.value)
+    return None if text is None else json.loads(text)

@@ -1,0 +1,362 @@
+"""The store: soups, entries, queries and syncs of one SQLite database (``syncstore_store``)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+from types import TracebackType
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Type, Union, cast
+
+from . import _callbacks, _lib, targets
+from ._handle import Handle
+from .cursor import Cursor
+from .errors import NotFoundError
+from .sync import RestartListener, SyncRun, wait_sync
+from .types import Entry, IndexSpec, PathLike, QuerySpec, StoreConfig, SyncCallback, SyncState
+
+__all__ = ["Store", "list_stores", "remove_store", "remove_all_stores", "store_config_json"]
+
+SyncRef = Union[int, str, SyncRun]
+
+
+def store_config_json(config: StoreConfig) -> Optional[bytes]:
+    """The storeConfig JSON for a config value: a mapping, a bool (isGlobalStore), a store name,
+    or None (the default user store)."""
+    if config is None:
+        return None
+    if isinstance(config, bool):
+        return _lib.dump({"isGlobalStore": config})
+    if isinstance(config, str):
+        return _lib.dump({"storeName": config})
+    return _lib.dump(dict(config))
+
+
+def _path(value: PathLike) -> bytes:
+    text = os.fspath(value)
+    encoded = _lib.enc(text)
+    assert encoded is not None
+    return encoded
+
+
+def _opt_json(value: Any) -> Optional[bytes]:
+    return None if value is None else _lib.dump(value)
+
+
+def list_stores(root: PathLike, is_global: bool = False) -> List[str]:
+    """Names of the user (or global) stores under ``root``, sorted."""
+    return cast(List[str], _lib.call_json(_lib.lib().syncstore_list_stores, _path(root), int(is_global)))
+
+
+def remove_store(root: PathLike, config: StoreConfig = None) -> None:
+    """Deletes one store's files (BusyError if open in this process, NotFoundError if missing)."""
+    _lib.call(_lib.lib().syncstore_remove_store, _path(root), store_config_json(config))
+
+
+def remove_all_stores(root: PathLike, is_global: bool = False) -> None:
+    """Deletes every user (or global) store under ``root`` (BusyError, nothing removed, if one is open)."""
+    _lib.call(_lib.lib().syncstore_remove_all_stores, _path(root), int(is_global))
+
+
+class Store:
+    """An open store: ``Store(root_dir, config)``; a context manager that closes it.
+
+    ``config`` is a storeConfig mapping (``{"storeName": "app", "isGlobalStore": False}``), a
+    store name, a bool (global store or not) or None (the default user store). Methods map the C
+    functions of ``syncstore.h`` one to one and raise a :class:`SyncStoreError` subclass on
+    failure; the store is unchanged then. A store that is never closed is closed when it is
+    garbage collected or at interpreter exit (its running syncs are stopped and finish first).
+    Every method may be called from any thread.
+    """
+
+    def __init__(self, root: PathLike, config: StoreConfig = None) -> None:
+        ptr = ctypes.c_void_p()
+        _lib.call(_lib.lib().syncstore_open, _path(root), store_config_json(config), ctypes.byref(ptr))
+        assert ptr.value is not None
+        label = f"{os.fspath(root)}:{config!r}"
+        self._handle = Handle(ptr.value, label)
+        #: Exceptions raised by :meth:`restart_syncs` callbacks (also logged).
+        self.callback_errors: List[BaseException] = []
+        self._finalizer = weakref.finalize(self, self._handle.close_quietly)
+
+    # -- lifetime --
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Store {self._handle.label}{' closed' if self.closed else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run."""
+        return self._handle.closed
+
+    def close(self) -> None:
+        """Closes the store: stops the syncs started through it and waits for their last
+        callbacks. Closing again is a no-op. Not allowed inside a sync callback (StateError)."""
+        self._handle.close()
+        self._finalizer.detach()
+
+    def _p(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self._handle.get())
+
+    # -- store --
+
+    def database_size(self) -> int:
+        """Size of the database in bytes as of the last commit."""
+        out = ctypes.c_int64()
+        _lib.call(_lib.lib().syncstore_database_size, self._p(), ctypes.byref(out))
+        return out.value
+
+    def load_store_config(self, path: PathLike) -> None:
+        """Registers the soups of a userstore.json / globalstore.json file (existing ones skipped)."""
+        _lib.call(_lib.lib().syncstore_load_store_config, self._p(), _path(path))
+
+    # -- soups --
+
+    def register_soup(self, soup: str, index_specs: Sequence[IndexSpec]) -> None:
+        """Creates a soup with its indexes (an existing soup is left as is)."""
+        _lib.call(_lib.lib().syncstore_register_soup, self._p(), _lib.enc(soup), _lib.dump(list(index_specs)))
+
+    def soup_exists(self, soup: str) -> bool:
+        """True if the soup exists."""
+        out = ctypes.c_int()
+        _lib.call(_lib.lib().syncstore_soup_exists, self._p(), _lib.enc(soup), ctypes.byref(out))
+        return bool(out.value)
+
+    def remove_soup(self, soup: str) -> None:
+        """Drops a soup and its entries (a missing soup is fine)."""
+        _lib.call(_lib.lib().syncstore_remove_soup, self._p(), _lib.enc(soup))
+
+    def clear_soup(self, soup: str) -> None:
+        """Deletes every entry of a soup, keeping its indexes."""
+        _lib.call(_lib.lib().syncstore_clear_soup, self._p(), _lib.enc(soup))
+
+    def get_soup_index_specs(self, soup: str) -> List[IndexSpec]:
+        """The soup's index specs, in registration order."""
+        return cast(List[IndexSpec], _lib.call_json(_lib.lib().syncstore_get_soup_index_specs, self._p(),
+                                                    _lib.enc(soup)))
+
+    def alter_soup(self, soup: str, index_specs: Sequence[IndexSpec], reindex: bool = True) -> None:
+        """Replaces the soup's index specs, rebuilding every index when ``reindex``."""
+        _lib.call(_lib.lib().syncstore_alter_soup, self._p(), _lib.enc(soup), _lib.dump(list(index_specs)),
+                  int(reindex))
+
+    def reindex_soup(self, soup: str, paths: Sequence[str]) -> None:
+        """Recomputes the index values of the given indexed paths for every entry."""
+        _lib.call(_lib.lib().syncstore_reindex_soup, self._p(), _lib.enc(soup), _lib.dump(list(paths)))
+
+    # -- entries --
+
+    def upsert(self, soup: str, entries: Union[Entry, Sequence[Entry], str], external_id_path: Optional[str] = None,
+               *, return_entries: bool = True) -> List[Entry]:
+        """Inserts or updates entries (a dict, a sequence of dicts, or JSON text already written)
+        in one transaction; returns the stored entries in order (an empty list with
+        ``return_entries=False``, which skips decoding them)."""
+        payload: Any = entries if isinstance(entries, (Mapping, str)) else list(entries)
+        if not return_entries:
+            _lib.call(_lib.lib().syncstore_upsert, self._p(), _lib.enc(soup), _lib.dump(payload),
+                      _lib.enc(external_id_path), None)
+            return []
+        return cast(List[Entry], _lib.call_json(_lib.lib().syncstore_upsert, self._p(), _lib.enc(soup),
+                                                _lib.dump(payload), _lib.enc(external_id_path)))
+
+    def retrieve(self, soup: str, ids: Iterable[int]) -> List[Entry]:
+        """The entries with these ids, in the order of the ids (missing ids skipped)."""
+        return cast(List[Entry], _lib.call_json(_lib.lib().syncstore_retrieve, self._p(), _lib.enc(soup),
+                                                _lib.dump([int(i) for i in ids])))
+
+    def remove(self, soup: str, ids: Iterable[int]) -> None:
+        """Deletes the entries with these ids (missing ids ignored)."""
+        _lib.call(_lib.lib().syncstore_remove_entries, self._p(), _lib.enc(soup), _lib.dump([int(i) for i in ids]))
+
+    def remove_by_query(self, soup: str, query_spec: QuerySpec) -> int:
+        """Deletes every entry matching a (non-smart) query spec; returns how many."""
+        count = ctypes.c_int64()
+        _lib.call(_lib.lib().syncstore_remove_by_query, self._p(), _lib.enc(soup), _lib.dump(dict(query_spec)),
+                  ctypes.byref(count))
+        return count.value
+
+    # -- queries --
+
+    def query_soup(self, soup: str, query_spec: QuerySpec) -> Cursor:
+        """Runs a query spec (exact, range, like, match) and opens a :class:`Cursor` on page 0."""
+        payload = _lib.call_json(_lib.lib().syncstore_query_soup, self._p(), _lib.enc(soup),
+                                 _lib.dump(dict(query_spec)))
+        return Cursor(self._handle, payload)
+
+    def run_smart_query(self, query_spec: QuerySpec) -> Cursor:
+        """Runs a smart query spec (``{"queryType": "smart", "smartSql": ...}``); a :class:`Cursor`."""
+        payload = _lib.call_json(_lib.lib().syncstore_run_smart_query, self._p(), _lib.dump(dict(query_spec)))
+        return Cursor(self._handle, payload)
+
+    def query(self, soup: str, query_spec: QuerySpec) -> List[Any]:
+        """Every entry a query spec matches (all pages), the cursor closed afterwards."""
+        with self.query_soup(soup, query_spec) as cursor:
+            return list(cursor)
+
+    def move_cursor_to_page(self, cursor_id: int, page_index: int) -> Any:
+        """The raw cursor JSON after moving cursor ``cursor_id`` (see :class:`Cursor` for the
+        object form)."""
+        return _lib.call_json(_lib.lib().syncstore_cursor_move_to_page, self._p(), int(cursor_id), int(page_index))
+
+    def close_cursor(self, cursor_id: int) -> None:
+        """Closes a cursor by id (an unknown id is fine)."""
+        _lib.call(_lib.lib().syncstore_cursor_close, self._p(), int(cursor_id))
+
+    # -- sync --
+
+    def set_remote(self, remote: Mapping[str, Any]) -> None:
+        """Sets the store's remote (instanceUrl, accessToken, apiVersion, refresh settings...)."""
+        _lib.call(_lib.lib().syncstore_set_remote, self._p(), _lib.dump(dict(remote)))
+
+    def _start(self, kind: str, callback: Optional[SyncCallback]) -> SyncRun:
+        run = SyncRun(self._handle, kind, callback)
+        self._handle.track(_callbacks.register(run))
+        return run
+
+    def _launch(self, run: SyncRun, fn: Any, *args: Any) -> SyncRun:
+        try:
+            fn(*args)
+        except BaseException:
+            _callbacks.unregister(run.key)
+            raise
+        return run
+
+    def sync_down(self, target: Mapping[str, Any], soup: str, options: Optional[Mapping[str, Any]] = None,
+                  name: Optional[str] = None, callback: Optional[SyncCallback] = None) -> SyncRun:
+        """Creates a sync down and starts its first run; returns the :class:`SyncRun`.
+        ``callback(state)`` gets every state change on the sync worker thread."""
+        run = self._start("syncDown", callback)
+        out = ctypes.c_int64()
+        self._launch(run, _lib.call, _lib.lib().syncstore_sync_down, self._p(), _lib.dump(dict(target)),
+                     _lib.enc(soup), _opt_json(options), _lib.enc(name), _callbacks.SYNC_THUNK, run.key,
+                     ctypes.byref(out))
+        run.sync_id = out.value
+        return run
+
+    def sync_up(self, soup: str, target: Optional[Mapping[str, Any]] = None,
+                options: Optional[Mapping[str, Any]] = None, name: Optional[str] = None,
+                callback: Optional[SyncCallback] = None) -> SyncRun:
+        """Creates a sync up (pushing entries with ``__local__`` set) and starts its first run."""
+        run = self._start("syncUp", callback)
+        out = ctypes.c_int64()
+        self._launch(run, _lib.call, _lib.lib().syncstore_sync_up, self._p(), _opt_json(target), _lib.enc(soup),
+                     _opt_json(options), _lib.enc(name), _callbacks.SYNC_THUNK, run.key, ctypes.byref(out))
+        run.sync_id = out.value
+        return run
+
+    def create_sync_down(self, target: Mapping[str, Any], soup: str, options: Optional[Mapping[str, Any]] = None,
+                         name: Optional[str] = None) -> int:
+        """Creates a sync down without running it (status NEW); returns its id."""
+        out = ctypes.c_int64()
+        _lib.call(_lib.lib().syncstore_create_sync_down, self._p(), _lib.dump(dict(target)), _lib.enc(soup),
+                  _opt_json(options), _lib.enc(name), ctypes.byref(out))
+        return out.value
+
+    def create_sync_up(self, soup: str, target: Optional[Mapping[str, Any]] = None,
+                       options: Optional[Mapping[str, Any]] = None, name: Optional[str] = None) -> int:
+        """Creates a sync up without running it (status NEW); returns its id."""
+        out = ctypes.c_int64()
+        _lib.call(_lib.lib().syncstore_create_sync_up, self._p(), _opt_json(target), _lib.enc(soup),
+                  _opt_json(options), _lib.enc(name), ctypes.byref(out))
+        return out.value
+
+    def resync(self, sync: SyncRef, callback: Optional[SyncCallback] = None) -> SyncRun:
+        """Runs an existing sync again, by id, name or a previous :class:`SyncRun`."""
+        run = self._start("reSync", callback)
+        if isinstance(sync, str):
+            out = ctypes.c_int64()
+            self._launch(run, _lib.call, _lib.lib().syncstore_resync_by_name, self._p(), _lib.enc(sync),
+                         _callbacks.SYNC_THUNK, run.key, ctypes.byref(out))
+            run.sync_id = out.value
+        else:
+            sync_id = _sync_id(sync)
+            self._launch(run, _lib.call, _lib.lib().syncstore_resync, self._p(), sync_id, _callbacks.SYNC_THUNK,
+                         run.key)
+            run.sync_id = sync_id
+        return run
+
+    def clean_resync_ghosts(self, sync: SyncRef, callback: Optional[SyncCallback] = None) -> SyncRun:
+        """Deletes local records of a sync down that the server no longer has (and that are not
+        locally modified). The run's states are ghost reports (``removed`` = count)."""
+        sync_id = self._resolve(sync)
+        run = self._start("cleanResyncGhosts", callback)
+        self._launch(run, _lib.call, _lib.lib().syncstore_clean_resync_ghosts, self._p(), sync_id,
+                     _callbacks.SYNC_THUNK, run.key)
+        run.sync_id = sync_id
+        return run
+
+    def _resolve(self, sync: SyncRef) -> int:
+        if isinstance(sync, str):
+            state = _lib.call_json(_lib.lib().syncstore_get_sync_status_by_name, self._p(), _lib.enc(sync))
+            return int(state["_soupEntryId"])
+        return _sync_id(sync)
+
+    def get_sync_status(self, sync: SyncRef) -> Optional[SyncState]:
+        """The sync's state by id or name, or None when there is no such sync."""
+        try:
+            if isinstance(sync, str):
+                state = _lib.call_json(_lib.lib().syncstore_get_sync_status_by_name, self._p(), _lib.enc(sync))
+            else:
+                state = _lib.call_json(_lib.lib().syncstore_get_sync_status, self._p(), _sync_id(sync))
+        except NotFoundError:
+            return None
+        return cast(SyncState, state)
+
+    def delete_sync(self, sync: SyncRef) -> None:
+        """Deletes a sync's state, by id or name (not its records). BusyError while it runs."""
+        if isinstance(sync, str):
+            _lib.call(_lib.lib().syncstore_delete_sync_by_name, self._p(), _lib.enc(sync))
+        else:
+            _lib.call(_lib.lib().syncstore_delete_sync, self._p(), _sync_id(sync))
+
+    def stop_syncs(self) -> None:
+        """Stops every queued and running sync of the store (they end STOPPED); new runs are
+        refused (StateError) until :meth:`restart_syncs`. Does not wait."""
+        _lib.call(_lib.lib().syncstore_stop_syncs, self._p())
+
+    def restart_syncs(self, restart_stopped: bool = True, callback: Optional[SyncCallback] = None) -> None:
+        """Accepts runs again; with ``restart_stopped`` re-runs every STOPPED sync, reporting their
+        states to ``callback`` (its exceptions are logged and kept in ``callback_errors``)."""
+        if callback is None:
+            _lib.call(_lib.lib().syncstore_restart_syncs, self._p(), int(restart_stopped), _lib.SYNC_CALLBACK(), None)
+            return
+        listener = RestartListener(callback, self.callback_errors)
+        key = _callbacks.register(listener)
+        self._handle.track(key)
+        try:
+            _lib.call(_lib.lib().syncstore_restart_syncs, self._p(), int(restart_stopped), _callbacks.SYNC_THUNK, key)
+        except BaseException:
+            _callbacks.unregister(key)
+            raise
+
+    def wait_sync(self, sync: SyncRef, timeout_ms: int = -1) -> SyncState:
+        """Blocks until the sync has no queued or running run; returns its state. ``timeout_ms``
+        < 0 waits without limit; at the timeout :class:`WaitTimeout` (a BusyError) is raised.
+        Ctrl-C interrupts the wait."""
+        return wait_sync(self._handle, self._resolve(sync), None if timeout_ms < 0 else timeout_ms / 1000.0)
+
+    def load_sync_config(self, path: PathLike) -> None:
+        """Creates the syncs of a usersyncs.json / globalsyncs.json file (existing names skipped)."""
+        _lib.call(_lib.lib().syncstore_load_sync_config, self._p(), _path(path))
+
+    def register_custom_target(self, type_name: str, target: targets.CustomTarget) -> None:
+        """Registers a Python :class:`CustomTarget` as sync target type ``type_name``. The target
+        object is kept for the life of the process."""
+        struct = targets.make_struct(target)
+        _lib.call(_lib.lib().syncstore_register_custom_target, self._p(), _lib.enc(type_name), ctypes.byref(struct))
+
+
+def _sync_id(sync: Union[int, SyncRun]) -> int:
+    if isinstance(sync, SyncRun):
+        return sync.sync_id
+    if isinstance(sync, bool) or not isinstance(sync, int):
+        raise TypeError(f"a sync is named by an int id, a str name or a SyncRun, not {type(sync).__name__}")
+    return sync
+

@@ -1,0 +1,54 @@
+"""Type aliases and the shapes of the JSON values the library returns."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, List, Mapping, TypedDict, Union
+
+__all__ = ["Entry", "IndexSpec", "QuerySpec", "StoreConfig", "PathLike", "SyncState", "SyncCallback", "SyncIds", "JSON"]
+
+#: Any JSON value (decoded): dict, list, str, int, float, bool or None.
+JSON = Any
+#: A soup entry: a JSON object.
+Entry = Dict[str, Any]
+#: An index spec: ``{"path": "a.b", "type": "string|integer|floating|full_text|json1"}``.
+IndexSpec = Mapping[str, str]
+#: A query spec (see :mod:`syncstore.cordova` for builders): a JSON object.
+QuerySpec = Mapping[str, Any]
+#: A storeConfig: ``{"storeName": ..., "isGlobalStore": ...}``, a bool (global or not), a store
+#: name, or None for the default user store.
+StoreConfig = Union[None, bool, str, Mapping[str, Any]]
+#: A filesystem path.
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class SyncState(TypedDict, total=False):
+    """A sync state (or, for cleanResyncGhosts runs, a ghost report) as the engine sends it."""
+
+    _soupEntryId: int
+    type: str
+    name: str
+    target: Dict[str, Any]
+    options: Dict[str, Any]
+    soupName: str
+    status: str
+    progress: int
+    totalSize: int
+    maxTimeStamp: int
+    startTime: int
+    endTime: int
+    error: str
+    errorCode: int
+    conflicts: int
+    errors: int
+    conflictEntryIds: List[int]
+    errorEntryIds: List[int]
+    syncId: int
+    removed: int
+
+
+#: A user callback: receives every state of a run, on an engine worker thread.
+SyncCallback = Callable[[SyncState], object]
+
+#: Identifiers accepted where a sync is named.
+SyncIds = Union[int, str]

@@ -1,0 +1,115 @@
+"""syncstore.smartstore / syncstore.mobilesync: Cordova names and argument orders, values returned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+import syncstore
+from syncstore import cordova, mobilesync, smartstore
+
+from package_support import DevServer
+
+GLOBAL = {"isGlobalStore": True, "storeName": "shared"}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    smartstore.init(tmp_path)
+    yield tmp_path
+    cordova.close_all()
+
+
+def test_smartstore_functions(root: Path) -> None:
+    assert smartstore.registerSoup("cats", [{"path": "name", "type": "string"}, {"path": "age", "type": "integer"},
+                                            {"path": "bio", "type": "full_text"}]) == "cats"
+    assert smartstore.registerSoup(GLOBAL, "cats", [{"path": "name", "type": "string"}]) == "cats"
+    assert smartstore.soupExists("cats") and smartstore.soupExists(GLOBAL, "cats")
+    assert not smartstore.soupExists(True, "cats")  # the default global store is another one
+    saved = smartstore.upsertSoupEntries("cats", [{"name": f"cat{i}", "age": i, "bio": "black tabby" if i % 2
+                                                   else "grey"} for i in range(25)])
+    assert len(saved) == 25
+    smartstore.upsertSoupEntriesWithExternalId("cats", [{"name": "cat3", "age": 33}], "name")
+    assert smartstore.retrieveSoupEntries("cats", [saved[3]["_soupEntryId"]])[0]["age"] == 33
+
+    cursor = smartstore.querySoup("cats", smartstore.buildAllQuerySpec("name", "ascending", 10))
+    assert cursor["totalEntries"] == 25 and cursor["totalPages"] == 3 and len(cursor["currentPageOrderedEntries"]) == 10
+    cursor = smartstore.moveCursorToNextPage(cursor)
+    assert cursor["currentPageIndex"] == 1
+    cursor = smartstore.moveCursorToPageIndex(cursor, 2)
+    assert len(cursor["currentPageOrderedEntries"]) == 5
+    cursor = smartstore.moveCursorToPreviousPage(cursor)
+    assert cursor["currentPageIndex"] == 1
+    smartstore.closeCursor(cursor)
+    with pytest.raises(syncstore.NotFoundError):
+        smartstore.moveCursorToNextPage(cursor)
+
+    exact = smartstore.querySoup("cats", smartstore.buildExactQuerySpec("name", "cat7", 5, "ascending", None, ["age"]))
+    assert exact["currentPageOrderedEntries"] == [[7]]
+    ranged = smartstore.querySoup("cats", smartstore.buildRangeQuerySpec("age", 20, None, "descending", 50))
+    assert [e["age"] for e in ranged["currentPageOrderedEntries"]] == [33, 24, 23, 22, 21, 20]
+    like = smartstore.querySoup("cats", smartstore.buildLikeQuerySpec("name", "cat1%", "ascending", 50))
+    assert like["totalEntries"] == 11
+    match = smartstore.querySoup("cats", smartstore.buildMatchQuerySpec("bio", "black NOT grey", "ascending", 50))
+    assert match["totalEntries"] == 11  # cat3 was replaced without a bio
+    smart = smartstore.runSmartQuery(smartstore.buildSmartQuerySpec("select count(*) from {cats}", 1))
+    assert smart["currentPageOrderedEntries"] == [[25]]
+
+    smartstore.removeFromSoup("cats", [saved[0]["_soupEntryId"]])
+    smartstore.removeFromSoup("cats", smartstore.buildExactQuerySpec("name", "cat1"))
+    assert smartstore.runSmartQuery(smartstore.buildSmartQuerySpec("select count(*) from {cats}"))[
+        "currentPageOrderedEntries"] == [[23]]
+    specs = [{"path": "name", "type": "string"}, {"path": "age", "type": "integer"}]
+    assert smartstore.alterSoup("cats", specs, True) == "cats"
+    assert smartstore.getSoupIndexSpecs("cats") == specs
+    assert smartstore.reIndexSoup("cats", ["age"]) == "cats"
+    smartstore.clearSoup("cats")
+    smartstore.removeSoup("cats")
+    assert not smartstore.soupExists("cats")
+    assert smartstore.getDatabaseSize() > 0 and smartstore.getDatabaseSize(GLOBAL) > 0
+
+    assert smartstore.getAllStores() == ["smartstore"]
+    assert smartstore.getAllGlobalStores() == ["shared", "smartstore"]
+    smartstore.removeStore(GLOBAL)
+    assert smartstore.getAllGlobalStores() == ["smartstore"]
+    smartstore.removeAllGlobalStores()
+    smartstore.removeAllStores()
+    assert smartstore.getAllStores() == [] == smartstore.getAllGlobalStores()
+
+
+def test_mobilesync_functions(root: Path, shared_server: DevServer) -> None:
+    events: List[Dict[str, Any]] = []
+    mobilesync.addSyncListener(events.append)
+    try:
+        config = {"storeName": "synced"}
+        smartstore.registerSoup(config, "contacts", [{"path": "Id", "type": "string"},
+                                                     {"path": "LastName", "type": "string"}])
+        mobilesync.setRemote(config, shared_server.remote)
+        run = mobilesync.syncDown(config, {"type": "soql", "query": "SELECT Id, LastName FROM Contact"}, "contacts",
+                                  {"mergeMode": mobilesync.MERGE_MODE.OVERWRITE}, "cdv-down")
+        assert run.wait(60)["status"] == "DONE"
+        assert events[0]["status"] == "RUNNING" and events[-1]["status"] == "DONE"
+        assert events[-1]["storeName"] == "synced" and events[-1]["isGlobalStore"] is False
+        smartstore.upsertSoupEntries(config, "contacts", [{"attributes": {"type": "Contact"}, "LastName": "Cordova",
+                                                          "__local__": True, "__locally_created__": True}])
+        up = mobilesync.syncUp(config, "contacts", {"fieldlist": ["LastName"]}, "cdv-up")
+        assert up.wait(60)["status"] == "DONE"
+        up2 = mobilesync.syncUp(config, {"type": "single"}, "contacts", {"fieldlist": ["LastName"]})
+        assert up2.wait(60)["type"] == "syncUp"
+        assert mobilesync.reSync(config, "cdv-down").wait(60)["status"] == "DONE"
+        assert mobilesync.cleanResyncGhosts(config, run.sync_id).wait(60)["removed"] == 0
+        status = mobilesync.getSyncStatus(config, "cdv-down")
+        assert status is not None and status["_soupEntryId"] == run.sync_id
+        mobilesync.deleteSync(config, "cdv-down")
+        mobilesync.deleteSync(config, up.sync_id)
+        assert mobilesync.getSyncStatus(config, run.sync_id) is None
+    finally:
+        mobilesync.removeSyncListener(events.append)
+
+
+def test_init_is_required(tmp_path: Path) -> None:
+    cordova._root = None
+    with pytest.raises(syncstore.StateError):
+        smartstore.soupExists("x")

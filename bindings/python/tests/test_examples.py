@@ -1,0 +1,48 @@
+"""The examples (and the README snippets, which are copies of them) run as shown."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from package_support import PACKAGE_ROOT, TOKEN, DevServer
+
+EXAMPLES = PACKAGE_ROOT / "examples"
+
+
+def run_example(name: str, *args: str) -> str:
+    out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_first_steps(tmp_path: Path) -> None:
+    assert run_example("first_steps.py", str(tmp_path)).splitlines() == ["Ng 34", "error 2 SYNCSTORE_ERR_NOT_FOUND"]
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("sync_example.py", ["downloaded 20", "sync up DONE", "reSync DONE", "ghosts removed 0"]),
+    ("async_example.py", ["down DONE 20", "reSync DONE ghosts removed 0"]),
+    ("cordova_example.py", ["syncDown DONE", "entries 20 first page 5"]),
+])
+def test_sync_examples(name: str, expected: list[str], shared_server: DevServer) -> None:
+    lines = run_example(name, shared_server.url, TOKEN).splitlines()
+    assert [line for line in lines if not line.startswith(("progress", "syncDown ", "syncUp "))
+            or line.startswith("syncDown DONE") and name == "cordova_example.py"] == expected
+    if name != "cordova_example.py":
+        assert any(line.startswith(("progress RUNNING", "syncDown RUNNING")) for line in lines)
+
+
+@pytest.mark.parametrize("readme,minimum", [(PACKAGE_ROOT / "README.md", 4), (PACKAGE_ROOT.parents[1] / "README.md", 0)])
+def test_readme_code_is_example_code(readme: Path, minimum: int) -> None:
+    """Python code shown in the package README (and in the repository README, when it shows
+    some) is a verbatim part of an example that test_first_steps / test_sync_examples run."""
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.S)
+    assert len(blocks) >= minimum
+    sources = [p.read_text() for p in EXAMPLES.glob("*.py")]
+    for block in blocks:
+        assert any(block.strip() in source for source in sources), block[:200]

@@ -1,0 +1,172 @@
+"""The store through the package: soups, entries, cursors as iterators, exceptions, lifetime."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import syncstore
+
+from package_support import PACKAGE_ROOT, run_python
+
+SPECS = [{"path": "Id", "type": "string"}, {"path": "Age", "type": "integer"}, {"path": "Bio", "type": "full_text"}]
+
+
+def test_soup_round_trip(store: syncstore.Store) -> None:
+    store.register_soup("contacts", SPECS)
+    assert store.soup_exists("contacts") and not store.soup_exists("nope")
+    assert store.get_soup_index_specs("contacts")[1] == {"path": "Age", "type": "integer"}
+    stored = store.upsert("contacts", [{"Id": "003A", "Age": 9, "Bio": "grey cat lover"},
+                                       {"Id": "003B", "Age": 10, "Bio": "ünïcødé dog"}])
+    assert [e["_soupEntryId"] for e in stored] == [1, 2]
+    with store.query_soup("contacts", {"queryType": "range", "indexPath": "Age", "beginKey": 9, "endKey": 10,
+                                       "order": "descending", "pageSize": 10, "selectPaths": ["Id"]}) as cursor:
+        assert cursor.entries == [["003B"], ["003A"]] and cursor.total_entries == 2
+    assert [e["Id"] for e in store.query("contacts", {"queryType": "match", "indexPath": "Bio", "matchKey": "gr*"})] \
+        == ["003A"]
+    rows = store.run_smart_query({"queryType": "smart", "pageSize": 5,
+                                  "smartSql": "select {contacts:Bio} from {contacts} where {contacts:Id} = '003B'"})
+    assert list(rows) == [["ünïcødé dog"]]
+    assert store.retrieve("contacts", [2, 99, 1])[0]["Id"] == "003B"
+    store.remove("contacts", [1])
+    assert store.retrieve("contacts", [1]) == []
+    assert store.database_size() > 0
+
+
+def test_cursor_iterates_every_page_and_closes(store: syncstore.Store) -> None:
+    store.register_soup("n", [{"path": "n", "type": "integer"}])
+    store.upsert("n", [{"n": i} for i in range(95)], return_entries=False)
+    cursor = store.query_soup("n", {"queryType": "range", "indexPath": "n", "orderPath": "n", "pageSize": 10})
+    assert cursor.total_pages == 10
+    assert [e["n"] for e in cursor] == list(range(95))
+    assert cursor.closed
+    with pytest.raises(syncstore.NotFoundError):
+        store.move_cursor_to_page(cursor.cursor_id, 0)
+    # Stopping early inside a with block closes it too.
+    with store.query_soup("n", {"queryType": "range", "indexPath": "n", "pageSize": 10}) as early:
+        assert next(early)["n"] == 0
+        assert early.next_page()[0]["n"] == 10 and early.current_page_index == 1
+        assert early.previous_page()[0]["n"] == 0
+        assert early.move_to_page(99)[0]["n"] == 90  # clamped
+    with pytest.raises(syncstore.NotFoundError):
+        store.move_cursor_to_page(early.cursor_id, 0)
+    # A dropped cursor is closed by its finalizer.
+    dropped = store.query_soup("n", {"queryType": "range", "indexPath": "n", "pageSize": 10})
+    dropped_id = dropped.cursor_id
+    del dropped
+    with pytest.raises(syncstore.NotFoundError):
+        store.move_cursor_to_page(dropped_id, 0)
+
+
+def test_exceptions_carry_codes_and_leave_the_store_unchanged(store: syncstore.Store) -> None:
+    with pytest.raises(syncstore.NotFoundError) as info:
+        store.upsert("missing", [{}])
+    assert info.value.code == 2 and info.value.name == "SYNCSTORE_ERR_NOT_FOUND" and "missing" in info.value.message
+    assert isinstance(info.value, LookupError)
+    store.register_soup("s", [{"path": "a", "type": "string"}])
+    with pytest.raises(syncstore.ArgumentError):
+        store.upsert("s", '[{"a": ')
+    assert store.upsert("s", '[{"a": "text"}]')[0]["a"] == "text"  # JSON text passes through
+    store.remove("s", [1])
+    with pytest.raises(syncstore.ArgumentError):
+        store.run_smart_query({"queryType": "smart", "smartSql": "select 1; drop table soup_attrs", "pageSize": 1})
+    with pytest.raises(ValueError):
+        store.upsert("s", [{"a": float("nan")}])
+    with pytest.raises(ValueError):
+        store.register_soup("bad\x00name", [{"path": "a", "type": "string"}])
+    store.upsert("s", [{"a": "x"}, {"a": "x"}])
+    with pytest.raises(syncstore.ConflictError):
+        store.upsert("s", [{"a": "x", "b": 1}, {"a": "new"}], "a")
+    assert store.query("s", {"queryType": "range", "indexPath": "a", "pageSize": 10}) == \
+        store.query("s", {"queryType": "range", "indexPath": "a", "pageSize": 10})
+    assert len(store.query("s", {"queryType": "range", "indexPath": "a", "pageSize": 10})) == 2
+    store.register_soup("c", [{"path": "Id", "type": "string"}])
+    store.create_sync_down({"type": "soql", "query": "SELECT Id FROM Contact"}, "c", None, "dup")
+    with pytest.raises(syncstore.ExistsError):
+        store.create_sync_down({"type": "soql", "query": "SELECT Id FROM Contact"}, "c", None, "dup")
+
+
+def test_soup_maintenance(store: syncstore.Store) -> None:
+    store.register_soup("s", [{"path": "a", "type": "string"}])
+    store.upsert("s", [{"a": "x", "b": 1}, {"a": "y", "b": 2}, {"a": "z", "b": 2}])
+    store.alter_soup("s", [{"path": "a", "type": "string"}, {"path": "b", "type": "integer"}], reindex=False)
+    assert store.query("s", {"queryType": "exact", "indexPath": "b", "matchKey": 2, "pageSize": 10}) == []
+    store.reindex_soup("s", ["b"])
+    assert len(store.query("s", {"queryType": "exact", "indexPath": "b", "matchKey": 2, "pageSize": 10})) == 2
+    assert store.remove_by_query("s", {"queryType": "exact", "indexPath": "b", "matchKey": 2, "pageSize": 1}) == 2
+    store.clear_soup("s")
+    assert store.query("s", {"queryType": "range", "indexPath": "a", "pageSize": 10}) == []
+    store.remove_soup("s")
+    assert not store.soup_exists("s")
+
+
+def test_context_manager_closes_and_a_closed_store_raises(tmp_path: Path) -> None:
+    with syncstore.Store(tmp_path, "cm") as s:
+        s.register_soup("s", [{"path": "a", "type": "string"}])
+        s.upsert("s", [{"a": "kept"}])
+    assert s.closed
+    with pytest.raises(syncstore.StateError):
+        s.soup_exists("s")
+    s.close()  # closing again is a no-op
+    # The closed store's file alone holds the commit (WAL checkpointed on close).
+    db = tmp_path / "user" / "cm.db"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from sqlite_master").fetchone()[0] > 0
+
+
+def test_store_configs_listing_and_removal(tmp_path: Path) -> None:
+    with syncstore.Store(tmp_path, {"storeName": "a"}), syncstore.Store(tmp_path, True), syncstore.Store(tmp_path):
+        with pytest.raises(syncstore.BusyError) as info:
+            syncstore.remove_store(tmp_path, {"storeName": "a"})
+        assert "open" in info.value.message
+    assert syncstore.list_stores(tmp_path) == ["a", "smartstore"]
+    assert syncstore.list_stores(tmp_path, is_global=True) == ["smartstore"]
+    syncstore.remove_store(tmp_path, "a")
+    with pytest.raises(syncstore.NotFoundError):
+        syncstore.remove_store(tmp_path, "a")
+    syncstore.remove_all_stores(tmp_path)
+    syncstore.remove_all_stores(tmp_path, is_global=True)
+    assert syncstore.list_stores(tmp_path) == [] == syncstore.list_stores(tmp_path, True)
+    with pytest.raises(syncstore.ArgumentError):
+        syncstore.Store(tmp_path, {"storeName": "../escape"})
+
+
+def test_store_and_sync_config_files(store: syncstore.Store, tmp_path: Path) -> None:
+    config = tmp_path / "userstore.json"
+    config.write_text(json.dumps({"soups": [{"soupName": "accounts", "indexes": [{"path": "Id", "type": "string"}]}]}))
+    store.load_store_config(config)
+    assert store.soup_exists("accounts")
+    syncs = tmp_path / "usersyncs.json"
+    syncs.write_text(json.dumps({"syncs": [{"syncName": "acc-down", "syncType": "syncDown", "soupName": "accounts",
+                                            "target": {"type": "soql", "query": "SELECT Id FROM Account"},
+                                            "options": {"mergeMode": "OVERWRITE"}}]}))
+    store.load_sync_config(syncs)
+    state = store.get_sync_status("acc-down")
+    assert state is not None and state["status"] == "NEW" and state["type"] == "syncDown"
+    with pytest.raises(syncstore.NotFoundError):
+        store.load_sync_config(tmp_path / "missing.json")
+
+
+SECOND_PROCESS = """
+import json, sys
+import syncstore
+with syncstore.Store(sys.argv[1], {"storeName": "py"}) as s:
+    try:
+        s.get_sync_status(1)
+        print(json.dumps({"ok": True}))
+    except syncstore.BusyError as e:
+        print(json.dumps({"ok": False, "retryable": e.retryable}))
+"""
+
+
+def test_one_process_at_a_time_runs_a_stores_syncs(tmp_path: Path) -> None:
+    store = syncstore.Store(tmp_path, {"storeName": "py"})
+    assert store.get_sync_status(1) is None  # starts this process's sync engine
+    out = run_python(SECOND_PROCESS, str(tmp_path), cwd=str(PACKAGE_ROOT.parent))
+    assert out.returncode == 0 and json.loads(out.stdout) == {"ok": False, "retryable": True}, out.stderr
+    store.close()
+    out = run_python(SECOND_PROCESS, str(tmp_path))
+    assert json.loads(out.stdout) == {"ok": True}, out.stderr
