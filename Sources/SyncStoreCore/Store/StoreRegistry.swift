@@ -90,7 +90,7 @@ public final class StoreRegistry: @unchecked Sendable {
         let path = StoreRegistry.path(root: root, config: config)
         try lock.withLock {
             guard byPath[path] == nil else {
-                throw StoreError(.busy, "Store '\(config.name)' is open; close every handle before removing it")
+                throw StoreError(.busy, "Store '\(config.name)' is open; close every handle before removing it", retryable: true)
             }
             guard FileSystem.exists(path) else { throw StoreError.notFound("Store '\(config.name)' does not exist") }
             try FileSystem.removeDatabase(path)
@@ -102,7 +102,7 @@ public final class StoreRegistry: @unchecked Sendable {
         let paths = try names.map { StoreRegistry.path(root: root, config: try StoreConfig(isGlobal: global, name: $0)) }
         try lock.withLock {
             if let open = paths.first(where: { byPath[$0] != nil }) {
-                throw StoreError(.busy, "Store file '\(open)' is open; close it before removing all stores")
+                throw StoreError(.busy, "Store file '\(open)' is open; close it before removing all stores", retryable: true)
             }
             for path in paths { try FileSystem.removeDatabase(path) }
         }
