@@ -64,13 +64,19 @@ class SyncRun extends EventEmitter {
   get done() {
     if (!this.#donePromise) {
       this.#donePromise = new Promise((resolve, reject) => { this.#doneSettle = { resolve, reject }; });
-      if (!this.#final && !this.#startError && !this.#multi) {
-        this.#wantRef = true;
-        if (this.#ctx) addon.refSync(this.#ctx, true);
-      }
+      this.keepAlive();
       this.#settleDone();
     }
     return this.#donePromise;
+  }
+
+  /** Keeps the process alive until the run ends (a run alone does not: at exit the store
+   *  closes, which stops the run). */
+  keepAlive() {
+    if (this.#wantRef || this.#final || this.#startError || this.#multi) return this;
+    this.#wantRef = true;
+    if (this.#ctx) addon.refSync(this.#ctx, true);
+    return this;
   }
 
   #onState(text) {
