@@ -47,7 +47,12 @@ function syncStoreError(status, message, retryable = false) {
 // JSON text for the C ABI: strings pass as they are (already JSON), null/undefined stay null.
 function json(value) {
   if (value === undefined || value === null) return null;
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    throw syncStoreError(STATUS.ARGUMENT, `cannot be converted to JSON: ${error.message}`);
+  }
 }
 
 function call(op, handle, s0 = null, s1 = null, s2 = null, s3 = null, i0 = 0, i1 = 0) {

@@ -58,25 +58,25 @@ class Store {
   }
 
   // ---- soups ----
-  registerSoup(soup, indexSpecs) { return this.#call(OP.REGISTER_SOUP, soup, json(indexSpecs)); }
-  soupExists(soup) { return this.#call(OP.SOUP_EXISTS, soup); }
-  removeSoup(soup) { return this.#call(OP.REMOVE_SOUP, soup); }
-  clearSoup(soup) { return this.#call(OP.CLEAR_SOUP, soup); }
-  getSoupIndexSpecs(soup) { return this.#json(OP.GET_INDEX_SPECS, soup); }
-  alterSoup(soup, indexSpecs, reIndexData) { return this.#call(OP.ALTER_SOUP, soup, json(indexSpecs), null, null, reIndexData ? 1 : 0); }
-  reIndexSoup(soup, paths) { return this.#call(OP.REINDEX_SOUP, soup, json(paths)); }
+  async registerSoup(soup, indexSpecs) { return this.#call(OP.REGISTER_SOUP, soup, json(indexSpecs)); }
+  async soupExists(soup) { return this.#call(OP.SOUP_EXISTS, soup); }
+  async removeSoup(soup) { return this.#call(OP.REMOVE_SOUP, soup); }
+  async clearSoup(soup) { return this.#call(OP.CLEAR_SOUP, soup); }
+  async getSoupIndexSpecs(soup) { return this.#json(OP.GET_INDEX_SPECS, soup); }
+  async alterSoup(soup, indexSpecs, reIndexData) { return this.#call(OP.ALTER_SOUP, soup, json(indexSpecs), null, null, reIndexData ? 1 : 0); }
+  async reIndexSoup(soup, paths) { return this.#call(OP.REINDEX_SOUP, soup, json(paths)); }
   /** Registers the soups of a userstore.json / globalstore.json file. */
-  loadStoreConfig(file) { return this.#call(OP.LOAD_STORE_CONFIG, path.resolve(file)); }
+  async loadStoreConfig(file) { return this.#call(OP.LOAD_STORE_CONFIG, path.resolve(file)); }
 
   // ---- entries ----
   /** Upserts entries (array or one object); returns the stored entries (with ids) unless
    *  {returnEntries: false}. externalIdPath: the path to match on (default _soupEntryId). */
-  upsert(soup, entries, { externalIdPath = null, returnEntries = true } = {}) {
+  async upsert(soup, entries, { externalIdPath = null, returnEntries = true } = {}) {
     return this.#json(OP.UPSERT, soup, json(entries), externalIdPath, null, returnEntries ? 1 : 0);
   }
-  retrieve(soup, ids) { return this.#json(OP.RETRIEVE, soup, json(ids)); }
+  async retrieve(soup, ids) { return this.#json(OP.RETRIEVE, soup, json(ids)); }
   /** Removes by ids (array) or by query spec (every match); resolves with the count for a spec. */
-  remove(soup, idsOrQuerySpec) {
+  async remove(soup, idsOrQuerySpec) {
     if (isQuerySpec(idsOrQuerySpec)) return this.#call(OP.REMOVE_BY_QUERY, soup, json(idsOrQuerySpec));
     return this.#call(OP.REMOVE_ENTRIES, soup, json(idsOrQuerySpec));
   }
@@ -93,27 +93,30 @@ class Store {
     const cursor = querySpec && querySpec.queryType === 'smart' ? await this.smartQuery(querySpec) : await this.query(soup, querySpec);
     yield* cursor;
   }
-  moveCursorToPage(cursorId, pageIndex) { return this.#json(OP.MOVE_CURSOR, null, null, null, null, cursorId, pageIndex); }
-  closeCursor(cursorId) { return this.#call(OP.CLOSE_CURSOR, null, null, null, null, cursorId); }
-  size() { return this.#call(OP.DB_SIZE); }
+  async moveCursorToPage(cursorId, pageIndex) { return this.#json(OP.MOVE_CURSOR, null, null, null, null, cursorId, pageIndex); }
+  async closeCursor(cursorId) { return this.#call(OP.CLOSE_CURSOR, null, null, null, null, cursorId); }
+  async size() { return this.#call(OP.DB_SIZE); }
 
   // ---- sync ----
   /** {instanceUrl, accessToken, refreshToken?, clientId?, ...} (see syncstore_set_remote). */
-  setRemote(remote) { return this.#call(OP.SET_REMOTE, json(remote)); }
-  loadSyncConfig(file) { return this.#call(OP.LOAD_SYNC_CONFIG, path.resolve(file)); }
-  #run(op, s0, s1, s2, s3, i0, opts) {
-    return new SyncRun((onState) => addon.startSync(op, this._handle(), s0, s1, s2, s3, i0, onState), opts);
+  async setRemote(remote) { return this.#call(OP.SET_REMOTE, json(remote)); }
+  async loadSyncConfig(file) { return this.#call(OP.LOAD_SYNC_CONFIG, path.resolve(file)); }
+  // args() runs inside the run's start, so bad arguments fail the run instead of throwing.
+  #run(op, args, opts) {
+    return new SyncRun((onState) => addon.startSync(op, this._handle(), ...args(), onState), opts);
   }
-  syncDown(target, soup, options, syncName) { return this.#run(SYNC_OP.DOWN, json(target), soup, json(options), syncName ?? null, 0); }
-  syncUp(target, soup, options, syncName) { return this.#run(SYNC_OP.UP, json(target), soup, json(options), syncName ?? null, 0); }
+  /** Starts a sync down; returns a SyncRun ('progress' events, .done). */
+  syncDown(target, soup, options, syncName) { return this.#run(SYNC_OP.DOWN, () => [json(target), soup, json(options), syncName ?? null, 0]); }
+  /** Starts a sync up of the soup's locally changed entries (target may be null). */
+  syncUp(target, soup, options, syncName) { return this.#run(SYNC_OP.UP, () => [json(target), soup, json(options), syncName ?? null, 0]); }
   reSync(idOrName) {
     return typeof idOrName === 'string'
-      ? this.#run(SYNC_OP.RESYNC_BY_NAME, idOrName, null, null, null, 0)
-      : this.#run(SYNC_OP.RESYNC, null, null, null, null, idOrName);
+      ? this.#run(SYNC_OP.RESYNC_BY_NAME, () => [idOrName, null, null, null, 0])
+      : this.#run(SYNC_OP.RESYNC, () => [null, null, null, null, idOrName]);
   }
   /** Removes local records the server no longer has; the run's last state carries `removed`. */
   cleanResyncGhosts(idOrName) {
-    if (typeof idOrName !== 'string') return this.#run(SYNC_OP.CLEAN_GHOSTS, null, null, null, null, idOrName);
+    if (typeof idOrName !== 'string') return this.#run(SYNC_OP.CLEAN_GHOSTS, () => [null, null, null, null, idOrName]);
     // The C ABI takes an id: a name is looked up first.
     return new SyncRun(async (onState) => {
       const state = await this.getSyncStatus(idOrName);
@@ -121,9 +124,9 @@ class Store {
       return addon.startSync(SYNC_OP.CLEAN_GHOSTS, this._handle(), null, null, null, null, state._soupEntryId, onState);
     });
   }
-  restartSyncs(restartStopped = true) { return this.#run(SYNC_OP.RESTART, null, null, null, null, restartStopped ? 1 : 0, { multiple: true }); }
-  createSyncDown(target, soup, options, syncName) { return this.#call(OP.CREATE_SYNC_DOWN, json(target), soup, json(options), syncName ?? null); }
-  createSyncUp(target, soup, options, syncName) { return this.#call(OP.CREATE_SYNC_UP, json(target), soup, json(options), syncName ?? null); }
+  restartSyncs(restartStopped = true) { return this.#run(SYNC_OP.RESTART, () => [null, null, null, null, restartStopped ? 1 : 0], { multiple: true }); }
+  async createSyncDown(target, soup, options, syncName) { return this.#call(OP.CREATE_SYNC_DOWN, json(target), soup, json(options), syncName ?? null); }
+  async createSyncUp(target, soup, options, syncName) { return this.#call(OP.CREATE_SYNC_UP, json(target), soup, json(options), syncName ?? null); }
   /** The sync's state, or null when there is no such sync. */
   async getSyncStatus(idOrName) {
     try {
@@ -136,12 +139,12 @@ class Store {
     }
   }
   async hasSyncWithName(name) { return (await this.getSyncStatus(String(name))) !== null; }
-  deleteSync(idOrName) {
+  async deleteSync(idOrName) {
     return typeof idOrName === 'string'
       ? this.#call(OP.DELETE_SYNC_BY_NAME, idOrName)
       : this.#call(OP.DELETE_SYNC, null, null, null, null, idOrName);
   }
-  stopSyncs() { return this.#call(OP.STOP_SYNCS); }
+  async stopSyncs() { return this.#call(OP.STOP_SYNCS); }
   registerTarget(type, impl) { registerTarget(this, type, impl); }
 }
 

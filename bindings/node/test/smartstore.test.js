@@ -5,7 +5,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { smartstore, smartstoreClient } = require('..');
-const { tempRoot, cb, cbError } = require('./helpers');
+const { tempRoot, cb, cbError } = require('../test-support/helpers');
 
 const FUNCTIONS = ['registerSoup', 'removeSoup', 'soupExists', 'getSoupIndexSpecs', 'alterSoup', 'reIndexSoup',
   'clearSoup', 'querySoup', 'runSmartQuery', 'retrieveSoupEntries', 'upsertSoupEntries',

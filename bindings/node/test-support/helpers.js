@@ -1,5 +1,5 @@
 'use strict';
-// Shared by the Node suites: temp store roots and a real dev server process on 127.0.0.1.
+// Shared by the Node suites (kept outside test/: node --test runs every file there): temp store roots and a real dev server process on 127.0.0.1.
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
