@@ -9,6 +9,7 @@ const { getStore, splitConfig, operation, later, message, toError } = require('.
 
 const MERGE_MODE = Object.freeze({ OVERWRITE: 'OVERWRITE', LEAVE_IF_CHANGED: 'LEAVE_IF_CHANGED' });
 
+const RUN_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts'];
 const RAW_ERRORS = Symbol('raw errors'); // marks the promise twins' reject functions
 
 /** Error callbacks get a message string, like the plugin; the promise twins get the Error. */
@@ -28,6 +29,8 @@ class MobileSync extends EventEmitter {
     this.#reactNative = reactNative;
     this.MERGE_MODE = MERGE_MODE;
     this.client = makeClient(this);
+    // Bound, so destructured functions work like the plugin's plain functions.
+    for (const name of [...RUN_METHODS, ...Object.keys(simpleOps)]) this[name] = this[name].bind(this);
   }
 
   get reactNative() { return this.#reactNative; }
@@ -139,7 +142,7 @@ for (const [name, [impl, arity]] of Object.entries(simpleOps)) {
 function makeClient(ms) {
   const client = { MERGE_MODE };
   for (const [name, [impl, arity]] of Object.entries(simpleOps)) client[name] = operation(impl, arity)[1];
-  for (const name of ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts']) {
+  for (const name of RUN_METHODS) {
     client[name] = (...args) => new Promise((resolve, reject) => {
       ms[name](...args, resolve, Object.assign((error) => reject(error), { [RAW_ERRORS]: true }));
     });
