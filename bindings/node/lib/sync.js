@@ -34,6 +34,7 @@ class SyncRun extends EventEmitter {
     }).then((id) => {
       this.#id = id;
       this.#started = true;
+      if (this.#multi) addon.refSync(this.#ctx, false); // maybe no state at all
       const buffered = this.#buffer;
       this.#buffer = null;
       if (buffered.length) this.#emitStart(buffered[0]);
@@ -93,6 +94,7 @@ class SyncRun extends EventEmitter {
     if (!this.#firstPending) return;
     this.#firstPending = false;
     this.emit('start', state);
+    if (!this.#wantRef) addon.refSync(this.#ctx, false); // nobody waits for the end
   }
 
   #deliver(state) {

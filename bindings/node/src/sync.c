@@ -1,6 +1,6 @@
 /* Sync runs: the engine reports states on its sync worker thread; each run gets a thread-safe
- * function that carries the state text to the JS thread. The functions are unref'd so a running
- * sync never keeps the process alive (the JS layer refs one while someone awaits the run). */
+ * function that carries the state text to the JS thread. A run keeps the process alive until its
+ * first state is delivered, after that only while the JS layer says someone waits for its end. */
 #include "addon.h"
 #include <stdlib.h>
 #include <string.h>
@@ -169,7 +169,8 @@ static napi_value js_start_sync(napi_env env, napi_callback_info info) {
         free(ctx);
         return NULL;
     }
-    napi_unref_threadsafe_function(env, ctx->tsfn);
+    /* Referenced until the JS layer has the run's first state (the Cordova success callback
+     * waits for it); then it unrefs unless someone waits for the end. */
     ctx->owner = es;
     ctx->engine_ref = ctx->tsfn_ref = ctx->js_ref = 1;
     pthread_mutex_lock(&g_mu);
