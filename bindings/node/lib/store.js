@@ -44,7 +44,7 @@ class Store {
 
   async #json(op, ...args) {
     const text = await this.#call(op, ...args);
-    return text == null ? null : JSON.parse(text);
+    return typeof text === 'string' ? JSON.parse(text) : text; // undefined: result not wanted
   }
 
   get closed() { return this.#closed; }
