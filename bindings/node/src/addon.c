@@ -121,10 +121,10 @@ enum {
     OP_REMOVE_BY_QUERY, OP_QUERY_SOUP, OP_SMART_QUERY, OP_MOVE_CURSOR, OP_CLOSE_CURSOR,
     OP_SET_REMOTE, OP_CREATE_SYNC_DOWN, OP_CREATE_SYNC_UP, OP_GET_SYNC_STATUS,
     OP_GET_SYNC_STATUS_BY_NAME, OP_DELETE_SYNC, OP_DELETE_SYNC_BY_NAME, OP_STOP_SYNCS,
-    OP_LOAD_SYNC_CONFIG, OP_WAIT_SYNC, OP_COUNT
+    OP_LOAD_SYNC_CONFIG, OP_WAIT_SYNC, OP_QUERY_ONCE, OP_SMART_ONCE, OP_COUNT
 };
 
-enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE };
+enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE, OUT_ONCE };
 
 typedef struct {
     napi_async_work work;
@@ -147,6 +147,20 @@ static void fail(call_t *c, int status, const char *message) {
     snprintf(c->err.message, sizeof c->err.message, "%s", message);
 }
 
+/* A query whose caller wants one page: the cursor closes in the same trip to the thread pool
+ * (one hop instead of two). The id is read from the engine's cursor text, which starts with
+ * {"cursorId":N; if it ever does not, the cursor stays open and JS closes it (num = 0). */
+static void query_once(call_t *c, syncstore_store *st) {
+    syncstore_error *e = &c->err;
+    c->status = c->op == OP_QUERY_ONCE ? SS.syncstore_query_soup(st, c->s[0], c->s[1], &c->out, e)
+                                       : SS.syncstore_run_smart_query(st, c->s[0], &c->out, e);
+    static const char prefix[] = "{\"cursorId\":";
+    if (c->status != SYNCSTORE_OK || strncmp(c->out, prefix, sizeof prefix - 1) != 0) return;
+    char *end = NULL;
+    long long id = strtoll(c->out + sizeof prefix - 1, &end, 10);
+    if (end && *end == ',') c->num = SS.syncstore_cursor_close(st, id, NULL) == SYNCSTORE_OK;
+}
+
 static void execute(napi_env env, void *data) {
     (void)env;
     call_t *c = data;
@@ -160,7 +174,7 @@ static void execute(napi_env env, void *data) {
         if (closed) { fail(c, SYNCSTORE_ERR_STATE, "the store is closed"); return; }
         st = c->rec->store;
     }
-    int n = 0, b = 0;
+    int n = 0;
     switch (c->op) {
     case OP_OPEN: c->status = SS.syncstore_open(c->s[0], c->s[1], &c->opened, e); break;
     case OP_CLOSE: c->status = SS.syncstore_close(st, e); break;
@@ -201,9 +215,9 @@ static void execute(napi_env env, void *data) {
     case OP_STOP_SYNCS: c->status = SS.syncstore_stop_syncs(st, e); break;
     case OP_LOAD_SYNC_CONFIG: c->status = SS.syncstore_load_sync_config(st, c->s[0], e); break;
     case OP_WAIT_SYNC: c->status = SS.syncstore_wait_sync(st, c->i[0], c->i[1], &c->out, e); break;
+    case OP_QUERY_ONCE: case OP_SMART_ONCE: query_once(c, st); break;
     default: fail(c, SYNCSTORE_ERR_ARGUMENT, "unknown operation"); break;
     }
-    (void)b;
 }
 
 static void complete(napi_env env, napi_status napi_st, void *data) {
@@ -238,6 +252,15 @@ static void complete(napi_env env, napi_status napi_st, void *data) {
                 break;
             case OUT_NUMBER: napi_create_int64(env, c->num, &result); break;
             case OUT_BOOL: napi_get_boolean(env, c->num != 0, &result); break;
+            case OUT_ONCE: { /* [cursor text, closed] */
+                napi_value text, closed;
+                napi_create_string_utf8(env, c->out, NAPI_AUTO_LENGTH, &text);
+                napi_get_boolean(env, c->num != 0, &closed);
+                napi_create_array_with_length(env, 2, &result);
+                napi_set_element(env, result, 0, text);
+                napi_set_element(env, result, 1, closed);
+                break;
+            }
             default: napi_get_undefined(env, &result); break;
             }
         }
@@ -256,6 +279,7 @@ static const unsigned char op_kind[OP_COUNT] = {
     [OP_SMART_QUERY] = OUT_TEXT, [OP_MOVE_CURSOR] = OUT_TEXT, [OP_CREATE_SYNC_DOWN] = OUT_NUMBER,
     [OP_CREATE_SYNC_UP] = OUT_NUMBER, [OP_GET_SYNC_STATUS] = OUT_TEXT,
     [OP_GET_SYNC_STATUS_BY_NAME] = OUT_TEXT, [OP_WAIT_SYNC] = OUT_TEXT,
+    [OP_QUERY_ONCE] = OUT_ONCE, [OP_SMART_ONCE] = OUT_ONCE,
 };
 
 /* Operations that take no store handle (their first argument is the root directory). */
