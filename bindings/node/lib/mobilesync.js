@@ -7,6 +7,11 @@ const { EventEmitter } = require('node:events');
 const { STATUS, syncStoreError } = require('./native');
 const { getStore, splitConfig, operation, later, message, toError } = require('./cordova');
 
+// CustomEvent is global from Node 19; an Event with .detail elsewhere.
+const SyncEvent = globalThis.CustomEvent || class extends Event {
+  constructor(type, init) { super(type); this.detail = init ? init.detail : null; }
+};
+
 const MERGE_MODE = Object.freeze({ OVERWRITE: 'OVERWRITE', LEAVE_IF_CHANGED: 'LEAVE_IF_CHANGED' });
 
 const RUN_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts'];
@@ -47,7 +52,7 @@ class MobileSync extends EventEmitter {
 
   _dispatch(detail) {
     this.emit('sync', detail);
-    this.#target.dispatchEvent(new CustomEvent('sync', { detail }));
+    this.#target.dispatchEvent(new SyncEvent('sync', { detail }));
   }
 
   /** A run keeps the process alive only while someone waits for its end: a React Native
