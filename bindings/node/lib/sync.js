@@ -93,19 +93,30 @@ class SyncRun extends EventEmitter {
   #emitStart(state) {
     if (!this.#firstPending) return;
     this.#firstPending = false;
-    this.emit('start', state);
     if (!this.#wantRef) addon.refSync(this.#ctx, false); // nobody waits for the end
+    this.#safeEmit('start', state);
   }
 
   #deliver(state) {
-    if (TERMINAL.has(state.status) && !this.#multi) {
+    // Bookkeeping first: a throwing listener must not leave the run unsettled.
+    const terminal = TERMINAL.has(state.status) && !this.#multi;
+    if (terminal) {
       this.#final = state;
       addon.releaseSync(this.#ctx); // the engine calls this run no more
     }
-    this.emit('progress', state);
-    if (this.#final === state) {
-      this.emit('end', state);
+    this.#safeEmit('progress', state);
+    if (terminal) {
       this.#settleDone();
+      this.#safeEmit('end', state);
+    }
+  }
+
+  // A listener's exception becomes an ordinary uncaught exception, as with any emitter.
+  #safeEmit(name, value) {
+    try {
+      this.emit(name, value);
+    } catch (error) {
+      queueMicrotask(() => { throw error; });
     }
   }
 

@@ -177,7 +177,7 @@ static void execute(napi_env env, void *data) {
     int n = 0;
     switch (c->op) {
     case OP_OPEN: c->status = SS.syncstore_open(c->s[0], c->s[1], &c->opened, e); break;
-    case OP_CLOSE: c->status = SS.syncstore_close(st, e); break;
+    case OP_CLOSE: target_abort_store(c->rec); c->status = SS.syncstore_close(st, e); break;
     case OP_LIST_STORES: c->status = SS.syncstore_list_stores(c->s[0], (int)c->i[0], &c->out, e); break;
     case OP_REMOVE_STORE: c->status = SS.syncstore_remove_store(c->s[0], c->s[1], e); break;
     case OP_REMOVE_ALL_STORES: c->status = SS.syncstore_remove_all_stores(c->s[0], (int)c->i[0], e); break;
@@ -212,7 +212,7 @@ static void execute(napi_env env, void *data) {
     case OP_GET_SYNC_STATUS_BY_NAME: c->status = SS.syncstore_get_sync_status_by_name(st, c->s[0], &c->out, e); break;
     case OP_DELETE_SYNC: c->status = SS.syncstore_delete_sync(st, c->i[0], e); break;
     case OP_DELETE_SYNC_BY_NAME: c->status = SS.syncstore_delete_sync_by_name(st, c->s[0], e); break;
-    case OP_STOP_SYNCS: c->status = SS.syncstore_stop_syncs(st, e); break;
+    case OP_STOP_SYNCS: target_abort_store(c->rec); c->status = SS.syncstore_stop_syncs(st, e); break;
     case OP_LOAD_SYNC_CONFIG: c->status = SS.syncstore_load_sync_config(st, c->s[0], e); break;
     case OP_WAIT_SYNC: c->status = SS.syncstore_wait_sync(st, c->i[0], c->i[1], &c->out, e); break;
     case OP_QUERY_ONCE: case OP_SMART_ONCE: query_once(c, st); break;
@@ -336,6 +336,7 @@ void env_shutdown(env_state *es) {
             if (!r->closed) { open = r; r->closed = 1; break; }
         pthread_mutex_unlock(&g_mu);
         if (!open) break;
+        target_abort_store(open);
         /* Stops this handle's syncs and waits for their terminal callbacks, so no engine
          * thread calls into this environment after it is gone. */
         SS.syncstore_close(open->store, NULL);

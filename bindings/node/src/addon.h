@@ -71,6 +71,9 @@ void env_shutdown(env_state *es);
 napi_value sync_init(napi_env env, napi_value exports);
 napi_value target_init(napi_env env, napi_value exports);
 void target_abort_calls(env_state *es);
+/* Fails the custom target calls waiting for JS on behalf of this handle (close, stop): a
+ * promise that never settles must not hang them. */
+void target_abort_store(store_rec *rec);
 void sync_env_teardown(env_state *es);
 void target_env_teardown(env_state *es);
 

@@ -9,6 +9,7 @@
 
 typedef struct target_rec {
     env_state *owner;
+    store_rec *store; /* the handle it was registered through */
     napi_threadsafe_function tsfn; /* NULL once finalized */
     struct target_rec *next;
 } target_rec;
@@ -16,6 +17,7 @@ typedef struct target_rec {
 typedef struct pending {
     uint64_t id;
     env_state *owner;
+    store_rec *store;
     pthread_cond_t cond;
     int done, status;
     char *out;
@@ -61,7 +63,7 @@ static int run_on_js(target_rec *t, request *req, char **out, syncstore_error *e
     pthread_cond_init(&p.cond, NULL);
     int status;
     pthread_mutex_lock(&g_mu);
-    if (!t->tsfn || !t->owner || t->owner->closing) {
+    if (!t->tsfn || !t->owner || t->owner->closing || t->store->closed) {
         pthread_mutex_unlock(&g_mu);
         free_request(req);
         status = SYNCSTORE_ERR_STATE;
@@ -70,6 +72,7 @@ static int run_on_js(target_rec *t, request *req, char **out, syncstore_error *e
     } else {
         p.id = req->id = g_next_id++;
         p.owner = t->owner;
+        p.store = t->store;
         p.next = g_pending;
         g_pending = &p;
         if (napi_call_threadsafe_function(t->tsfn, req, napi_tsfn_nonblocking) != napi_ok) {
@@ -198,6 +201,7 @@ static napi_value js_register_target(napi_env env, napi_callback_info info) {
     }
     napi_unref_threadsafe_function(env, t->tsfn);
     t->owner = es;
+    t->store = rec;
     syncstore_custom_target ct = {t, fetch_page, remote_ids, push_record};
     syncstore_error err = {0};
     pthread_mutex_lock(&g_mu);
@@ -242,6 +246,13 @@ void target_abort_calls(env_state *es) {
     pthread_mutex_lock(&g_mu);
     for (pending *p = g_pending; p; p = p->next)
         if (p->owner == es) finish(p, SYNCSTORE_ERR_STATE, "the JavaScript environment is shutting down", NULL);
+    pthread_mutex_unlock(&g_mu);
+}
+
+void target_abort_store(store_rec *rec) {
+    pthread_mutex_lock(&g_mu);
+    for (pending *p = g_pending; p; p = p->next)
+        if (p->store == rec) finish(p, SYNCSTORE_ERR_STATE, "the store is closing or its syncs are stopping", NULL);
     pthread_mutex_unlock(&g_mu);
 }
 

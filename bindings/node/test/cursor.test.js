@@ -14,7 +14,7 @@ async function seed(t, count) {
 
 const ns = (cursor) => cursor.currentPageOrderedEntries.map((e) => e.n);
 
-test('cursor shape and page moves', async (t) => {
+test('cursor shape and page moves', { timeout: 60000 }, async (t) => {
   await seed(t, 10);
   const cursor = await cb(smartstore.querySoup, 'items', smartstore.buildAllQuerySpec('n', 'ascending', 3));
   assert.deepEqual(Object.keys(cursor).sort(), ['currentPageIndex', 'currentPageOrderedEntries', 'cursorId', 'pageSize', 'totalEntries', 'totalPages']);
@@ -55,14 +55,14 @@ test('cursor shape and page moves', async (t) => {
   assert.equal(await cb(smartstore.closeCursor, cursor), 'OK', 'closing twice is a no-op');
 });
 
-test('an empty result has no pages', async (t) => {
+test('an empty result has no pages', { timeout: 60000 }, async (t) => {
   await seed(t, 3);
   const cursor = await ss.querySoup('items', smartstore.buildExactQuerySpec('n', 42));
   assert.deepEqual([cursor.totalEntries, cursor.totalPages, cursor.currentPageOrderedEntries], [0, 0, []]);
   await ss.closeCursor(cursor);
 });
 
-test('smart query cursors page too', async (t) => {
+test('smart query cursors page too', { timeout: 60000 }, async (t) => {
   await seed(t, 25);
   const cursor = await ss.runSmartQuery(smartstore.buildSmartQuerySpec('select {items:n} from {items} order by {items:n} desc', 10));
   assert.deepEqual([cursor.totalEntries, cursor.totalPages], [25, 3]);
@@ -72,7 +72,7 @@ test('smart query cursors page too', async (t) => {
   await ss.closeCursor(cursor);
 });
 
-test('modern face: async iteration over pages, cursor closed after break', async (t) => {
+test('modern face: async iteration over pages, cursor closed after break', { timeout: 60000 }, async (t) => {
   const store = await openStore({ storeName: 'iter', root: tempRoot(t) });
   t.after(() => store.close());
   await store.registerSoup('items', [{ path: 'n', type: 'integer' }]);

@@ -14,7 +14,7 @@ function backend(count) {
   return records;
 }
 
-test('sync down, up and ghosts through a JS target', async (t) => {
+test('sync down, up and ghosts through a JS target', { timeout: 60000 }, async (t) => {
   const store = await openStore({ storeName: 'custom', root: tempRoot(t) });
   t.after(() => store.close());
   await store.registerSoup('things', [{ path: 'Id', type: 'string' }, { path: 'Name', type: 'string' }, { path: '__local__', type: 'string' }]);
@@ -108,4 +108,24 @@ test('sync down, up and ghosts through a JS target', async (t) => {
   assert.throws(() => store.registerTarget('soql', {}), { code: 'SYNCSTORE_ERR_ARGUMENT' });
   // The Cordova face registers on the store named by its storeConfig.
   assert.equal(await mobilesyncClient.registerTarget({ storeName: 'custom' }, 'viaCordova', { fetchPage: async () => ({ records: [] }) }), 'OK');
+});
+
+test('close() and stopSyncs() do not hang on a target promise that never settles', { timeout: 60000 }, async (t) => {
+  const store = await openStore({ storeName: 'hang', root: tempRoot(t) });
+  await store.registerSoup('things', [{ path: 'Id', type: 'string' }]);
+  let calls = 0;
+  store.registerTarget('never', { fetchPage: () => { calls++; return new Promise(() => {}); } });
+
+  const first = store.syncDown({ type: 'never' }, 'things');
+  await first.started;
+  while (calls === 0) await sleep(5);
+  await store.stopSyncs();
+  await assert.rejects(first.done, (error) => ['FAILED', 'STOPPED'].includes(error.state.status));
+
+  await store.restartSyncs(false).started; // stopSyncs refuses runs until restarted
+  const second = store.syncDown({ type: 'never' }, 'things');
+  const secondEnd = second.done.catch((error) => error.state);
+  while (calls < 2) await sleep(5);
+  await store.close(); // waits for the run, whose target call is failed for it
+  assert.ok(['FAILED', 'STOPPED'].includes((await secondEnd).status));
 });

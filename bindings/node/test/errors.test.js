@@ -30,7 +30,7 @@ const code = (expected) => (error) => {
   return true;
 };
 
-test('bad input is refused with a clear error and changes nothing', async (t) => {
+test('bad input is refused with a clear error and changes nothing', { timeout: 60000 }, async (t) => {
   const before = await setup(t);
   const cases = [
     ['registerSoup with an empty name', () => ss.registerSoup('', INDEXES), 'SYNCSTORE_ERR_ARGUMENT'],
@@ -69,7 +69,7 @@ test('bad input is refused with a clear error and changes nothing', async (t) =>
   }
 });
 
-test('Cordova error callbacks get the message string', async (t) => {
+test('Cordova error callbacks get the message string', { timeout: 60000 }, async (t) => {
   await setup(t);
   const [message] = await cbError(smartstore.registerSoup, '', INDEXES);
   assert.equal(typeof message, 'string');
@@ -78,7 +78,7 @@ test('Cordova error callbacks get the message string', async (t) => {
   assert.match(missing, /nope/);
 });
 
-test('sync calls with bad input fail cleanly', async (t) => {
+test('sync calls with bad input fail cleanly', { timeout: 60000 }, async (t) => {
   await setup(t);
   await assert.rejects(ms.syncDown({ type: 'soql', query: 'SELECT Id FROM Contact' }, 'nope', null), code('SYNCSTORE_ERR_NOT_FOUND'));
   await assert.rejects(ms.syncDown({ type: 'nosuchtype' }, 'items', null), code('SYNCSTORE_ERR_ARGUMENT'));
@@ -90,7 +90,7 @@ test('sync calls with bad input fail cleanly', async (t) => {
   assert.equal(await ms.getSyncStatus(4242), null);
 });
 
-test('a closed store refuses calls with STATE; a forged handle is refused', async (t) => {
+test('a closed store refuses calls with STATE; a forged handle is refused', { timeout: 60000 }, async (t) => {
   const store = await openStore({ storeName: 'closing', root: tempRoot(t) });
   await store.registerSoup('s', INDEXES);
   await store.close();

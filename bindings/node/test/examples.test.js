@@ -38,7 +38,7 @@ for (const name of fs.readdirSync(path.join(HERE, 'examples')).filter((f) => f.e
   });
 }
 
-test('examples/cordova-style.js runs', async (t) => {
+test('examples/cordova-style.js runs', { timeout: 60000 }, async (t) => {
   const result = await run(path.join(HERE, 'examples', 'cordova-style.js'), await environment(t));
   assert.equal(result.code, 0, result.err);
   assert.match(result.out, /started sync 1: RUNNING/);
@@ -46,7 +46,7 @@ test('examples/cordova-style.js runs', async (t) => {
   assert.match(result.out, /\d+ contacts named A\.\.\., first page: \[/);
 });
 
-test('examples/modern.js runs', async (t) => {
+test('examples/modern.js runs', { timeout: 60000 }, async (t) => {
   const result = await run(path.join(HERE, 'examples', 'modern.js'), await environment(t));
   assert.equal(result.code, 0, result.err);
   assert.match(result.out, /synced down 150 records/);

@@ -28,7 +28,7 @@ function runChild(root, server, variant) {
   });
 }
 
-test(`${RUNS} processes exit on their own with syncs running`, async (t) => {
+test(`${RUNS} processes exit on their own with syncs running`, { timeout: 120000 }, async (t) => {
   // 50 ms per request and 2000 records: a sync down takes seconds, so it is running at exit.
   const server = await startDevServer(t, ['--seed', 'Contact=2000', '--faults', 'latency=50', '--default-batch-size', '200']);
   const base = tempRoot(t);

@@ -37,7 +37,7 @@ function terminal(events, syncId) {
 
 const all = async (soup) => (await ss.querySoup(soup, smartstore.buildAllQuerySpec('Id', 'ascending', 1000))).currentPageOrderedEntries;
 
-test('hybrid app flow against the dev server', async (t) => {
+test('hybrid app flow against the dev server', { timeout: 60000 }, async (t) => {
   const server = await startDevServer(t, ['--seed', 'Contact=120']);
   const dir = tempRoot(t);
   smartstore.setRootDirectory(path.join(dir, 'stores'));

@@ -11,7 +11,7 @@ const { tempRoot, startDevServer } = require('../test-support/helpers');
 
 const TARGET = { type: 'soql', query: 'SELECT Id, LastName FROM Contact' };
 
-test('openStore, entries and queries', async (t) => {
+test('openStore, entries and queries', { timeout: 60000 }, async (t) => {
   const root = tempRoot(t);
   const store = await sync.openStore({ storeName: 'modern', root });
   t.after(() => store.close());
@@ -35,7 +35,7 @@ test('openStore, entries and queries', async (t) => {
   assert.deepEqual(await sync.listStores({ root }), ['modern']);
 });
 
-test('store root: explicit call, then SYNCSTORE_ROOT, then a per-user directory', (t) => {
+test('store root: explicit call, then SYNCSTORE_ROOT, then a per-user directory', { timeout: 60000 }, (t) => {
   const root = tempRoot(t);
   const code = `const s = require(${JSON.stringify(path.join(__dirname, '..'))});
     const before = s.getRootDirectory(); s.setRootDirectory(${JSON.stringify(path.join(root, 'explicit'))});
@@ -48,7 +48,7 @@ test('store root: explicit call, then SYNCSTORE_ROOT, then a per-user directory'
   assert.equal(JSON.parse(withoutEnv.stdout)[0], path.join(root, '.local', 'share', 'syncstore'));
 });
 
-test('SyncRun: progress events, .done, reSync, close waits for stopped runs', async (t) => {
+test('SyncRun: progress events, .done, reSync, close waits for stopped runs', { timeout: 60000 }, async (t) => {
   const server = await startDevServer(t, ['--seed', 'Contact=400', '--default-batch-size', '200']);
   const root = tempRoot(t);
   const store = await sync.openStore({ storeName: 'runs', root });

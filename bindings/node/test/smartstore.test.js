@@ -23,7 +23,7 @@ const PEOPLE = [
   { Name: 'Barbara', Age: 40, Bio: 'abstract data types', City: 'Boston' },
 ];
 
-test('every Cordova smartstore function exists on both faces', () => {
+test('every Cordova smartstore function exists on both faces', { timeout: 60000 }, () => {
   for (const name of FUNCTIONS) {
     assert.equal(typeof smartstore[name], 'function', name);
     assert.equal(typeof smartstoreClient[name], 'function', `client.${name}`);
@@ -31,7 +31,7 @@ test('every Cordova smartstore function exists on both faces', () => {
   assert.equal(smartstore.client, smartstoreClient);
 });
 
-test('build*QuerySpec: the plugin shapes and defaults', () => {
+test('build*QuerySpec: the plugin shapes and defaults', { timeout: 60000 }, () => {
   assert.deepEqual(smartstore.buildAllQuerySpec('Name'), {
     queryType: 'range', indexPath: 'Name', matchKey: null, beginKey: null, endKey: null, likeKey: null,
     smartSql: null, orderPath: 'Name', order: 'ascending', pageSize: 10, selectPaths: null,
@@ -53,7 +53,7 @@ test('build*QuerySpec: the plugin shapes and defaults', () => {
   assert.deepEqual([smart.queryType, smart.smartSql, smart.pageSize], ['smart', 'select count(*) from {people}', 25]);
 });
 
-test('soups, entries and queries through callbacks (default user store)', async (t) => {
+test('soups, entries and queries through callbacks (default user store)', { timeout: 60000 }, async (t) => {
   smartstore.setRootDirectory(tempRoot(t));
   assert.equal(await cb(smartstore.registerSoup, 'people', INDEXES), 'people');
   assert.equal(await cb(smartstore.soupExists, 'people'), true);
@@ -108,7 +108,7 @@ test('soups, entries and queries through callbacks (default user store)', async 
   assert.equal(await cb(smartstore.soupExists, 'people'), false);
 });
 
-test('storeConfig: object, bare boolean and absent name different stores', async (t) => {
+test('storeConfig: object, bare boolean and absent name different stores', { timeout: 60000 }, async (t) => {
   const root = tempRoot(t);
   smartstoreClient.setRootDirectory(root);
   await smartstoreClient.registerSoup('s', [{ path: 'k', type: 'string' }]);
@@ -144,7 +144,7 @@ test('storeConfig: object, bare boolean and absent name different stores', async
   assert.equal(await smartstoreClient.soupExists('s'), false);
 });
 
-test('setLogLevel / getLogLevel', () => {
+test('setLogLevel / getLogLevel', { timeout: 60000 }, () => {
   assert.equal(smartstore.getLogLevel(), 'info');
   smartstore.setLogLevel('debug');
   assert.equal(smartstoreClient.getLogLevel(), 'debug');
@@ -153,7 +153,7 @@ test('setLogLevel / getLogLevel', () => {
   smartstore.setLogLevel('info');
 });
 
-test('the promise twins reject with an Error carrying .code; callbacks get the message', async (t) => {
+test('the promise twins reject with an Error carrying .code; callbacks get the message', { timeout: 60000 }, async (t) => {
   smartstore.setRootDirectory(tempRoot(t));
   await assert.rejects(smartstoreClient.upsertSoupEntries('missing', [{ a: 1 }]),
     (error) => error instanceof Error && error.code === 'SYNCSTORE_ERR_NOT_FOUND' && error.status === 2 && /missing/.test(error.message));

@@ -40,7 +40,7 @@ function startWorker(data) {
   return { worker, message, exit };
 }
 
-test('workers use their own stores and syncs; terminating one mid-sync is safe', async (t) => {
+test('workers use their own stores and syncs; terminating one mid-sync is safe', { timeout: 60000 }, async (t) => {
   const server = await startDevServer(t, ['--seed', 'Contact=300']);
   const root = tempRoot(t);
   const workers = [0, 1, 2].map((n) => startWorker({ n, root, remote: server.remote, hang: n === 2 }));
