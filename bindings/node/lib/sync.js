@@ -21,7 +21,7 @@ function stateError(state) {
 class SyncRun extends EventEmitter {
   #ctx; #started = false; #buffer = []; #final = null; #startError = null; #id = null;
   #donePromise = null; #doneSettle = null; #startedPromise = null; #startedSettle = null;
-  #multi; #wantRef = false;
+  #multi; #wantRef = false; #startRef = false;
 
   /** start(onState) returns (or resolves to) the addon's [ctx, Promise<syncId>]. */
   constructor(start, { multiple = false } = {}) {
@@ -29,12 +29,14 @@ class SyncRun extends EventEmitter {
     this.#multi = multiple; // restartSyncs: several runs report through one callback
     Promise.resolve().then(() => start((text) => this.#onState(text))).then(([ctx, promise]) => {
       this.#ctx = ctx;
-      if (this.#wantRef) addon.refSync(ctx, true);
+      // Someone waits for the first state (a 'start' listener, e.g. the Cordova success
+      // callback, or `started`) or for the end: hold the process until then.
+      this.#startRef = !this.#multi && (this.listenerCount('start') > 0 || this.#startedPromise !== null);
+      if (this.#wantRef || this.#startRef) addon.refSync(ctx, true);
       return promise;
     }).then((id) => {
       this.#id = id;
       this.#started = true;
-      if (this.#multi) addon.refSync(this.#ctx, false); // maybe no state at all
       const buffered = this.#buffer;
       this.#buffer = null;
       if (buffered.length) this.#emitStart(buffered[0]);
@@ -55,6 +57,10 @@ class SyncRun extends EventEmitter {
   get started() {
     if (!this.#startedPromise) {
       this.#startedPromise = new Promise((resolve, reject) => { this.#startedSettle = { resolve, reject }; });
+      if (this.#ctx && this.#firstPending && !this.#startRef && !this.#multi) {
+        this.#startRef = true; // hold the process until the first state
+        addon.refSync(this.#ctx, true);
+      }
       if (this.#started) this.#startedSettle.resolve(this.#id);
       else if (this.#startError) this.#startedSettle.reject(this.#startError);
     }
@@ -93,7 +99,7 @@ class SyncRun extends EventEmitter {
   #emitStart(state) {
     if (!this.#firstPending) return;
     this.#firstPending = false;
-    if (!this.#wantRef) addon.refSync(this.#ctx, false); // nobody waits for the end
+    if (this.#startRef && !this.#wantRef) addon.refSync(this.#ctx, false); // nobody waits for the end
     this.#safeEmit('start', state);
   }
 

@@ -1,6 +1,6 @@
 /* Sync runs: the engine reports states on its sync worker thread; each run gets a thread-safe
- * function that carries the state text to the JS thread. A run keeps the process alive until its
- * first state is delivered, after that only while the JS layer says someone waits for its end. */
+ * function that carries the state text to the JS thread. It keeps the process alive only while
+ * the JS layer says someone waits (for the run's first state, or for its end). */
 #include "addon.h"
 #include <stdlib.h>
 #include <string.h>
@@ -169,8 +169,8 @@ static napi_value js_start_sync(napi_env env, napi_callback_info info) {
         free(ctx);
         return NULL;
     }
-    /* Referenced until the JS layer has the run's first state (the Cordova success callback
-     * waits for it); then it unrefs unless someone waits for the end. */
+    /* A run alone never keeps the process alive; the JS layer refs it while someone waits. */
+    napi_unref_threadsafe_function(env, ctx->tsfn);
     ctx->owner = es;
     ctx->engine_ref = ctx->tsfn_ref = ctx->js_ref = 1;
     pthread_mutex_lock(&g_mu);

@@ -6,6 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
+const { openStore } = require('..');
 const { tempRoot, startDevServer } = require('../test-support/helpers');
 
 const CHILD = path.join(__dirname, '..', 'test-support', 'exit-child.js');
@@ -29,8 +30,8 @@ function runChild(root, server, variant) {
 }
 
 test(`${RUNS} processes exit on their own with syncs running`, { timeout: 120000 }, async (t) => {
-  // 50 ms per request and 2000 records: a sync down takes seconds, so it is running at exit.
-  const server = await startDevServer(t, ['--seed', 'Contact=2000', '--faults', 'latency=50', '--default-batch-size', '200']);
+  // 300 ms per request and 10 pages: a sync down takes over 3 s, so it is running at exit.
+  const server = await startDevServer(t, ['--seed', 'Contact=2000', '--faults', 'latency=300', '--default-batch-size', '200']);
   const base = tempRoot(t);
   const results = [];
   for (let i = 0; i < RUNS; i += PARALLEL) {
@@ -42,4 +43,18 @@ test(`${RUNS} processes exit on their own with syncs running`, { timeout: 120000
   const bad = results.filter((r) => !clean.includes(r)).slice(0, 3);
   t.diagnostic(`clean exits: ${clean.length}/${RUNS}; slowest ${Math.max(...results.map((r) => r.ms))} ms`);
   assert.equal(clean.length, RUNS, JSON.stringify(bad));
+
+  // The syncs were running at exit (so the exits above were with syncs running): closing at
+  // exit stopped them. A crash would leave them RUNNING (made STOPPED on reopen) but could not
+  // exit 0 with nothing on stderr, which is checked above.
+  let stopped = 0;
+  for (let j = 0; j < 10; j++) {
+    const store = await openStore({ storeName: 'modern', root: path.join(base, `run${j}`) });
+    const state = await store.getSyncStatus(1);
+    await store.close();
+    if (state.status === 'STOPPED') stopped++;
+    else t.diagnostic(`run${j}: ${state.status} ${state.error}`);
+  }
+  t.diagnostic(`syncs stopped by the exit: ${stopped}/10`);
+  assert.ok(stopped >= 8, `only ${stopped}/10 syncs were still running at exit`);
 });
