@@ -155,7 +155,7 @@ static void query_once(call_t *c, syncstore_store *st) {
     c->status = c->op == OP_QUERY_ONCE ? SS.syncstore_query_soup(st, c->s[0], c->s[1], &c->out, e)
                                        : SS.syncstore_run_smart_query(st, c->s[0], &c->out, e);
     static const char prefix[] = "{\"cursorId\":";
-    if (c->status != SYNCSTORE_OK || strncmp(c->out, prefix, sizeof prefix - 1) != 0) return;
+    if (c->status != SYNCSTORE_OK || !c->out || strncmp(c->out, prefix, sizeof prefix - 1) != 0) return;
     char *end = NULL;
     long long id = strtoll(c->out + sizeof prefix - 1, &end, 10);
     if (end && *end == ',') c->num = SS.syncstore_cursor_close(st, id, NULL) == SYNCSTORE_OK;
@@ -254,7 +254,7 @@ static void complete(napi_env env, napi_status napi_st, void *data) {
             case OUT_BOOL: napi_get_boolean(env, c->num != 0, &result); break;
             case OUT_ONCE: { /* [cursor text, closed] */
                 napi_value text, closed;
-                napi_create_string_utf8(env, c->out, NAPI_AUTO_LENGTH, &text);
+                napi_create_string_utf8(env, c->out ? c->out : "null", NAPI_AUTO_LENGTH, &text);
                 napi_get_boolean(env, c->num != 0, &closed);
                 napi_create_array_with_length(env, 2, &result);
                 napi_set_element(env, result, 0, text);

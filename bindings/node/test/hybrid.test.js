@@ -22,14 +22,18 @@ async function rest(server, method, route, body) {
 
 const soql = (server, q) => rest(server, 'GET', `/query?q=${encodeURIComponent(q)}`);
 
-/** Resolves with the terminal state of syncId (or name) as seen through 'sync' events. */
-function terminal(events, syncId) {
+/** Resolves with the terminal state of syncId (or a sync down's name) seen through 'sync'
+ *  events from events[from] on (events already delivered count). */
+function terminal(events, syncId, from = events.length) {
+  const matches = (detail) => (detail._soupEntryId === syncId || detail.syncId === syncId ||
+    (detail.name === syncId && detail.type === 'syncDown')) && ['DONE', 'FAILED', 'STOPPED'].includes(detail.status);
   return new Promise((resolve) => {
+    const seen = events.slice(from).find(matches);
+    if (seen) return resolve(seen);
     const check = (detail) => {
-      if ((detail._soupEntryId === syncId || detail.syncId === syncId || (detail.name === syncId && detail.type === 'syncDown')) && ['DONE', 'FAILED', 'STOPPED'].includes(detail.status)) {
-        mobilesync.off('sync', check);
-        resolve(detail);
-      }
+      if (!matches(detail)) return;
+      mobilesync.off('sync', check);
+      resolve(detail);
     };
     mobilesync.on('sync', check);
   });
@@ -110,11 +114,20 @@ test('hybrid app flow against the dev server', { timeout: 60000 }, async (t) => 
   assert.deepEqual(onServer.records.map((r) => r.LastName).sort(), ['CreatedOffline', 'EditedOffline']);
   await assert.rejects(rest(server, 'GET', `/sobjects/Contact/${removed.Id}`), /404/);
 
+  // syncUp with the target omitted (the plugin's optional first argument).
+  const [another] = await ss.upsertSoupEntries('contacts', [{ attributes: { type: 'Contact' }, LastName: 'NoTarget', __local__: true, __locally_created__: true }]);
+  const mark = emitted.length;
+  const upNoTarget = await cb(mobilesync.syncUp, 'contacts', { fieldlist: ['LastName'] });
+  assert.equal(upNoTarget.type, 'syncUp');
+  final = await terminal(emitted, upNoTarget._soupEntryId, mark);
+  assert.equal(final.status, 'DONE', final.error);
+  assert.match((await ss.retrieveSoupEntries('contacts', [another._soupEntryId]))[0].Id, /^003/);
+
   ended = terminal(emitted, down._soupEntryId);
   await cb(mobilesync.reSync, down._soupEntryId);
   assert.equal((await ended).status, 'DONE');
   local = await all('contacts');
-  assert.equal(local.length, 120, '120 - 1 deleted + 1 created');
+  assert.equal(local.length, 121, '120 - 1 deleted + 2 created');
   assert.ok(local.every((e) => e.__local__ === false || e.__local__ === 'false' || e.__local__ === undefined), 'no dirty entry left');
   const created = local.find((e) => e.LastName === 'CreatedOffline');
   assert.match(created.Id, /^003/);
