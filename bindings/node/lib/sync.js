@@ -15,8 +15,9 @@ function stateError(state) {
 /**
  * One run of a sync (sync down / up, reSync, cleanResyncGhosts). Events: 'start' (first state,
  * once the run is accepted), 'progress' (every state, in order), 'end' (terminal state),
- * 'error' only if someone listens. `.done` resolves with the DONE state, rejects on FAILED or
- * STOPPED; awaiting it keeps the process alive until the run ends (a run alone does not).
+ * 'error' (a refused start) only if someone listens. `.done` resolves with the DONE state,
+ * rejects on FAILED or STOPPED. The process stays alive for a run only while someone waits:
+ * a 'start' listener until the first state, `.done` / keepAlive() until the end.
  */
 class SyncRun extends EventEmitter {
   #ctx; #started = false; #buffer = []; #final = null; #startError = null; #id = null;
@@ -30,8 +31,8 @@ class SyncRun extends EventEmitter {
     Promise.resolve().then(() => start((text) => this.#onState(text))).then(([ctx, promise]) => {
       this.#ctx = ctx;
       // Someone waits for the first state (a 'start' listener, e.g. the Cordova success
-      // callback, or `started`) or for the end: hold the process until then.
-      this.#startRef = !this.#multi && (this.listenerCount('start') > 0 || this.#startedPromise !== null);
+      // callback) or for the end: hold the process until then.
+      this.#startRef = !this.#multi && this.listenerCount('start') > 0;
       if (this.#wantRef || this.#startRef) addon.refSync(ctx, true);
       return promise;
     }).then((id) => {
@@ -46,7 +47,7 @@ class SyncRun extends EventEmitter {
       this.#startError = error; // bad arguments and engine refusals fail the run alike
       this.#startedSettle?.reject(error);
       this.#settleDone();
-      if (this.listenerCount('error')) this.emit('error', error);
+      if (this.listenerCount('error')) this.#safeEmit('error', error);
     });
   }
 
@@ -57,10 +58,6 @@ class SyncRun extends EventEmitter {
   get started() {
     if (!this.#startedPromise) {
       this.#startedPromise = new Promise((resolve, reject) => { this.#startedSettle = { resolve, reject }; });
-      if (this.#ctx && this.#firstPending && !this.#startRef && !this.#multi) {
-        this.#startRef = true; // hold the process until the first state
-        addon.refSync(this.#ctx, true);
-      }
       if (this.#started) this.#startedSettle.resolve(this.#id);
       else if (this.#startError) this.#startedSettle.reject(this.#startError);
     }

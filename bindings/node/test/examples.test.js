@@ -13,7 +13,8 @@ const README = fs.readFileSync(path.join(HERE, 'README.md'), 'utf8');
 
 function run(file, env) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // From another directory: the module is found as an app finds it, not relative to cwd.
+    const child = spawn(process.execPath, [file], { env, cwd: env.SYNCSTORE_ROOT_PARENT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
     child.stdout.on('data', (d) => { out += d; });
     child.stderr.on('data', (d) => { err += d; });
@@ -27,7 +28,7 @@ async function environment(t) {
   const dir = tempRoot(t);
   fs.mkdirSync(path.join(dir, 'node_modules'));
   fs.symlinkSync(HERE, path.join(dir, 'node_modules', 'syncstore'));
-  return { ...process.env, NODE_PATH: path.join(dir, 'node_modules'), SYNCSTORE_ROOT: path.join(dir, 'stores'),
+  return { ...process.env, NODE_PATH: path.join(dir, 'node_modules'), SYNCSTORE_ROOT: path.join(dir, 'stores'), SYNCSTORE_ROOT_PARENT: dir,
     SF_INSTANCE_URL: server.url, SF_ACCESS_TOKEN: server.token };
 }
 
