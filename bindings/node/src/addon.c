@@ -89,7 +89,9 @@ static napi_value js_load(napi_env env, napi_callback_info info) {
     pthread_mutex_lock(&g_mu);
     const char *problem = NULL;
     if (!ss_loaded) {
-        /* RTLD_NODELETE: engine threads may outlive a worker environment. */
+        /* RTLD_NODELETE: engine threads may outlive a worker environment. (Not RTLD_DEEPBIND:
+         * it would keep libcurl on the system libssl rather than node's exported OpenSSL, but
+         * the process then crashes at the first HTTPS sync.) */
         void *lib = dlopen(path ? path : "libsyncstore.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (!lib) problem = dlerror();
         else {
