@@ -21,6 +21,8 @@ async function modern(): Promise<number> {
   const store = await openStore({ storeName: 'app' });
   const stored = await store.upsert('contacts', [{ LastName: 'Hopper' }]);
   const id: number | undefined = stored[0]._soupEntryId;
+  const found = await store.find('contacts', buildExactQuerySpec('LastName', 'Hopper'));
+  found[0]._soupLastModifiedDate;
   for await (const page of store.pages('contacts', buildExactQuerySpec('LastName', 'Hopper'))) page.length;
   const run = store.syncDown({ type: 'soql', query: 'SELECT Id FROM Contact' }, 'contacts');
   run.on('progress', (state) => state.progress);

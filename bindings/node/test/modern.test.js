@@ -26,6 +26,10 @@ test('openStore, entries and queries', { timeout: 60000 }, async (t) => {
   const whales = await store.query('notes', sync.buildMatchQuerySpec('body', 'whale', 'ascending', 10, 'title'));
   assert.deepEqual(whales.entries.map((e) => e.title), ['b', 'c']);
   await whales.close();
+  assert.deepEqual((await store.find('notes', sync.buildMatchQuerySpec('body', 'whale', 'ascending', 1, 'title'))).map((e) => e.title), ['b']);
+  assert.deepEqual(await store.find(null, sync.buildSmartQuerySpec('select {notes:title} from {notes} order by {notes:title} desc', 2)), [['c'], ['b']]);
+  assert.deepEqual(await store.find('notes', sync.buildExactQuerySpec('title', 'zzz')), []);
+  await assert.rejects(store.find('nope', sync.buildAllQuerySpec('title')), { code: 'SYNCSTORE_ERR_NOT_FOUND' });
   const count = await store.smartQuery('select count(*) from {notes}');
   assert.deepEqual(count.entries, [[3]]);
   assert.equal(await store.remove('notes', sync.buildExactQuerySpec('title', 'c')), 1);
