@@ -63,6 +63,9 @@ export interface StoreCursor<T = any> {
   currentPageOrderedEntries: T[];
 }
 
+/** The plugin's StoreCursor constructor (an empty cursor shape). */
+export declare const StoreCursor: { new (): StoreCursor<any> };
+
 export type SyncStatus = 'NEW' | 'RUNNING' | 'DONE' | 'FAILED' | 'STOPPED';
 export interface SyncState {
   _soupEntryId: number;
@@ -169,6 +172,7 @@ interface QuerySpecBuilders {
   buildSmartQuerySpec: typeof buildSmartQuerySpec;
   QuerySpec: typeof QuerySpec;
   SoupIndexSpec: typeof SoupIndexSpec;
+  StoreCursor: typeof StoreCursor;
 }
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'verbose';

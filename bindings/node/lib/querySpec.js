@@ -41,7 +41,19 @@ class QuerySpec {
   }
 }
 
+/** The plugin's StoreCursor shape (cursors come back from querySoup / runSmartQuery). */
+class StoreCursor {
+  constructor() {
+    this.cursorId = null;
+    this.currentPageIndex = 0;
+    this.pageSize = 0;
+    this.totalEntries = 0;
+    this.totalPages = 0;
+    this.currentPageOrderedEntries = null;
+  }
+}
+
 module.exports = {
   buildAllQuerySpec, buildExactQuerySpec, buildRangeQuerySpec, buildLikeQuerySpec,
-  buildMatchQuerySpec, buildSmartQuerySpec, SoupIndexSpec, QuerySpec,
+  buildMatchQuerySpec, buildSmartQuerySpec, SoupIndexSpec, QuerySpec, StoreCursor,
 };

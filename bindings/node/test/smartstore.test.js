@@ -29,6 +29,11 @@ test('every Cordova smartstore function exists on both faces', { timeout: 60000 
     assert.equal(typeof smartstoreClient[name], 'function', `client.${name}`);
   }
   assert.equal(smartstore.client, smartstoreClient);
+  for (const shape of ['QuerySpec', 'SoupIndexSpec', 'StoreCursor']) assert.equal(typeof smartstore[shape], 'function', shape);
+  assert.deepEqual({ ...new smartstore.SoupIndexSpec('Name', 'string') }, { path: 'Name', type: 'string' });
+  assert.deepEqual(Object.keys(new smartstore.StoreCursor()).sort(),
+    ['currentPageIndex', 'currentPageOrderedEntries', 'cursorId', 'pageSize', 'totalEntries', 'totalPages']);
+  assert.equal(new smartstore.QuerySpec('Name').indexPath, 'Name');
 });
 
 test('build*QuerySpec: the plugin shapes and defaults', { timeout: 60000 }, () => {
