@@ -326,23 +326,38 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
 
 /* ---- shutdown ---- */
 
+static void *close_store(void *arg) {
+    SS.syncstore_close(((store_rec *)arg)->store, NULL);
+    return NULL;
+}
+
 void env_shutdown(env_state *es) {
     pthread_mutex_lock(&g_mu);
     es->closing = 1;
+    size_t count = 0;
+    for (store_rec *r = es->stores; r; r = r->next) count += !r->closed;
+    store_rec **open = calloc(count ? count : 1, sizeof *open);
+    size_t n = 0;
+    for (store_rec *r = es->stores; r && open; r = r->next)
+        if (!r->closed) { r->closed = 1; open[n++] = r; }
     pthread_mutex_unlock(&g_mu);
     target_abort_calls(es);
-    for (;;) {
-        store_rec *open = NULL;
-        pthread_mutex_lock(&g_mu);
-        for (store_rec *r = es->stores; r; r = r->next)
-            if (!r->closed) { open = r; r->closed = 1; break; }
-        pthread_mutex_unlock(&g_mu);
-        if (!open) break;
-        target_abort_store(open);
-        /* Stops this handle's syncs and waits for their terminal callbacks, so no engine
-         * thread calls into this environment after it is gone. */
-        SS.syncstore_close(open->store, NULL);
+    if (!open) return;
+    /* Each close stops that handle's syncs and waits for their terminal callbacks, so no
+     * engine thread calls into this environment after it is gone. They run side by side:
+     * stopping a transfer can take up to a second per store. */
+    pthread_t *threads = calloc(n ? n : 1, sizeof *threads);
+    int *started = calloc(n ? n : 1, sizeof *started);
+    int parallel = threads && started;
+    for (size_t k = 0; k < n; k++) {
+        target_abort_store(open[k]);
+        if (parallel && pthread_create(&threads[k], NULL, close_store, open[k]) == 0) started[k] = 1;
+        else close_store(open[k]);
     }
+    for (size_t k = 0; parallel && k < n; k++) if (started[k]) pthread_join(threads[k], NULL);
+    free(started);
+    free(threads);
+    free(open);
 }
 
 static napi_value js_shutdown(napi_env env, napi_callback_info info) {

@@ -57,4 +57,11 @@ test(`${RUNS} processes exit on their own with syncs running`, { timeout: 120000
   }
   t.diagnostic(`syncs stopped by the exit: ${stopped}/10`);
   assert.ok(stopped >= 8, `only ${stopped}/10 syncs were still running at exit`);
+  // The custom target's run was waiting for JS at exit: failed for it, not left hanging.
+  for (let j = 1; j < 10; j += 2) {
+    const store = await openStore({ storeName: 'custom', root: path.join(base, `run${j}`) });
+    const state = await store.getSyncStatus(1);
+    await store.close();
+    assert.ok(['FAILED', 'STOPPED'].includes(state.status), `run${j}: ${state.status}`);
+  }
 });
