@@ -1,6 +1,7 @@
 'use strict';
 // Benchmark (not a test): the Node module against C calling libsyncstore directly, same work.
 //   upsert  100k Contact-like entries (3 string indexes) in batches of 1000, best of 3 rounds
+//           (C and Node rounds alternate)
 //   exact   10k exact queries on the indexed Id through the async API (open cursor + close)
 // Run: bash bindings/node/bench/run.sh [entries] [queries]  (builds the C side first).
 const { execFileSync } = require('node:child_process');
@@ -35,19 +36,14 @@ function batches() {
 
 const INDEXES = [{ path: 'Id', type: 'string' }, { path: 'LastName', type: 'string' }, { path: 'Email', type: 'string' }];
 
-async function upsertRounds(root, data, options) {
-  let best = Infinity, store = null;
-  for (let round = 0; round < 3; round++) {
-    if (store) await store.close();
-    const storeName = `node${round}`;
-    await removeStore({ storeName, root }).catch(() => {});
-    store = await openStore({ storeName, root });
-    await store.registerSoup('contacts', INDEXES);
-    const t0 = process.hrtime.bigint();
-    for (const batch of data) await store.upsert('contacts', batch, options);
-    best = Math.min(best, Number(process.hrtime.bigint() - t0) / 1e9);
-  }
-  return { best, store };
+// One upsert round into a fresh store; returns its time and the store.
+async function upsertRound(root, storeName, data, options) {
+  await removeStore({ storeName, root }).catch(() => {});
+  const store = await openStore({ storeName, root });
+  await store.registerSoup('contacts', INDEXES);
+  const t0 = process.hrtime.bigint();
+  for (const batch of data) await store.upsert('contacts', batch, options);
+  return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, store };
 }
 
 function percentile(sorted, p) { return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]; }
@@ -85,13 +81,26 @@ async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'syncstore-node-bench-'));
   try {
     const cBinary = process.env.SYNCSTORE_C_BENCH || path.join(__dirname, '..', 'build', 'c_bench');
-    const c = JSON.parse(execFileSync(cBinary, [path.join(dir, 'c'), String(ENTRIES), String(QUERIES)], { encoding: 'utf8' }));
+    const runC = (queries) => JSON.parse(execFileSync(cBinary, [path.join(dir, 'c'), String(ENTRIES), String(queries), '1'], { encoding: 'utf8' }));
     const data = batches();
-    const plain = await upsertRounds(path.join(dir, 'node-plain'), data, { returnEntries: false });
-    await plain.store.close();
-    const full = await upsertRounds(path.join(dir, 'node'), data, {});
-    const q = await queries(full.store);
-    await full.store.close();
+    // Rounds alternate C, Node (entries returned), Node (not returned); each keeps its best,
+    // so load on the machine hits every way alike.
+    const best = { c: Infinity, full: Infinity, plain: Infinity };
+    let store = null;
+    for (let round = 0; round < 3; round++) {
+      best.c = Math.min(best.c, runC(1).upsertSeconds);
+      if (store) await store.close();
+      const full = await upsertRound(path.join(dir, 'node'), `full${round}`, data, {});
+      best.full = Math.min(best.full, full.seconds);
+      store = full.store;
+      const plain = await upsertRound(path.join(dir, 'node'), `plain${round}`, data, { returnEntries: false });
+      best.plain = Math.min(best.plain, plain.seconds);
+      await plain.store.close();
+    }
+    const c = { ...runC(QUERIES), upsertSeconds: best.c };
+    const q = await queries(store);
+    await store.close();
+    const full = { best: best.full }, plain = { best: best.plain };
 
     const rate = (s) => Math.round(ENTRIES / s).toLocaleString('en-US');
     console.log(`Node module vs C (libsyncstore direct), ${ENTRIES} entries in batches of ${BATCH}, ${QUERIES} exact queries`);

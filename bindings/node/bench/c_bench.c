@@ -3,7 +3,8 @@
  *   exact   Q exact queries on the indexed Id (cursor open with its first page, then close)
  *   handoff the same queries run by a second thread, woken for each one and waking the caller
  *           when done: what any host that keeps its own thread free pays (Node's thread pool)
- * Usage: c_bench <dir> [entries=100000] [queries=10000]. Prints one JSON line of results. */
+ * Usage: c_bench <dir> [entries=100000] [queries=10000] [rounds=3] (best upsert round).
+ * Prints one JSON line of results. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,9 @@ int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "c-bench-work";
     int entries = argc > 2 ? atoi(argv[2]) : 100000;
     int queries = argc > 3 ? atoi(argv[3]) : 10000;
+    int rounds = argc > 4 ? atoi(argv[4]) : 3;
+    if (queries < 1) queries = 1;
+    if (rounds < 1) rounds = 1;
     int batches = (entries + BATCH - 1) / BATCH;
     char **texts = calloc((size_t)batches, sizeof *texts);
     for (int b = 0; b < batches; b++) texts[b] = batch_text(b * BATCH, (b + 1) * BATCH < entries ? (b + 1) * BATCH : entries);
@@ -98,7 +102,7 @@ int main(int argc, char **argv) {
     syncstore_error err;
     syncstore_store *store = NULL;
     double best = 1e9;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < rounds; round++) {
         if (store) syncstore_close(store, NULL);
         char config[64];
         snprintf(config, sizeof config, "{\"storeName\":\"c%d\"}", round);
