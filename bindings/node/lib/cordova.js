@@ -50,6 +50,21 @@ async function closeStores(filter) {
   await Promise.all(closing);
 }
 
+// The plugin's JS log level: 'debug' and 'verbose' trace every call and its outcome.
+const LOG_LEVELS = ['error', 'warn', 'info', 'debug', 'verbose'];
+let logLevel = 'info';
+
+function setLogLevel(level) {
+  if (!LOG_LEVELS.includes(level)) throw syncStoreError(STATUS.ARGUMENT, `log level must be one of ${LOG_LEVELS.join(', ')}`);
+  logLevel = level;
+}
+
+const getLogLevel = () => logLevel;
+
+function trace(name, outcome) {
+  if (LOG_LEVELS.indexOf(logLevel) >= LOG_LEVELS.indexOf('debug')) console.debug(`syncstore: ${name} ${outcome}`);
+}
+
 /** Runs callbacks outside promise chains, so a throwing callback is an ordinary uncaught error. */
 function later(fn, ...args) {
   if (typeof fn === 'function') queueMicrotask(() => fn(...args));
@@ -69,10 +84,16 @@ function toError(error) {
  * a promise; the Cordova function takes ([storeConfig,] ...args, success, error) with `arity`
  * args, the promise function ([storeConfig,] ...args).
  */
-function operation(impl, arity, { withConfig = true } = {}) {
+function operation(name, impl, arity, { withConfig = true } = {}) {
   const split = (args) => (withConfig ? splitConfig(args) : [null, args]);
   const run = (config, args) => {
-    try { return Promise.resolve(impl(config, ...args)); } catch (error) { return Promise.reject(error); }
+    let promise;
+    try { promise = Promise.resolve(impl(config, ...args)); } catch (error) { promise = Promise.reject(error); }
+    if (logLevel === 'debug' || logLevel === 'verbose') {
+      trace(name, 'called');
+      promise.then(() => trace(name, 'succeeded'), (error) => trace(name, `failed: ${message(error)}`));
+    }
+    return promise;
   };
   const callbackFace = (...all) => {
     const [config, rest] = split(all);
@@ -87,4 +108,4 @@ function operation(impl, arity, { withConfig = true } = {}) {
   return [callbackFace, promiseFace];
 }
 
-module.exports = { splitConfig, getStore, closeStores, operation, later, message, toError, isStoreConfig };
+module.exports = { splitConfig, getStore, closeStores, operation, later, message, toError, isStoreConfig, setLogLevel, getLogLevel };

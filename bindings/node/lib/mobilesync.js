@@ -139,14 +139,14 @@ const simpleOps = {
 };
 
 for (const [name, [impl, arity]] of Object.entries(simpleOps)) {
-  const [callbackFace] = operation(impl, arity);
+  const [callbackFace] = operation(name, impl, arity);
   MobileSync.prototype[name] = callbackFace;
 }
 
 /** Promise twins: start calls resolve with the state at start (DONE in React Native mode). */
 function makeClient(ms) {
   const client = { MERGE_MODE };
-  for (const [name, [impl, arity]] of Object.entries(simpleOps)) client[name] = operation(impl, arity)[1];
+  for (const [name, [impl, arity]] of Object.entries(simpleOps)) client[name] = operation(name, impl, arity)[1];
   for (const name of RUN_METHODS) {
     client[name] = (...args) => new Promise((resolve, reject) => {
       ms[name](...args, resolve, Object.assign((error) => reject(error), { [RAW_ERRORS]: true }));

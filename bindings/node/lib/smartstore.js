@@ -4,11 +4,8 @@
 const { STATUS, syncStoreError } = require('./native');
 const { listStores, removeStore, removeAllStores } = require('./store');
 const { getRoot, setRoot } = require('./root');
-const { getStore, closeStores, operation, splitConfig, later } = require('./cordova');
+const { getStore, closeStores, operation, splitConfig, later, setLogLevel, getLogLevel } = require('./cordova');
 const specs = require('./querySpec');
-
-const LOG_LEVELS = ['error', 'warn', 'info', 'debug', 'verbose'];
-let logLevel = 'info';
 
 function cursorId(cursor) {
   if (cursor && typeof cursor === 'object') return cursor.cursorId;
@@ -53,8 +50,8 @@ const storeListOps = {
 const smartstore = { ...specs };
 const client = { ...specs };
 
-for (const [name, [impl, arity]] of Object.entries(ops)) [smartstore[name], client[name]] = operation(impl, arity);
-for (const [name, [impl, arity]] of Object.entries(storeListOps)) [smartstore[name], client[name]] = operation(impl, arity, { withConfig: false });
+for (const [name, [impl, arity]] of Object.entries(ops)) [smartstore[name], client[name]] = operation(name, impl, arity);
+for (const [name, [impl, arity]] of Object.entries(storeListOps)) [smartstore[name], client[name]] = operation(name, impl, arity, { withConfig: false });
 
 // Next / previous page: the plugin checks the bounds itself and calls error(cursor, Error).
 function pageStep(delta, edgeMessage) {
@@ -78,11 +75,8 @@ function pageStep(delta, edgeMessage) {
 [smartstore.moveCursorToPreviousPage, client.moveCursorToPreviousPage] = pageStep(-1, 'moveCursorToPreviousPage called while on first page');
 
 // Log level of this JS layer (the C ABI has no logging switch).
-smartstore.setLogLevel = client.setLogLevel = (level) => {
-  if (!LOG_LEVELS.includes(level)) throw syncStoreError(STATUS.ARGUMENT, `log level must be one of ${LOG_LEVELS.join(', ')}`);
-  logLevel = level;
-};
-smartstore.getLogLevel = client.getLogLevel = () => logLevel;
+smartstore.setLogLevel = client.setLogLevel = setLogLevel;
+smartstore.getLogLevel = client.getLogLevel = getLogLevel;
 
 // Where stores live (Node only: the plugin's stores live in the app's sandbox).
 smartstore.setRootDirectory = client.setRootDirectory = setRoot;
