@@ -14,7 +14,7 @@ function libraryPath() {
 
 const version = addon.load(libraryPath());
 
-// Mirrors the operation numbers of src/addon.c.
+// Mirrors the operation numbers of src/calls.c.
 const OP = Object.freeze({
   OPEN: 0, CLOSE: 1, LIST_STORES: 2, REMOVE_STORE: 3, REMOVE_ALL_STORES: 4, DB_SIZE: 5,
   LOAD_STORE_CONFIG: 6, REGISTER_SOUP: 7, SOUP_EXISTS: 8, REMOVE_SOUP: 9, CLEAR_SOUP: 10,
@@ -22,7 +22,7 @@ const OP = Object.freeze({
   REMOVE_ENTRIES: 16, REMOVE_BY_QUERY: 17, QUERY_SOUP: 18, SMART_QUERY: 19, MOVE_CURSOR: 20,
   CLOSE_CURSOR: 21, SET_REMOTE: 22, CREATE_SYNC_DOWN: 23, CREATE_SYNC_UP: 24,
   GET_SYNC_STATUS: 25, GET_SYNC_STATUS_BY_NAME: 26, DELETE_SYNC: 27, DELETE_SYNC_BY_NAME: 28,
-  STOP_SYNCS: 29, LOAD_SYNC_CONFIG: 30, WAIT_SYNC: 31, QUERY_ONCE: 32, SMART_ONCE: 33,
+  STOP_SYNCS: 29, LOAD_SYNC_CONFIG: 30, QUERY_ONCE: 31, SMART_ONCE: 32,
 });
 
 // Mirrors the sync start operations of src/sync.c.

@@ -68,6 +68,7 @@ store_rec *arg_store(napi_env env, napi_value v);
  * after failing the custom target calls that wait for this environment's JS thread. */
 void env_shutdown(env_state *es);
 
+napi_value calls_init(napi_env env, napi_value exports);
 napi_value sync_init(napi_env env, napi_value exports);
 napi_value target_init(napi_env env, napi_value exports);
 void target_abort_calls(env_state *es);
