@@ -96,3 +96,15 @@ test('SyncRun: progress events, .done, reSync, close waits for stopped runs', { 
   assert.equal((await reopened.getSyncStatus('slow')).status, 'STOPPED');
   await reopened.close();
 });
+
+const REPO_LIB = path.join(__dirname, '..', '..', '..', 'build', 'lib', 'libsyncstore.so.1');
+
+test('without SYNCSTORE_LIB the repository build/lib library loads, from any directory',
+  { skip: fs.existsSync(REPO_LIB) ? false : 'no build/lib/libsyncstore.so.1 in this checkout' }, (t) => {
+    const env = { ...process.env };
+    delete env.SYNCSTORE_LIB;
+    const result = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(path.join(__dirname, '..'))}).version)`],
+      { env, cwd: tempRoot(t), encoding: 'utf8' });
+    assert.equal(result.status, 0, result.stderr);
+    assert.match(result.stdout, /^\d+\.\d+\.\d+/);
+  });
