@@ -167,17 +167,17 @@ async function openStore(options = {}) {
   return new Store(handle, config, root);
 }
 
-function listStores({ isGlobalStore = false, root } = {}) {
+async function listStores({ isGlobalStore = false, root } = {}) {
   return callJson(OP.LIST_STORES, null, root ? path.resolve(root) : getRoot(), null, null, null, isGlobalStore ? 1 : 0);
 }
 
-function removeStore(options = {}) {
+async function removeStore(options = {}) {
   const config = normalizeConfig(options);
   const root = options && typeof options === 'object' && options.root ? path.resolve(options.root) : getRoot();
   return call(OP.REMOVE_STORE, null, root, JSON.stringify(config));
 }
 
-function removeAllStores({ isGlobalStore = false, root } = {}) {
+async function removeAllStores({ isGlobalStore = false, root } = {}) {
   return call(OP.REMOVE_ALL_STORES, null, root ? path.resolve(root) : getRoot(), null, null, null, isGlobalStore ? 1 : 0);
 }
 
