@@ -129,3 +129,31 @@ test('close() and stopSyncs() do not hang on a target promise that never settles
   await store.close(); // waits for the run, whose target call is failed for it
   assert.ok(['FAILED', 'STOPPED'].includes((await secondEnd).status));
 });
+
+test('Cordova faces on a named global store: events carry isGlobalStore and storeName', { timeout: 60000 }, async (t) => {
+  const { smartstore, smartstoreClient, mobilesync, mobilesyncClient } = require('..');
+  smartstore.setRootDirectory(tempRoot(t));
+  const config = { isGlobalStore: true, storeName: 'shared' };
+  await smartstoreClient.registerSoup(config, 'items', [{ path: 'Id', type: 'string' }]);
+  await mobilesyncClient.registerTarget(config, 'two', {
+    fetchPage: async () => ({ records: [{ Id: 'a', LastModifiedDate: '2026-01-01T00:00:00.000Z' }, { Id: 'b', LastModifiedDate: '2026-01-02T00:00:00.000Z' }] }),
+    remoteIds: async () => ['a', 'b'],
+  });
+  const details = [];
+  const onSync = (detail) => details.push(detail);
+  mobilesync.on('sync', onSync);
+  t.after(() => mobilesync.off('sync', onSync));
+  const done = new Promise((resolve) => mobilesync.on('sync', function wait(detail) {
+    if (detail.status === 'DONE') { mobilesync.off('sync', wait); resolve(detail); }
+  }));
+  const atStart = await mobilesyncClient.syncDown(config, { type: 'two' }, 'items', { mergeMode: mobilesync.MERGE_MODE.OVERWRITE }, 'globalDown');
+  assert.equal(atStart.status, 'RUNNING');
+  const final = await done;
+  assert.deepEqual([final.isGlobalStore, final.storeName, final.name], [true, 'shared', 'globalDown']);
+  assert.ok(details.every((d) => d.isGlobalStore === true && d.storeName === 'shared'));
+  assert.equal((await smartstoreClient.querySoup(config, 'items', smartstore.buildAllQuerySpec('Id'))).totalEntries, 2);
+  assert.equal((await smartstoreClient.querySoup(false, 'items', smartstore.buildAllQuerySpec('Id')).catch((e) => e)).code, 'SYNCSTORE_ERR_NOT_FOUND');
+  assert.equal((await mobilesyncClient.getSyncStatus(config, 'globalDown')).status, 'DONE');
+  assert.equal(await mobilesyncClient.getSyncStatus(true, 'globalDown'), null, 'the default global store has no such sync');
+  assert.equal(await mobilesyncClient.cleanResyncGhosts(config, 'globalDown'), 0);
+});
