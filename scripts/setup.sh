@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config python3-venv openssl)
+packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config python3-venv openssl node-typescript)
+# The Node binding builds against the installed Node's node_api.h; without a Node, Debian's.
+command -v node >/dev/null || packages+=(nodejs libnode-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

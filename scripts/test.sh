@@ -2,7 +2,8 @@
 # Every test suite: Swift (core and sync), C (CTest: the header, the release .so, sync against a
 # real dev server process, the install tree with pkg-config and find_package, the examples),
 # Python (the syncstore package installed into .venv, mypy --strict, its pytest suite, the dev
-# server with simple-salesforce, syncstore-cli, the chaos suite).
+# server with simple-salesforce, syncstore-cli, the chaos suite), Node (the N-API addon and its
+# Cordova / promise faces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
@@ -25,3 +26,8 @@ echo "== Python tests"
 env -u SYNCSTORE_LIB SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
     SYNCSTORE_CLI="$PWD/.build/debug/syncstore-cli" \
     .venv/bin/python -m pytest -q bindings/python/tests Tests/devserver Tests/cli Tests/chaos
+
+echo "== Node tests"
+bash scripts/build-node.sh
+SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
+    node --test bindings/node/test/

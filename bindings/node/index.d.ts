@@ -1,0 +1,387 @@
+// Types of the syncstore Node module: the Cordova smartstore / mobilesync faces, their promise
+// twins, and the promise-first face (openStore). Self-contained (no @types/node needed).
+
+/** The part of node:events' EventEmitter these classes use (they extend the real one). */
+declare class EventEmitter {
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  off(event: string | symbol, listener: (...args: any[]) => void): this;
+  emit(event: string | symbol, ...args: any[]): boolean;
+  listenerCount(event: string | symbol): number;
+}
+
+/** The event addEventListener('sync', ...) listeners get (a CustomEvent). */
+export interface SyncEvent { readonly type: 'sync'; readonly detail: SyncEventDetail }
+
+// ---- shapes (semantics.md §11) ----
+
+/** A store name: {storeName?, isGlobalStore?}; a bare boolean means isGlobalStore. */
+export interface StoreConfig {
+  storeName?: string;
+  isGlobalStore?: boolean;
+}
+export type StoreConfigArg = StoreConfig | boolean;
+
+export type IndexType = 'string' | 'integer' | 'floating' | 'full_text' | 'json1';
+export declare class SoupIndexSpec {
+  constructor(path: string, type: IndexType);
+  path: string;
+  type: IndexType;
+}
+export interface IndexSpec { path: string; type: IndexType }
+
+export type QueryType = 'exact' | 'range' | 'like' | 'match' | 'smart';
+export type Order = 'ascending' | 'descending';
+export interface QuerySpec {
+  queryType: QueryType;
+  indexPath?: string | null;
+  matchKey?: unknown;
+  beginKey?: unknown;
+  endKey?: unknown;
+  likeKey?: string | null;
+  smartSql?: string | null;
+  orderPath?: string | null;
+  order?: Order;
+  pageSize?: number;
+  selectPaths?: string[] | null;
+  /** Smart SQL only: ms before a statement is stopped (1..3600000, default 30000). */
+  timeoutMs?: number;
+}
+export declare class QuerySpec {
+  constructor(path?: string);
+}
+
+/** A stored entry: your fields plus _soupEntryId and _soupLastModifiedDate. */
+export type SoupEntry = Record<string, any> & { _soupEntryId?: number; _soupLastModifiedDate?: number };
+
+export interface StoreCursor<T = any> {
+  cursorId: number;
+  currentPageIndex: number;
+  pageSize: number;
+  totalEntries: number;
+  totalPages: number;
+  currentPageOrderedEntries: T[];
+}
+
+/** The plugin's StoreCursor constructor (an empty cursor shape). */
+export declare const StoreCursor: { new (): StoreCursor<any> };
+
+export type SyncStatus = 'NEW' | 'RUNNING' | 'DONE' | 'FAILED' | 'STOPPED';
+export interface SyncState {
+  _soupEntryId: number;
+  type: 'syncDown' | 'syncUp';
+  name?: string | null;
+  target: Record<string, any>;
+  options: Record<string, any>;
+  soupName: string;
+  status: SyncStatus;
+  progress: number;
+  totalSize: number;
+  maxTimeStamp: number;
+  startTime: number;
+  endTime: number;
+  error: string;
+  errorCode: number;
+  conflicts?: number;
+  errors?: number;
+  conflictEntryIds?: number[];
+  errorEntryIds?: number[];
+}
+/** What a cleanResyncGhosts run reports. */
+export interface GhostsState {
+  syncId: number;
+  type: 'cleanResyncGhosts';
+  status: SyncStatus;
+  removed: number;
+  error: string;
+  errorCode: number;
+}
+/** The detail of a 'sync' event. */
+export type SyncEventDetail = (SyncState | GhostsState) & { isGlobalStore: boolean; storeName: string };
+
+export type MergeMode = 'OVERWRITE' | 'LEAVE_IF_CHANGED';
+export declare const MERGE_MODE: { readonly OVERWRITE: 'OVERWRITE'; readonly LEAVE_IF_CHANGED: 'LEAVE_IF_CHANGED' };
+export interface SyncOptions { mergeMode?: MergeMode; fieldlist?: string[]; [key: string]: unknown }
+export type SyncTarget = Record<string, unknown> & { type?: string };
+
+/** {instanceUrl, accessToken, ...} (see syncstore_set_remote in include/syncstore.h). */
+export interface Remote {
+  instanceUrl: string;
+  accessToken: string;
+  apiVersion?: string;
+  refreshToken?: string;
+  clientId?: string;
+  clientSecret?: string;
+  tokenUrl?: string;
+  caBundle?: string;
+  verifyTls?: boolean;
+  connectTimeoutMs?: number;
+  stallTimeoutMs?: number;
+  maxAttempts?: number;
+  retryBaseDelayMs?: number;
+}
+
+/** Errors carry the C ABI's status: code 'SYNCSTORE_ERR_NOT_FOUND', status 2, ... */
+export interface SyncStoreError extends Error {
+  code: string;
+  status: number;
+  retryable: boolean;
+  /** For a failed or stopped run: its last state. */
+  state?: SyncState | GhostsState;
+}
+
+/** A sync target implemented in JS (methods may be async). */
+export interface CustomTarget {
+  fetchPage?(target: SyncTarget, sinceMs: number, continuation: string | null):
+    Promise<{ records: SoupEntry[]; totalSize?: number; next?: string }> | { records: SoupEntry[]; totalSize?: number; next?: string };
+  remoteIds?(target: SyncTarget): Promise<string[]> | string[];
+  pushRecord?(target: SyncTarget, action: 'create' | 'update' | 'delete', record: SoupEntry):
+    Promise<{ id?: string } | null | void> | { id?: string } | null | void;
+}
+
+// ---- query spec builders ----
+
+export declare function buildAllQuerySpec(path: string, order?: Order, pageSize?: number, selectPaths?: string[]): QuerySpec;
+export declare function buildExactQuerySpec(path: string, matchKey: unknown, pageSize?: number, order?: Order, orderPath?: string, selectPaths?: string[]): QuerySpec;
+export declare function buildRangeQuerySpec(path: string, beginKey: unknown, endKey: unknown, order?: Order, pageSize?: number, orderPath?: string, selectPaths?: string[]): QuerySpec;
+export declare function buildLikeQuerySpec(path: string, likeKey: string, order?: Order, pageSize?: number, orderPath?: string, selectPaths?: string[]): QuerySpec;
+export declare function buildMatchQuerySpec(path: string | null, matchKey: string, order?: Order, pageSize?: number, orderPath?: string, selectPaths?: string[]): QuerySpec;
+export declare function buildSmartQuerySpec(smartSql: string, pageSize?: number): QuerySpec;
+
+// ---- Cordova smartstore ----
+
+type Ok<T> = (result: T) => void;
+type Fail = (message: string) => void;
+type CursorFail = (cursor: StoreCursor, error: Error) => void;
+/** Every function also accepts the optional leading storeConfig (object or boolean). */
+type WithConfig<A extends unknown[], R> = {
+  (...args: [...A, Ok<R>?, Fail?]): void;
+  (config: StoreConfigArg, ...args: [...A, Ok<R>?, Fail?]): void;
+};
+type WithConfigP<A extends unknown[], R> = {
+  (...args: A): Promise<R>;
+  (config: StoreConfigArg, ...args: A): Promise<R>;
+};
+
+interface QuerySpecBuilders {
+  buildAllQuerySpec: typeof buildAllQuerySpec;
+  buildExactQuerySpec: typeof buildExactQuerySpec;
+  buildRangeQuerySpec: typeof buildRangeQuerySpec;
+  buildLikeQuerySpec: typeof buildLikeQuerySpec;
+  buildMatchQuerySpec: typeof buildMatchQuerySpec;
+  buildSmartQuerySpec: typeof buildSmartQuerySpec;
+  QuerySpec: typeof QuerySpec;
+  SoupIndexSpec: typeof SoupIndexSpec;
+  StoreCursor: typeof StoreCursor;
+}
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'verbose';
+export interface StoreListing { storeName: string; isGlobalStore: boolean }
+
+export interface SmartStore extends QuerySpecBuilders {
+  registerSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[]], string>;
+  removeSoup: WithConfig<[soupName: string], 'OK'>;
+  soupExists: WithConfig<[soupName: string], boolean>;
+  getSoupIndexSpecs: WithConfig<[soupName: string], IndexSpec[]>;
+  alterSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[], reIndexData: boolean], string>;
+  reIndexSoup: WithConfig<[soupName: string, paths: string[]], string>;
+  clearSoup: WithConfig<[soupName: string], 'OK'>;
+  querySoup: WithConfig<[soupName: string, querySpec: QuerySpec], StoreCursor>;
+  runSmartQuery: WithConfig<[querySpec: QuerySpec], StoreCursor>;
+  retrieveSoupEntries: WithConfig<[soupName: string, entryIds: number[]], SoupEntry[]>;
+  upsertSoupEntries: WithConfig<[soupName: string, entries: SoupEntry[]], SoupEntry[]>;
+  upsertSoupEntriesWithExternalId: WithConfig<[soupName: string, entries: SoupEntry[], externalIdPath: string], SoupEntry[]>;
+  removeFromSoup: WithConfig<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], 'OK'>;
+  moveCursorToPageIndex: WithConfig<[cursor: StoreCursor, newPageIndex: number], StoreCursor>;
+  moveCursorToNextPage: {
+    (cursor: StoreCursor, success?: Ok<StoreCursor>, error?: CursorFail): void;
+    (config: StoreConfigArg, cursor: StoreCursor, success?: Ok<StoreCursor>, error?: CursorFail): void;
+  };
+  moveCursorToPreviousPage: SmartStore['moveCursorToNextPage'];
+  closeCursor: WithConfig<[cursor: StoreCursor], 'OK'>;
+  getDatabaseSize: WithConfig<[], number>;
+  removeStore: WithConfig<[], 'OK'>;
+  getAllStores(success?: Ok<StoreListing[]>, error?: Fail): void;
+  getAllGlobalStores(success?: Ok<StoreListing[]>, error?: Fail): void;
+  removeAllStores(success?: Ok<'OK'>, error?: Fail): void;
+  removeAllGlobalStores(success?: Ok<'OK'>, error?: Fail): void;
+  /** Node: registers the soups of a userstore.json / globalstore.json. */
+  loadStoreConfig: WithConfig<[file: string], 'OK'>;
+  setLogLevel(level: LogLevel): void;
+  getLogLevel(): LogLevel;
+  setRootDirectory(dir: string | null): void;
+  getRootDirectory(): string;
+  client: SmartStoreClient;
+}
+
+export interface SmartStoreClient extends QuerySpecBuilders {
+  registerSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[]], string>;
+  removeSoup: WithConfigP<[soupName: string], 'OK'>;
+  soupExists: WithConfigP<[soupName: string], boolean>;
+  getSoupIndexSpecs: WithConfigP<[soupName: string], IndexSpec[]>;
+  alterSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[], reIndexData: boolean], string>;
+  reIndexSoup: WithConfigP<[soupName: string, paths: string[]], string>;
+  clearSoup: WithConfigP<[soupName: string], 'OK'>;
+  querySoup: WithConfigP<[soupName: string, querySpec: QuerySpec], StoreCursor>;
+  runSmartQuery: WithConfigP<[querySpec: QuerySpec], StoreCursor>;
+  retrieveSoupEntries: WithConfigP<[soupName: string, entryIds: number[]], SoupEntry[]>;
+  upsertSoupEntries: WithConfigP<[soupName: string, entries: SoupEntry[]], SoupEntry[]>;
+  upsertSoupEntriesWithExternalId: WithConfigP<[soupName: string, entries: SoupEntry[], externalIdPath: string], SoupEntry[]>;
+  removeFromSoup: WithConfigP<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], 'OK'>;
+  moveCursorToPageIndex: WithConfigP<[cursor: StoreCursor, newPageIndex: number], StoreCursor>;
+  moveCursorToNextPage: WithConfigP<[cursor: StoreCursor], StoreCursor>;
+  moveCursorToPreviousPage: WithConfigP<[cursor: StoreCursor], StoreCursor>;
+  closeCursor: WithConfigP<[cursor: StoreCursor], 'OK'>;
+  getDatabaseSize: WithConfigP<[], number>;
+  removeStore: WithConfigP<[], 'OK'>;
+  getAllStores(): Promise<StoreListing[]>;
+  getAllGlobalStores(): Promise<StoreListing[]>;
+  removeAllStores(): Promise<'OK'>;
+  removeAllGlobalStores(): Promise<'OK'>;
+  loadStoreConfig: WithConfigP<[file: string], 'OK'>;
+  setLogLevel(level: LogLevel): void;
+  getLogLevel(): LogLevel;
+  setRootDirectory(dir: string | null): void;
+  getRootDirectory(): string;
+}
+
+// ---- Cordova mobilesync ----
+
+type SyncOk = (state: SyncState) => void;
+type SyncFail = (error: string | SyncState) => void;
+
+export declare class MobileSync extends EventEmitter {
+  constructor(options?: { reactNative?: boolean });
+  readonly reactNative: boolean;
+  readonly MERGE_MODE: typeof MERGE_MODE;
+  readonly client: MobileSyncClient;
+  on(event: 'sync', listener: (detail: SyncEventDetail) => void): this;
+  off(event: 'sync', listener: (detail: SyncEventDetail) => void): this;
+  once(event: 'sync', listener: (detail: SyncEventDetail) => void): this;
+  addEventListener(type: 'sync', listener: (event: SyncEvent) => void, options?: { once?: boolean } | boolean): void;
+  removeEventListener(type: 'sync', listener: (event: SyncEvent) => void, options?: boolean): void;
+
+  syncDown(target: SyncTarget, soupName: string, options: SyncOptions | null, success?: SyncOk, error?: SyncFail): void;
+  syncDown(target: SyncTarget, soupName: string, options: SyncOptions | null, syncName: string | undefined, success?: SyncOk, error?: SyncFail): void;
+  syncDown(config: StoreConfigArg, target: SyncTarget, soupName: string, options: SyncOptions | null, success?: SyncOk, error?: SyncFail): void;
+  syncDown(config: StoreConfigArg, target: SyncTarget, soupName: string, options: SyncOptions | null, syncName: string | undefined, success?: SyncOk, error?: SyncFail): void;
+  syncUp(soupName: string, options: SyncOptions | null, success?: SyncOk, error?: SyncFail): void;
+  syncUp(target: SyncTarget | null, soupName: string, options: SyncOptions | null, success?: SyncOk, error?: SyncFail): void;
+  syncUp(target: SyncTarget | null, soupName: string, options: SyncOptions | null, syncName: string | undefined, success?: SyncOk, error?: SyncFail): void;
+  syncUp(config: StoreConfigArg, target: SyncTarget | null, soupName: string, options: SyncOptions | null, syncName?: string, success?: SyncOk, error?: SyncFail): void;
+  reSync(idOrName: number | string, success?: SyncOk, error?: SyncFail): void;
+  reSync(config: StoreConfigArg, idOrName: number | string, success?: SyncOk, error?: SyncFail): void;
+  cleanResyncGhosts(idOrName: number | string, success?: (removed: number) => void, error?: (message: string) => void): void;
+  cleanResyncGhosts(config: StoreConfigArg, idOrName: number | string, success?: (removed: number) => void, error?: (message: string) => void): void;
+  getSyncStatus: WithConfig<[idOrName: number | string], SyncState | null>;
+  deleteSync: WithConfig<[idOrName: number | string], 'OK'>;
+  setRemote: WithConfig<[remote: Remote], 'OK'>;
+  loadSyncConfig: WithConfig<[file: string], 'OK'>;
+  hasSyncWithName: WithConfig<[name: string], boolean>;
+  stopSyncs: WithConfig<[], 'OK'>;
+  registerTarget: WithConfig<[type: string, impl: CustomTarget], 'OK'>;
+}
+
+export interface MobileSyncClient {
+  MERGE_MODE: typeof MERGE_MODE;
+  syncDown(...args: [StoreConfigArg, SyncTarget, string, SyncOptions | null, string?] | [SyncTarget, string, SyncOptions | null, string?]): Promise<SyncState>;
+  syncUp(...args: unknown[]): Promise<SyncState>;
+  reSync: WithConfigP<[idOrName: number | string], SyncState>;
+  cleanResyncGhosts: WithConfigP<[idOrName: number | string], number>;
+  getSyncStatus: WithConfigP<[idOrName: number | string], SyncState | null>;
+  deleteSync: WithConfigP<[idOrName: number | string], 'OK'>;
+  setRemote: WithConfigP<[remote: Remote], 'OK'>;
+  loadSyncConfig: WithConfigP<[file: string], 'OK'>;
+  hasSyncWithName: WithConfigP<[name: string], boolean>;
+  stopSyncs: WithConfigP<[], 'OK'>;
+  registerTarget: WithConfigP<[type: string, impl: CustomTarget], 'OK'>;
+}
+
+export declare const smartstore: SmartStore;
+export declare const smartstoreClient: SmartStoreClient;
+export declare const mobilesync: MobileSync;
+export declare const mobilesyncClient: MobileSyncClient;
+export declare function createMobileSync(options?: { reactNative?: boolean }): MobileSync;
+
+// ---- promise-first face ----
+
+export declare class Cursor<T = any> implements StoreCursor<T>, AsyncIterable<T[]> {
+  cursorId: number;
+  currentPageIndex: number;
+  pageSize: number;
+  totalEntries: number;
+  totalPages: number;
+  currentPageOrderedEntries: T[];
+  readonly entries: T[];
+  moveToPage(pageIndex: number): Promise<this>;
+  next(): Promise<boolean>;
+  previous(): Promise<boolean>;
+  close(): Promise<void>;
+  toJSON(): StoreCursor<T>;
+  [Symbol.asyncIterator](): AsyncIterator<T[]>;
+}
+
+export declare class SyncRun<S = SyncState> extends EventEmitter {
+  readonly id: number | null;
+  readonly started: Promise<number>;
+  readonly done: Promise<S>;
+  keepAlive(): this;
+  on(event: 'start' | 'progress' | 'end', listener: (state: S) => void): this;
+  on(event: 'error', listener: (error: SyncStoreError) => void): this;
+  once(event: 'start' | 'progress' | 'end', listener: (state: S) => void): this;
+}
+
+export interface OpenOptions extends StoreConfig { root?: string }
+
+export declare class Store {
+  readonly storeName: string;
+  readonly isGlobalStore: boolean;
+  readonly root: string;
+  readonly closed: boolean;
+  close(): Promise<void>;
+  registerSoup(soup: string, indexSpecs: IndexSpec[]): Promise<void>;
+  soupExists(soup: string): Promise<boolean>;
+  removeSoup(soup: string): Promise<void>;
+  clearSoup(soup: string): Promise<void>;
+  getSoupIndexSpecs(soup: string): Promise<IndexSpec[]>;
+  alterSoup(soup: string, indexSpecs: IndexSpec[], reIndexData: boolean): Promise<void>;
+  reIndexSoup(soup: string, paths: string[]): Promise<void>;
+  loadStoreConfig(file: string): Promise<void>;
+  upsert(soup: string, entries: SoupEntry | SoupEntry[], options: { externalIdPath?: string | null; returnEntries: false }): Promise<undefined>;
+  upsert(soup: string, entries: SoupEntry | SoupEntry[], options?: { externalIdPath?: string | null; returnEntries?: true }): Promise<SoupEntry[]>;
+  retrieve(soup: string, ids: number[]): Promise<SoupEntry[]>;
+  remove(soup: string, ids: number[]): Promise<void>;
+  remove(soup: string, querySpec: QuerySpec): Promise<number>;
+  query<T = SoupEntry>(soup: string, querySpec: QuerySpec): Promise<Cursor<T>>;
+  smartQuery<T = unknown[]>(specOrSql: QuerySpec | string, pageSize?: number): Promise<Cursor<T>>;
+  /** The first page of a query as an array; the cursor opens and closes in one call. */
+  find<T = SoupEntry>(soup: string | null, querySpec: QuerySpec): Promise<T[]>;
+  pages<T = SoupEntry>(soup: string | null, querySpec: QuerySpec): AsyncIterableIterator<T[]>;
+  moveCursorToPage(cursorId: number, pageIndex: number): Promise<StoreCursor>;
+  closeCursor(cursorId: number): Promise<void>;
+  size(): Promise<number>;
+  setRemote(remote: Remote): Promise<void>;
+  loadSyncConfig(file: string): Promise<void>;
+  syncDown(target: SyncTarget, soup: string, options?: SyncOptions | null, syncName?: string | null): SyncRun;
+  syncUp(target: SyncTarget | null, soup: string, options?: SyncOptions | null, syncName?: string | null): SyncRun;
+  reSync(idOrName: number | string): SyncRun;
+  cleanResyncGhosts(idOrName: number | string): SyncRun<GhostsState>;
+  restartSyncs(restartStopped?: boolean): SyncRun;
+  createSyncDown(target: SyncTarget, soup: string, options?: SyncOptions | null, syncName?: string | null): Promise<number>;
+  createSyncUp(target: SyncTarget | null, soup: string, options?: SyncOptions | null, syncName?: string | null): Promise<number>;
+  getSyncStatus(idOrName: number | string): Promise<SyncState | null>;
+  hasSyncWithName(name: string): Promise<boolean>;
+  deleteSync(idOrName: number | string): Promise<void>;
+  stopSyncs(): Promise<void>;
+  registerTarget(type: string, impl: CustomTarget): void;
+}
+
+export declare function openStore(options?: OpenOptions): Promise<Store>;
+export declare function listStores(options?: { isGlobalStore?: boolean; root?: string }): Promise<string[]>;
+export declare function removeStore(options?: OpenOptions): Promise<void>;
+export declare function removeAllStores(options?: { isGlobalStore?: boolean; root?: string }): Promise<void>;
+export declare function setRootDirectory(dir: string | null): void;
+export declare function getRootDirectory(): string;
+export declare const STATUS: Readonly<Record<'OK' | 'ARGUMENT' | 'NOT_FOUND' | 'EXISTS' | 'BUSY' | 'NETWORK' | 'AUTH' | 'SERVER' | 'CONFLICT' | 'STORAGE' | 'INTERNAL' | 'STATE', number>>;
+/** libsyncstore's version. */
+export declare const version: string;

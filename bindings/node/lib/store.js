@@ -1,0 +1,184 @@
+'use strict';
+// The modern, promise-first face: one open store handle per Store object.
+const path = require('node:path');
+const { addon, OP, SYNC_OP, STATUS, syncStoreError, json, call, callJson } = require('./native');
+const { getRoot } = require('./root');
+const { Cursor } = require('./cursor');
+const { SyncRun, registerTarget } = require('./sync');
+
+/** {storeName, isGlobalStore} from a storeConfig (object, bare boolean, or absent). */
+function normalizeConfig(config) {
+  if (config === undefined || config === null) return { isGlobalStore: false };
+  if (typeof config === 'boolean') return { isGlobalStore: config };
+  if (typeof config !== 'object') throw syncStoreError(STATUS.ARGUMENT, 'storeConfig must be an object, a boolean or absent');
+  const out = { isGlobalStore: Boolean(config.isGlobalStore) };
+  if (config.storeName !== undefined && config.storeName !== null) out.storeName = config.storeName;
+  return out;
+}
+
+function isQuerySpec(value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+class Store {
+  #handle; #closed = false;
+
+  constructor(handle, config, root) {
+    this.#handle = handle;
+    this.storeName = config.storeName ?? 'smartstore';
+    this.isGlobalStore = config.isGlobalStore;
+    this.root = root;
+  }
+
+  /** The addon handle (internal). */
+  _handle() {
+    if (this.#closed) throw syncStoreError(STATUS.STATE, 'the store is closed');
+    return this.#handle;
+  }
+
+  #call(op, ...args) {
+    let handle;
+    try { handle = this._handle(); } catch (error) { return Promise.reject(error); }
+    return call(op, handle, ...args);
+  }
+
+  async #json(op, ...args) {
+    const text = await this.#call(op, ...args);
+    return typeof text === 'string' ? JSON.parse(text) : text; // undefined: result not wanted
+  }
+
+  get closed() { return this.#closed; }
+
+  /** Closes the handle: stops the syncs it started and waits for their last state. */
+  async close() {
+    if (this.#closed) return;
+    const handle = this.#handle;
+    this.#closed = true;
+    await call(OP.CLOSE, handle);
+  }
+
+  // ---- soups ----
+  async registerSoup(soup, indexSpecs) { return this.#call(OP.REGISTER_SOUP, soup, json(indexSpecs)); }
+  async soupExists(soup) { return this.#call(OP.SOUP_EXISTS, soup); }
+  async removeSoup(soup) { return this.#call(OP.REMOVE_SOUP, soup); }
+  async clearSoup(soup) { return this.#call(OP.CLEAR_SOUP, soup); }
+  async getSoupIndexSpecs(soup) { return this.#json(OP.GET_INDEX_SPECS, soup); }
+  async alterSoup(soup, indexSpecs, reIndexData) { return this.#call(OP.ALTER_SOUP, soup, json(indexSpecs), null, null, reIndexData ? 1 : 0); }
+  async reIndexSoup(soup, paths) { return this.#call(OP.REINDEX_SOUP, soup, json(paths)); }
+  /** Registers the soups of a userstore.json / globalstore.json file. */
+  async loadStoreConfig(file) { return this.#call(OP.LOAD_STORE_CONFIG, path.resolve(file)); }
+
+  // ---- entries ----
+  /** Upserts entries (array or one object); returns the stored entries (with ids) unless
+   *  {returnEntries: false}. externalIdPath: the path to match on (default _soupEntryId). */
+  async upsert(soup, entries, { externalIdPath = null, returnEntries = true } = {}) {
+    return this.#json(OP.UPSERT, soup, json(entries), externalIdPath, null, returnEntries ? 1 : 0);
+  }
+  async retrieve(soup, ids) { return this.#json(OP.RETRIEVE, soup, json(ids)); }
+  /** Removes by ids (array) or by query spec (every match); resolves with the count for a spec. */
+  async remove(soup, idsOrQuerySpec) {
+    if (isQuerySpec(idsOrQuerySpec)) return this.#call(OP.REMOVE_BY_QUERY, soup, json(idsOrQuerySpec));
+    return this.#call(OP.REMOVE_ENTRIES, soup, json(idsOrQuerySpec));
+  }
+
+  // ---- queries ----
+  async query(soup, querySpec) { return new Cursor(this, await this.#json(OP.QUERY_SOUP, soup, json(querySpec))); }
+  /** Smart SQL: a spec ({queryType:'smart', smartSql, pageSize}) or the SQL text. */
+  async smartQuery(specOrSql, pageSize = 10) {
+    const spec = typeof specOrSql === 'string' ? { queryType: 'smart', smartSql: specOrSql, pageSize } : specOrSql;
+    return new Cursor(this, await this.#json(OP.SMART_QUERY, json(spec)));
+  }
+  /** The first page of a query (smart specs too) as an array: the cursor opens and closes in
+   *  one call, the fastest way to look entries up. */
+  async find(soup, querySpec) {
+    const smart = querySpec && querySpec.queryType === 'smart';
+    const [text, closed] = smart
+      ? await this.#call(OP.SMART_ONCE, json(querySpec))
+      : await this.#call(OP.QUERY_ONCE, soup, json(querySpec));
+    const cursor = JSON.parse(text);
+    if (!closed) await this.closeCursor(cursor.cursorId);
+    return cursor.currentPageOrderedEntries;
+  }
+  /** Async iteration over a query's pages (arrays of entries); the cursor closes at the end. */
+  async *pages(soup, querySpec) {
+    const cursor = querySpec && querySpec.queryType === 'smart' ? await this.smartQuery(querySpec) : await this.query(soup, querySpec);
+    yield* cursor;
+  }
+  async moveCursorToPage(cursorId, pageIndex) { return this.#json(OP.MOVE_CURSOR, null, null, null, null, cursorId, pageIndex); }
+  async closeCursor(cursorId) { return this.#call(OP.CLOSE_CURSOR, null, null, null, null, cursorId); }
+  async size() { return this.#call(OP.DB_SIZE); }
+
+  // ---- sync ----
+  /** {instanceUrl, accessToken, refreshToken?, clientId?, ...} (see syncstore_set_remote). */
+  async setRemote(remote) { return this.#call(OP.SET_REMOTE, json(remote)); }
+  async loadSyncConfig(file) { return this.#call(OP.LOAD_SYNC_CONFIG, path.resolve(file)); }
+  // args() runs inside the run's start, so bad arguments fail the run instead of throwing.
+  #run(op, args, opts) {
+    return new SyncRun((onState) => addon.startSync(op, this._handle(), ...args(), onState), opts);
+  }
+  /** Starts a sync down; returns a SyncRun ('progress' events, .done). */
+  syncDown(target, soup, options, syncName) { return this.#run(SYNC_OP.DOWN, () => [json(target), soup, json(options), syncName ?? null, 0]); }
+  /** Starts a sync up of the soup's locally changed entries (target may be null). */
+  syncUp(target, soup, options, syncName) { return this.#run(SYNC_OP.UP, () => [json(target), soup, json(options), syncName ?? null, 0]); }
+  reSync(idOrName) {
+    return typeof idOrName === 'string'
+      ? this.#run(SYNC_OP.RESYNC_BY_NAME, () => [idOrName, null, null, null, 0])
+      : this.#run(SYNC_OP.RESYNC, () => [null, null, null, null, idOrName]);
+  }
+  /** Removes local records the server no longer has; the run's last state carries `removed`. */
+  cleanResyncGhosts(idOrName) {
+    if (typeof idOrName !== 'string') return this.#run(SYNC_OP.CLEAN_GHOSTS, () => [null, null, null, null, idOrName]);
+    // The C ABI takes an id: a name is looked up first.
+    return new SyncRun(async (onState) => {
+      const state = await this.getSyncStatus(idOrName);
+      if (!state) throw syncStoreError(STATUS.NOT_FOUND, `no sync named "${idOrName}"`);
+      return addon.startSync(SYNC_OP.CLEAN_GHOSTS, this._handle(), null, null, null, null, state._soupEntryId, onState);
+    });
+  }
+  restartSyncs(restartStopped = true) { return this.#run(SYNC_OP.RESTART, () => [null, null, null, null, restartStopped ? 1 : 0], { multiple: true }); }
+  async createSyncDown(target, soup, options, syncName) { return this.#call(OP.CREATE_SYNC_DOWN, json(target), soup, json(options), syncName ?? null); }
+  async createSyncUp(target, soup, options, syncName) { return this.#call(OP.CREATE_SYNC_UP, json(target), soup, json(options), syncName ?? null); }
+  /** The sync's state, or null when there is no such sync. */
+  async getSyncStatus(idOrName) {
+    try {
+      return typeof idOrName === 'string'
+        ? await this.#json(OP.GET_SYNC_STATUS_BY_NAME, idOrName)
+        : await this.#json(OP.GET_SYNC_STATUS, null, null, null, null, idOrName);
+    } catch (error) {
+      if (error.status === STATUS.NOT_FOUND) return null;
+      throw error;
+    }
+  }
+  async hasSyncWithName(name) { return (await this.getSyncStatus(String(name))) !== null; }
+  async deleteSync(idOrName) {
+    return typeof idOrName === 'string'
+      ? this.#call(OP.DELETE_SYNC_BY_NAME, idOrName)
+      : this.#call(OP.DELETE_SYNC, null, null, null, null, idOrName);
+  }
+  async stopSyncs() { return this.#call(OP.STOP_SYNCS); }
+  registerTarget(type, impl) { registerTarget(this, type, impl); }
+}
+
+/** Opens (creating if needed) a store: {storeName?, isGlobalStore?, root?}. */
+async function openStore(options = {}) {
+  const config = normalizeConfig(options);
+  const root = options && typeof options === 'object' && options.root ? path.resolve(options.root) : getRoot();
+  const handle = await call(OP.OPEN, null, root, JSON.stringify(config));
+  return new Store(handle, config, root);
+}
+
+async function listStores({ isGlobalStore = false, root } = {}) {
+  return callJson(OP.LIST_STORES, null, root ? path.resolve(root) : getRoot(), null, null, null, isGlobalStore ? 1 : 0);
+}
+
+async function removeStore(options = {}) {
+  const config = normalizeConfig(options);
+  const root = options && typeof options === 'object' && options.root ? path.resolve(options.root) : getRoot();
+  return call(OP.REMOVE_STORE, null, root, JSON.stringify(config));
+}
+
+async function removeAllStores({ isGlobalStore = false, root } = {}) {
+  return call(OP.REMOVE_ALL_STORES, null, root ? path.resolve(root) : getRoot(), null, null, null, isGlobalStore ? 1 : 0);
+}
+
+module.exports = { Store, openStore, listStores, removeStore, removeAllStores, normalizeConfig };

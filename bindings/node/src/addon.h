@@ -1,0 +1,83 @@
+/* Shared declarations of the Node-API addon over libsyncstore's C ABI (include/syncstore.h). */
+#ifndef SYNCSTORE_NODE_ADDON_H
+#define SYNCSTORE_NODE_ADDON_H
+
+#include <node_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "syncstore.h"
+
+/* The library is loaded with dlopen so the path can come from SYNCSTORE_LIB at run time and
+ * the addon builds with the header alone. One table per process. */
+#define SYNCSTORE_FUNCTIONS(X) \
+    X(syncstore_version) X(syncstore_abi_version) X(syncstore_free) X(syncstore_status_name) \
+    X(syncstore_open) X(syncstore_close) X(syncstore_list_stores) X(syncstore_remove_store) \
+    X(syncstore_remove_all_stores) X(syncstore_database_size) X(syncstore_load_store_config) \
+    X(syncstore_register_soup) X(syncstore_soup_exists) X(syncstore_remove_soup) \
+    X(syncstore_clear_soup) X(syncstore_get_soup_index_specs) X(syncstore_alter_soup) \
+    X(syncstore_reindex_soup) X(syncstore_upsert) X(syncstore_retrieve) \
+    X(syncstore_remove_entries) X(syncstore_remove_by_query) X(syncstore_query_soup) \
+    X(syncstore_run_smart_query) X(syncstore_cursor_move_to_page) X(syncstore_cursor_close) \
+    X(syncstore_set_remote) X(syncstore_sync_down) X(syncstore_sync_up) \
+    X(syncstore_create_sync_down) X(syncstore_create_sync_up) X(syncstore_resync) \
+    X(syncstore_resync_by_name) X(syncstore_clean_resync_ghosts) X(syncstore_get_sync_status) \
+    X(syncstore_get_sync_status_by_name) X(syncstore_delete_sync) \
+    X(syncstore_delete_sync_by_name) X(syncstore_stop_syncs) X(syncstore_restart_syncs) \
+    X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target)
+
+typedef struct {
+#define SS_FIELD(name) __typeof__(name) *name;
+    SYNCSTORE_FUNCTIONS(SS_FIELD)
+#undef SS_FIELD
+} ss_api;
+
+extern ss_api SS;
+extern int ss_loaded;
+
+/* One bookkeeping lock for the whole process: it guards the lists below and the thread-safe
+ * function pointers that engine threads read. Never held across a call into the engine. */
+extern pthread_mutex_t g_mu;
+
+typedef struct store_rec {
+    syncstore_store *store;
+    int closed;
+    struct env_state *owner;
+    struct store_rec *next;
+} store_rec;
+
+/* Per Node environment (main thread or a worker thread). */
+typedef struct env_state {
+    napi_env env;
+    int closing; /* set at exit: pending custom target calls fail, stores close */
+    store_rec *stores;
+} env_state;
+
+/* Errors: a JS Error with .code (status name), .status (number) and .retryable. */
+napi_value make_error(napi_env env, int status, int retryable, const char *message);
+void throw_error(napi_env env, int status, const char *message);
+
+/* Argument helpers: a JS string becomes a malloc'd C string; null/undefined become NULL.
+ * Returns 0 and throws an ARGUMENT error for another type. */
+int arg_string(napi_env env, napi_value v, char **out, const char *what);
+int arg_int64(napi_env env, napi_value v, int64_t *out, const char *what);
+store_rec *arg_store(napi_env env, napi_value v);
+
+/* Closes every store of the environment (stops syncs, waits for their terminal callbacks)
+ * after failing the custom target calls that wait for this environment's JS thread. */
+void env_shutdown(env_state *es);
+
+napi_value calls_init(napi_env env, napi_value exports);
+napi_value sync_init(napi_env env, napi_value exports);
+napi_value target_init(napi_env env, napi_value exports);
+void target_abort_calls(env_state *es);
+/* Fails the custom target calls waiting for JS on behalf of this handle (close, stop): a
+ * promise that never settles must not hang them. */
+void target_abort_store(store_rec *rec);
+void sync_env_teardown(env_state *es);
+void target_env_teardown(env_state *es);
+
+#define NAPI_OK(call) do { if ((call) != napi_ok) return NULL; } while (0)
+
+#endif

@@ -1,0 +1,219 @@
+/* Store calls: each runs as napi async work on the libuv thread pool (never on the JS thread)
+ * and settles a promise with JSON text, a number or a boolean; JSON is parsed by the JS layer. */
+#include "addon.h"
+
+/* lib/native.js (OP) mirrors these numbers. */
+enum {
+    OP_OPEN, OP_CLOSE, OP_LIST_STORES, OP_REMOVE_STORE, OP_REMOVE_ALL_STORES, OP_DB_SIZE,
+    OP_LOAD_STORE_CONFIG, OP_REGISTER_SOUP, OP_SOUP_EXISTS, OP_REMOVE_SOUP, OP_CLEAR_SOUP,
+    OP_GET_INDEX_SPECS, OP_ALTER_SOUP, OP_REINDEX_SOUP, OP_UPSERT, OP_RETRIEVE, OP_REMOVE_ENTRIES,
+    OP_REMOVE_BY_QUERY, OP_QUERY_SOUP, OP_SMART_QUERY, OP_MOVE_CURSOR, OP_CLOSE_CURSOR,
+    OP_SET_REMOTE, OP_CREATE_SYNC_DOWN, OP_CREATE_SYNC_UP, OP_GET_SYNC_STATUS,
+    OP_GET_SYNC_STATUS_BY_NAME, OP_DELETE_SYNC, OP_DELETE_SYNC_BY_NAME, OP_STOP_SYNCS,
+    OP_LOAD_SYNC_CONFIG, OP_QUERY_ONCE, OP_SMART_ONCE, OP_COUNT
+};
+
+enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE, OUT_ONCE };
+
+typedef struct {
+    napi_async_work work;
+    napi_deferred deferred;
+    env_state *es;
+    int op, kind, status;
+    store_rec *rec;
+    char *s[4];
+    int64_t i[2];
+    char *out;
+    int64_t num;
+    syncstore_store *opened;
+    syncstore_error err;
+} call_t;
+
+static void fail(call_t *c, int status, const char *message) {
+    c->status = status;
+    c->err.code = status;
+    c->err.retryable = 0;
+    snprintf(c->err.message, sizeof c->err.message, "%s", message);
+}
+
+/* A query whose caller wants one page: the cursor closes in the same trip to the thread pool
+ * (one hop instead of two). The id is read from the engine's cursor text, which starts with
+ * {"cursorId":N; if it ever does not, the cursor stays open and JS closes it (num = 0). */
+static void query_once(call_t *c, syncstore_store *st) {
+    syncstore_error *e = &c->err;
+    c->status = c->op == OP_QUERY_ONCE ? SS.syncstore_query_soup(st, c->s[0], c->s[1], &c->out, e)
+                                       : SS.syncstore_run_smart_query(st, c->s[0], &c->out, e);
+    static const char prefix[] = "{\"cursorId\":";
+    if (c->status != SYNCSTORE_OK || !c->out || strncmp(c->out, prefix, sizeof prefix - 1) != 0) return;
+    char *end = NULL;
+    long long id = strtoll(c->out + sizeof prefix - 1, &end, 10);
+    if (end && *end == ',') c->num = SS.syncstore_cursor_close(st, id, NULL) == SYNCSTORE_OK;
+}
+
+static void execute(napi_env env, void *data) {
+    (void)env;
+    call_t *c = data;
+    syncstore_error *e = &c->err;
+    syncstore_store *st = NULL;
+    if (c->rec) {
+        pthread_mutex_lock(&g_mu);
+        int closed = c->rec->closed;
+        if (!closed && c->op == OP_CLOSE) c->rec->closed = 1;
+        pthread_mutex_unlock(&g_mu);
+        if (closed) { fail(c, SYNCSTORE_ERR_STATE, "the store is closed"); return; }
+        st = c->rec->store;
+    }
+    int n = 0;
+    switch (c->op) {
+    case OP_OPEN: c->status = SS.syncstore_open(c->s[0], c->s[1], &c->opened, e); break;
+    case OP_CLOSE: target_abort_store(c->rec); c->status = SS.syncstore_close(st, e); break;
+    case OP_LIST_STORES: c->status = SS.syncstore_list_stores(c->s[0], (int)c->i[0], &c->out, e); break;
+    case OP_REMOVE_STORE: c->status = SS.syncstore_remove_store(c->s[0], c->s[1], e); break;
+    case OP_REMOVE_ALL_STORES: c->status = SS.syncstore_remove_all_stores(c->s[0], (int)c->i[0], e); break;
+    case OP_DB_SIZE: c->status = SS.syncstore_database_size(st, &c->num, e); break;
+    case OP_LOAD_STORE_CONFIG: c->status = SS.syncstore_load_store_config(st, c->s[0], e); break;
+    case OP_REGISTER_SOUP: c->status = SS.syncstore_register_soup(st, c->s[0], c->s[1], e); break;
+    case OP_SOUP_EXISTS: c->status = SS.syncstore_soup_exists(st, c->s[0], &n, e); c->num = n; break;
+    case OP_REMOVE_SOUP: c->status = SS.syncstore_remove_soup(st, c->s[0], e); break;
+    case OP_CLEAR_SOUP: c->status = SS.syncstore_clear_soup(st, c->s[0], e); break;
+    case OP_GET_INDEX_SPECS: c->status = SS.syncstore_get_soup_index_specs(st, c->s[0], &c->out, e); break;
+    case OP_ALTER_SOUP: c->status = SS.syncstore_alter_soup(st, c->s[0], c->s[1], c->i[0] != 0, e); break;
+    case OP_REINDEX_SOUP: c->status = SS.syncstore_reindex_soup(st, c->s[0], c->s[1], e); break;
+    case OP_UPSERT:
+        /* i[0] = 0 drops the stored entries (the caller does not want them). */
+        c->status = SS.syncstore_upsert(st, c->s[0], c->s[1], c->s[2], c->i[0] ? &c->out : NULL, e);
+        break;
+    case OP_RETRIEVE: c->status = SS.syncstore_retrieve(st, c->s[0], c->s[1], &c->out, e); break;
+    case OP_REMOVE_ENTRIES: c->status = SS.syncstore_remove_entries(st, c->s[0], c->s[1], e); break;
+    case OP_REMOVE_BY_QUERY: c->status = SS.syncstore_remove_by_query(st, c->s[0], c->s[1], &c->num, e); break;
+    case OP_QUERY_SOUP: c->status = SS.syncstore_query_soup(st, c->s[0], c->s[1], &c->out, e); break;
+    case OP_SMART_QUERY: c->status = SS.syncstore_run_smart_query(st, c->s[0], &c->out, e); break;
+    case OP_MOVE_CURSOR: c->status = SS.syncstore_cursor_move_to_page(st, c->i[0], c->i[1], &c->out, e); break;
+    case OP_CLOSE_CURSOR: c->status = SS.syncstore_cursor_close(st, c->i[0], e); break;
+    case OP_SET_REMOTE: c->status = SS.syncstore_set_remote(st, c->s[0], e); break;
+    case OP_CREATE_SYNC_DOWN:
+        c->status = SS.syncstore_create_sync_down(st, c->s[0], c->s[1], c->s[2], c->s[3], &c->num, e);
+        break;
+    case OP_CREATE_SYNC_UP:
+        c->status = SS.syncstore_create_sync_up(st, c->s[0], c->s[1], c->s[2], c->s[3], &c->num, e);
+        break;
+    case OP_GET_SYNC_STATUS: c->status = SS.syncstore_get_sync_status(st, c->i[0], &c->out, e); break;
+    case OP_GET_SYNC_STATUS_BY_NAME: c->status = SS.syncstore_get_sync_status_by_name(st, c->s[0], &c->out, e); break;
+    case OP_DELETE_SYNC: c->status = SS.syncstore_delete_sync(st, c->i[0], e); break;
+    case OP_DELETE_SYNC_BY_NAME: c->status = SS.syncstore_delete_sync_by_name(st, c->s[0], e); break;
+    case OP_STOP_SYNCS: target_abort_store(c->rec); c->status = SS.syncstore_stop_syncs(st, e); break;
+    case OP_LOAD_SYNC_CONFIG: c->status = SS.syncstore_load_sync_config(st, c->s[0], e); break;
+    case OP_QUERY_ONCE: case OP_SMART_ONCE: query_once(c, st); break;
+    default: fail(c, SYNCSTORE_ERR_ARGUMENT, "unknown operation"); break;
+    }
+}
+
+static void complete(napi_env env, napi_status napi_st, void *data) {
+    call_t *c = data;
+    napi_value result = NULL;
+    if (napi_st == napi_cancelled) fail(c, SYNCSTORE_ERR_STATE, "the call was cancelled");
+    if (c->status == SYNCSTORE_OK && c->op == OP_OPEN) {
+        store_rec *rec = calloc(1, sizeof *rec);
+        if (!rec) {
+            SS.syncstore_close(c->opened, NULL);
+            fail(c, SYNCSTORE_ERR_INTERNAL, "out of memory");
+        } else {
+            rec->store = c->opened;
+            rec->owner = c->es;
+            pthread_mutex_lock(&g_mu);
+            rec->next = c->es->stores;
+            c->es->stores = rec;
+            pthread_mutex_unlock(&g_mu);
+            /* Records live until the environment ends (the cleanup closes them), so a handle
+             * never dangles, whatever the JS side does with it. */
+            napi_create_external(env, rec, NULL, NULL, &result);
+        }
+    }
+    if (c->status != SYNCSTORE_OK) {
+        napi_reject_deferred(env, c->deferred, make_error(env, c->status, c->err.retryable, c->err.message));
+    } else {
+        if (!result) {
+            switch (c->kind) {
+            case OUT_TEXT:
+                if (c->out) napi_create_string_utf8(env, c->out, NAPI_AUTO_LENGTH, &result);
+                else napi_get_null(env, &result);
+                break;
+            case OUT_NUMBER: napi_create_int64(env, c->num, &result); break;
+            case OUT_BOOL: napi_get_boolean(env, c->num != 0, &result); break;
+            case OUT_ONCE: { /* [cursor text, closed] */
+                napi_value text, closed;
+                napi_create_string_utf8(env, c->out ? c->out : "null", NAPI_AUTO_LENGTH, &text);
+                napi_get_boolean(env, c->num != 0, &closed);
+                napi_create_array_with_length(env, 2, &result);
+                napi_set_element(env, result, 0, text);
+                napi_set_element(env, result, 1, closed);
+                break;
+            }
+            default: napi_get_undefined(env, &result); break;
+            }
+        }
+        napi_resolve_deferred(env, c->deferred, result);
+    }
+    if (c->out) SS.syncstore_free(c->out);
+    for (int k = 0; k < 4; k++) free(c->s[k]);
+    napi_delete_async_work(env, c->work);
+    free(c);
+}
+
+static const unsigned char op_kind[OP_COUNT] = {
+    [OP_OPEN] = OUT_STORE, [OP_LIST_STORES] = OUT_TEXT, [OP_DB_SIZE] = OUT_NUMBER,
+    [OP_SOUP_EXISTS] = OUT_BOOL, [OP_GET_INDEX_SPECS] = OUT_TEXT, [OP_UPSERT] = OUT_TEXT,
+    [OP_RETRIEVE] = OUT_TEXT, [OP_REMOVE_BY_QUERY] = OUT_NUMBER, [OP_QUERY_SOUP] = OUT_TEXT,
+    [OP_SMART_QUERY] = OUT_TEXT, [OP_MOVE_CURSOR] = OUT_TEXT, [OP_CREATE_SYNC_DOWN] = OUT_NUMBER,
+    [OP_CREATE_SYNC_UP] = OUT_NUMBER, [OP_GET_SYNC_STATUS] = OUT_TEXT,
+    [OP_GET_SYNC_STATUS_BY_NAME] = OUT_TEXT,
+    [OP_QUERY_ONCE] = OUT_ONCE, [OP_SMART_ONCE] = OUT_ONCE,
+};
+
+/* Operations that take no store handle (their first argument is the root directory). */
+static int op_without_store(int op) {
+    return op == OP_OPEN || op == OP_LIST_STORES || op == OP_REMOVE_STORE || op == OP_REMOVE_ALL_STORES;
+}
+
+/* call(op, storeOrNull, s0, s1, s2, s3, i0, i1) -> Promise */
+static napi_value js_call(napi_env env, napi_callback_info info) {
+    size_t argc = 8;
+    napi_value argv[8], promise, name;
+    env_state *es;
+    int32_t op;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    napi_get_instance_data(env, (void **)&es);
+    if (!ss_loaded) { throw_error(env, SYNCSTORE_ERR_STATE, "libsyncstore is not loaded"); return NULL; }
+    if (argc < 8 || napi_get_value_int32(env, argv[0], &op) != napi_ok || op < 0 || op >= OP_COUNT) {
+        throw_error(env, SYNCSTORE_ERR_ARGUMENT, "bad call");
+        return NULL;
+    }
+    call_t *c = calloc(1, sizeof *c);
+    if (!c) { throw_error(env, SYNCSTORE_ERR_INTERNAL, "out of memory"); return NULL; }
+    c->op = op;
+    c->kind = op_kind[op];
+    c->es = es;
+    int ok = 1;
+    if (!op_without_store(op)) ok = (c->rec = arg_store(env, argv[1])) != NULL;
+    static const char *what[4] = {"argument 1", "argument 2", "argument 3", "argument 4"};
+    for (int k = 0; ok && k < 4; k++) ok = arg_string(env, argv[2 + k], &c->s[k], what[k]);
+    for (int k = 0; ok && k < 2; k++) ok = arg_int64(env, argv[6 + k], &c->i[k], "number argument");
+    if (ok && op == OP_UPSERT && c->i[0] == 0) c->kind = OUT_NONE;
+    if (!ok || napi_create_promise(env, &c->deferred, &promise) != napi_ok) {
+        for (int k = 0; k < 4; k++) free(c->s[k]);
+        free(c);
+        return NULL;
+    }
+    napi_create_string_utf8(env, "syncstore", NAPI_AUTO_LENGTH, &name);
+    napi_create_async_work(env, NULL, name, execute, complete, c, &c->work);
+    napi_queue_async_work(env, c->work);
+    return promise;
+}
+
+napi_value calls_init(napi_env env, napi_value exports) {
+    napi_property_descriptor props[] = {
+        {"call", NULL, js_call, NULL, NULL, NULL, napi_default, NULL},
+    };
+    napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+    return exports;
+}

@@ -1,0 +1,45 @@
+// Compiled (not run) by test/types.test.js with tsc --strict: the README's uses type-check, and
+// each @ts-expect-error line must be an error, so index.d.ts cannot be silently too loose.
+import {
+  smartstore, smartstoreClient, mobilesync, mobilesyncClient, openStore, createMobileSync,
+  buildExactQuerySpec, MERGE_MODE, SyncState, StoreCursor, SyncStoreError, SyncEvent,
+} from '..';
+
+smartstore.registerSoup('contacts', [{ path: 'Id', type: 'string' }], (name: string) => name, (message: string) => message);
+smartstore.registerSoup({ storeName: 'x' }, 'contacts', [{ path: 'Id', type: 'string' }]);
+smartstore.querySoup(true, 'contacts', smartstore.buildAllQuerySpec('Id'), (cursor: StoreCursor) => {
+  smartstore.moveCursorToNextPage(cursor, (next) => next.currentPageIndex, (c, error) => error.message);
+});
+mobilesync.syncDown({ type: 'soql', query: 'SELECT Id FROM Contact' }, 'contacts', { mergeMode: MERGE_MODE.OVERWRITE }, 'down',
+  (state: SyncState) => state.status);
+mobilesync.syncUp('contacts', { fieldlist: ['LastName'] });
+mobilesync.on('sync', (detail) => detail.storeName.length + detail.status.length);
+mobilesync.addEventListener('sync', (event: SyncEvent) => event.detail.isGlobalStore);
+createMobileSync({ reactNative: true }).reSync('down', (state) => state.totalSize);
+
+async function modern(): Promise<number> {
+  const store = await openStore({ storeName: 'app' });
+  const stored = await store.upsert('contacts', [{ LastName: 'Hopper' }]);
+  const id: number | undefined = stored[0]._soupEntryId;
+  const found = await store.find('contacts', buildExactQuerySpec('LastName', 'Hopper'));
+  found[0]._soupLastModifiedDate;
+  for await (const page of store.pages('contacts', buildExactQuerySpec('LastName', 'Hopper'))) page.length;
+  const run = store.syncDown({ type: 'soql', query: 'SELECT Id FROM Contact' }, 'contacts');
+  run.on('progress', (state) => state.progress);
+  const final: SyncState = await run.done;
+  const count = await smartstoreClient.getDatabaseSize({ storeName: 'app' });
+  const ghosts = await mobilesyncClient.cleanResyncGhosts('down');
+  try { await store.close(); } catch (e) { (e as SyncStoreError).code.startsWith('SYNCSTORE_'); }
+  return (id ?? 0) + final.progress + count + ghosts;
+}
+modern();
+
+// @ts-expect-error an index type that does not exist
+smartstore.registerSoup('contacts', [{ path: 'Id', type: 'decimal' }]);
+// @ts-expect-error soupExists resolves with a boolean
+const wrong: Promise<string> = smartstoreClient.soupExists('contacts');
+// @ts-expect-error a merge mode that does not exist
+mobilesync.syncDown({ type: 'soql' }, 'contacts', { mergeMode: 'MERGE' });
+// @ts-expect-error openStore takes options, not a name
+openStore('app');
+void wrong;

@@ -1,0 +1,56 @@
+'use strict';
+// The README's first steps are the files in examples/: each appears verbatim in README.md and
+// runs here against a dev server, as `require('syncstore')` resolves for an app.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { tempRoot, startDevServer } = require('../test-support/helpers');
+
+const HERE = path.join(__dirname, '..');
+const README = fs.readFileSync(path.join(HERE, 'README.md'), 'utf8');
+
+function run(file, env) {
+  return new Promise((resolve) => {
+    // From another directory: the module is found as an app finds it, not relative to cwd.
+    const child = spawn(process.execPath, [file], { env, cwd: env.SYNCSTORE_ROOT_PARENT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30000);
+    child.on('exit', (code) => { clearTimeout(timer); resolve({ code, out, err }); });
+  });
+}
+
+async function environment(t) {
+  const server = await startDevServer(t, ['--seed', 'Contact=150']);
+  const dir = tempRoot(t);
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(HERE, path.join(dir, 'node_modules', 'syncstore'));
+  return { ...process.env, NODE_PATH: path.join(dir, 'node_modules'), SYNCSTORE_ROOT: path.join(dir, 'stores'), SYNCSTORE_ROOT_PARENT: dir,
+    SF_INSTANCE_URL: server.url, SF_ACCESS_TOKEN: server.token };
+}
+
+for (const name of fs.readdirSync(path.join(HERE, 'examples')).filter((f) => f.endsWith('.js'))) {
+  test(`examples/${name} is in the README`, () => {
+    const code = fs.readFileSync(path.join(HERE, 'examples', name), 'utf8');
+    assert.ok(README.includes('```js\n' + code + '```'), `README.md must show examples/${name} verbatim`);
+  });
+}
+
+test('examples/cordova-style.js runs', { timeout: 60000 }, async (t) => {
+  const result = await run(path.join(HERE, 'examples', 'cordova-style.js'), await environment(t));
+  assert.equal(result.code, 0, result.err);
+  assert.match(result.out, /started sync 1: RUNNING/);
+  assert.match(result.out, /sync 1 DONE 100%/);
+  assert.match(result.out, /\d+ contacts named A\.\.\., first page: \[/);
+});
+
+test('examples/modern.js runs', { timeout: 60000 }, async (t) => {
+  const result = await run(path.join(HERE, 'examples', 'modern.js'), await environment(t));
+  assert.equal(result.code, 0, result.err);
+  assert.match(result.out, /synced down 150 records/);
+  assert.match(result.out, /sync up DONE/);
+  assert.match(result.out, /2 pages/); // 151 contacts, 100 per page
+});
