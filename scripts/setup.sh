@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Installs what building and testing SyncStore needs on Debian (run as root, or with sudo).
-# The Swift 6.3 toolchain must already be on the PATH. With --dev, also the Python tools the tests
-# use, into .venv at the repo root.
+# The Swift 6.3 toolchain must already be on the PATH. With --dev, also what the tests use: Node
+# headers and tsc, and the Python tools in .venv at the repo root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config python3-venv openssl node-typescript)
-# The Node binding builds against the installed Node's node_api.h; without a Node, Debian's.
-command -v node >/dev/null || packages+=(nodejs libnode-dev)
+# What the library, the CLI and its demo need.
+packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config openssl)
+if [ "${1:-}" = "--dev" ]; then
+    # The tests: Python's venv, tsc for the Node typings check, and the Node binding builds
+    # against the installed Node's node_api.h (without a Node, Debian's).
+    packages+=(python3-venv node-typescript)
+    command -v node >/dev/null || packages+=(nodejs libnode-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
