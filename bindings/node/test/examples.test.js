@@ -32,6 +32,12 @@ async function environment(t) {
     SF_INSTANCE_URL: server.url, SF_ACCESS_TOKEN: server.token };
 }
 
+test('the repository README shows examples/modern.js verbatim', () => {
+  const top = fs.readFileSync(path.join(HERE, '..', '..', 'README.md'), 'utf8');
+  const code = fs.readFileSync(path.join(HERE, 'examples', 'modern.js'), 'utf8');
+  assert.ok(top.includes('```js\n' + code + '```'), 'README.md (repository) must show bindings/node/examples/modern.js verbatim');
+});
+
 for (const name of fs.readdirSync(path.join(HERE, 'examples')).filter((f) => f.endsWith('.js'))) {
   test(`examples/${name} is in the README`, () => {
     const code = fs.readFileSync(path.join(HERE, 'examples', name), 'utf8');
