@@ -146,6 +146,52 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Later'"), 1)
     }
 
+    // A host's read-modify-write that overlaps a sync up: it read the entry before the engine
+    // marked it and sent its create, and writes it back (edited) without the mark. The mark
+    // must survive, or the retry creates the record a second time.
+    func testHostWriteWithoutTheSentMarkKeepsIt() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["Raced"])
+        guard var stale = try entries("contacts").first else { throw TestFailure("no entry") }
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .failed)
+        XCTAssertNotNil(try entries("contacts").first?[LocalFlags.pendingCreate])
+        stale["LastName"] = "Raced edited"
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([stale]))
+        XCTAssertNotNil(try entries("contacts").first?[LocalFlags.pendingCreate], "the host's write dropped the sent mark")
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Raced', 'Raced edited')"), 1, "created twice")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Raced edited'"), 1)
+    }
+
+    // A lost create deleted locally, then a sync down (LEAVE_IF_CHANGED) before any sync up:
+    // the record must not come back as a new, live entry (the user deleted it); the next sync
+    // up deletes it on the server.
+    func testLocallyDeletedLostCreateIsNotBroughtBackBySyncDown() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["Gone"])
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .failed)
+        guard var entry = try entries("contacts").first else { throw TestFailure("no entry") }
+        entry["__locally_deleted__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts",
+                                 optionsJSON: #"{"mergeMode":"LEAVE_IF_CHANGED"}"#, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        let local = try entries("contacts")
+        XCTAssertEqual(local.count, 1, "the deleted record came back as a second entry: \(local)")
+        XCTAssertEqual(local.first?["__locally_deleted__"] as? Bool, true)
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Gone'"), 0, "the delete never reached the server")
+        XCTAssertEqual(try entries("contacts").count, 0)
+    }
+
     // Failure 2: parent_children through /composite: a lost answer, then a re-run, must not
     // create the parent and its children twice.
     func testParentChildrenLostAnswerIsAdopted() throws {

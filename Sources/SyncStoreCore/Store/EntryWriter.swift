@@ -22,6 +22,11 @@ final class EntryWriter {
     /// Sync down with LEAVE_IF_CHANGED: entries whose stored copy is locally dirty are skipped.
     private let leaveIfChanged: Bool
     private(set) var nextId: Int64
+    /// Host writes (the public upsert): a pending create written back without the engine's
+    /// "sent" mark keeps the stored one. A host's read-modify-write can overlap a sync up that
+    /// marks the entry and sends its create; losing the mark would send the create again.
+    var keepsSentMarks = false
+    private var markLookup: Statement?
 
     init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?, leaveIfChanged: Bool = false) throws {
         self.db = db
@@ -76,6 +81,9 @@ final class EntryWriter {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
+        if keepsSentMarks, let existing, entry[LocalFlags.pendingCreate] == nil, LocalFlags.isSet(entry[LocalFlags.created]) {
+            try keepSentMark(entry, of: existing)
+        }
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
         entry.set(SoupPath.lastModified, owned: JSONMake.int(now))
         guard let owned = entry.dumpCString() else {
@@ -91,6 +99,16 @@ final class EntryWriter {
         }
         out?.append(cString: owned)
         return true
+    }
+
+    private func keepSentMark(_ entry: JSON, of id: Int64) throws {
+        let statement = try markLookup ?? db.cached("SELECT json_extract(soup, '$.\(LocalFlags.pendingCreate)') FROM \(soup.table) WHERE id = ?")
+        markLookup = statement
+        statement.reset()
+        defer { statement.reset() }
+        try statement.bind([.int(id)])
+        guard try statement.step(), !statement.isNull(0), let mark = try? JSONDocument.parse(statement.text(0)) else { return }
+        entry.set(LocalFlags.pendingCreate, owned: mark.root.retained())
     }
 
     /// The scan plan `upsert(scanned:)` reads records of `soup` with: the index columns' paths,

@@ -342,6 +342,7 @@ public final class SmartStore: @unchecked Sendable {
         return try write { db in
             let info = try self.requireSoup(name)
             return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
+                writer.keepsSentMarks = true
                 var out: TextBuffer? = TextBuffer(capacity: 64 + list.count * 256)
                 out?.append(UInt8(ascii: "["))
                 let now = Clock.nowMillis()

@@ -202,7 +202,10 @@ struct SyncUpTask {
             items[i].serverId = record.serverId
             items[i].absorbs = record.absorbs
             if items[i].action == .localDelete {
+                // The entry names the record (so no sync down brings it back as a new entry)
+                // and deletes it.
                 items[i].action = .delete
+                items[i].adopted = record.serverId
             } else if LostCreateFinder.same(target.fields(of: items[i].entry.root, creating: true, options: options), sentFields(items[i])) {
                 outcomes[i] = .created(record.serverId)
             } else {
@@ -214,7 +217,8 @@ struct SyncUpTask {
 
     /// Before a sync down: entries whose creates were sent without an answer adopt the records
     /// those creates made, so the sync down updates them instead of storing the records again as
-    /// second entries. Local deletes are left to the next sync up. Returns the entries whose
+    /// second entries; entries deleted locally since take the record's id and delete it at the
+    /// next sync up (a LEAVE_IF_CHANGED sync down leaves them alone). Returns the entries whose
     /// records were not found: a create the server commits late (after a stop or a timeout) may
     /// still make one that the sync down brings (`adopt(records:)`).
     func adoptLostCreates(info: SoupInfo) throws -> [Item] {
@@ -225,7 +229,7 @@ struct SyncUpTask {
             return ids
         }
         guard !marked.isEmpty else { return [] }
-        var items = try load(marked, info: info).filter { $0.action == .create }
+        var items = try load(marked, info: info).filter { $0.action == .create || $0.action == .localDelete }
         var outcomes = [Outcome](repeating: .untouched, count: items.count)
         let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
             .find(items.indices.map { ($0, items[$0]) }, fields: { sentFields($0) }, info: info)
