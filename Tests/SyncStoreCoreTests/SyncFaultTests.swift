@@ -166,6 +166,26 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Raced edited'"), 1)
     }
 
+    // The same race after the create's answer arrived: the host read the entry before (no id,
+    // flagged created) and writes it back (edited) after the sync up gave it its id. The edit
+    // must go to that record as an update, not create the record a second time.
+    func testHostWriteWithoutTheNewIdUpdatesTheRecord() throws {
+        let server = try DevServerProcess([])
+        let manager = try self.manager(server)
+        try createLocally(["Fresh"])
+        guard var stale = try entries("contacts").first else { throw TestFailure("no entry") }
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .done, up.error)
+        stale["LastName"] = "Fresh edited"
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([stale]))
+        let entry = try entries("contacts").first
+        XCTAssertNotNil(entry?["Id"], "the host's write erased the id the create got")
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Fresh', 'Fresh edited')"), 1, "created twice")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Fresh edited'"), 1)
+    }
+
     // A lost create deleted locally, then a sync down (LEAVE_IF_CHANGED) before any sync up:
     // the record must not come back as a new, live entry (the user deleted it); the next sync
     // up deletes it on the server.

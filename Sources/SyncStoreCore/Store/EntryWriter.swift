@@ -22,10 +22,11 @@ final class EntryWriter {
     /// Sync down with LEAVE_IF_CHANGED: entries whose stored copy is locally dirty are skipped.
     private let leaveIfChanged: Bool
     private(set) var nextId: Int64
-    /// Host writes (the public upsert): a pending create written back without the engine's
-    /// "sent" mark keeps the stored one. A host's read-modify-write can overlap a sync up that
-    /// marks the entry and sends its create; losing the mark would send the create again.
-    var keepsSentMarks = false
+    /// Host writes (the public upsert), which may be a read-modify-write that overlapped a sync
+    /// up: a pending create written back without the engine's "sent" mark keeps the stored one,
+    /// and one written back without the id its create just got (`RecentCreates`) gets it back,
+    /// as an update. Either loss would make the next sync up create the record again.
+    var hostWrite: RecentCreates?
     private var markLookup: Statement?
 
     init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?, leaveIfChanged: Bool = false) throws {
@@ -81,8 +82,15 @@ final class EntryWriter {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
-        if keepsSentMarks, let existing, entry[LocalFlags.pendingCreate] == nil, LocalFlags.isSet(entry[LocalFlags.created]) {
+        if let recent = hostWrite, let existing, entry[LocalFlags.pendingCreate] == nil, LocalFlags.isSet(entry[LocalFlags.created]) {
             try keepSentMark(entry, of: existing)
+            if entry[LocalFlags.pendingCreate] == nil, let created = recent.lookup(table: soup.table, entryId: existing),
+               entry[created.field]?.string.map({ $0.isEmpty }) ?? true {
+                entry.set(created.field, owned: JSONMake.string(created.serverId))
+                entry.set(LocalFlags.created, owned: JSONMake.bool(false))
+                entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
+                entry.set(LocalFlags.local, owned: JSONMake.bool(true))
+            }
         }
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
         entry.set(SoupPath.lastModified, owned: JSONMake.int(now))

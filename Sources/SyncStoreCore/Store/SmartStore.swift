@@ -29,6 +29,8 @@ public final class SmartStore: @unchecked Sendable {
     /// The sync engine of this store, created on first use.
     private var syncManagerStorage: SyncManager?
     private let syncManagerLock = Lock()
+    /// Creates a sync up just completed (see RecentCreates).
+    let recentCreates = RecentCreates()
     let cursors = CursorTable()
 
     public init(path: String) throws {
@@ -342,7 +344,7 @@ public final class SmartStore: @unchecked Sendable {
         return try write { db in
             let info = try self.requireSoup(name)
             return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
-                writer.keepsSentMarks = true
+                writer.hostWrite = self.recentCreates
                 var out: TextBuffer? = TextBuffer(capacity: 64 + list.count * 256)
                 out?.append(UInt8(ascii: "["))
                 let now = Clock.nowMillis()

@@ -622,6 +622,9 @@ struct SyncUpTask {
                 // Exact: any write since the batch was read changed the stored JSON (at least
                 // its _soupLastModifiedDate, and whatever the host edited).
                 let edited = json_equal(entry.raw, item.entry.root.raw) == 0
+                if let id = item.adopted ?? { if case .created(let id) = outcomes[i] { return id }; return nil }() {
+                    ctx.store.recentCreates.record(table: info.table, entryId: item.entryId, idField: target.idFieldName, serverId: id)
+                }
                 if let id = item.adopted {
                     // Whatever became of the update, the entry now names the record.
                     entry.set(target.idFieldName, owned: JSONMake.string(id))

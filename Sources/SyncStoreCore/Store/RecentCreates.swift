@@ -1,0 +1,36 @@
+/// Entries whose creates a sync up just completed, with the server id they got. A host's
+/// read-modify-write that read the entry before that (no id, still flagged created) and writes
+/// it back after would erase the id and make the next sync up create the record again; the
+/// host write path gives such an entry its id back and turns the create into an update.
+/// In memory (the race is within one process) and bounded.
+final class RecentCreates: @unchecked Sendable {
+    private let lock = Lock()
+    private var ids: [Key: (field: String, serverId: String)] = [:]
+    private var order: [Key] = []
+    private var start = 0
+    static let capacity = 10_000
+
+    private struct Key: Hashable {
+        let table: String
+        let entryId: Int64
+    }
+
+    func record(table: String, entryId: Int64, idField: String, serverId: String) {
+        lock.withLock {
+            let key = Key(table: table, entryId: entryId)
+            if ids.updateValue((idField, serverId), forKey: key) == nil { order.append(key) }
+            if order.count - start > RecentCreates.capacity {
+                ids[order[start]] = nil
+                start += 1
+                if start > RecentCreates.capacity {
+                    order.removeFirst(start)
+                    start = 0
+                }
+            }
+        }
+    }
+
+    func lookup(table: String, entryId: Int64) -> (field: String, serverId: String)? {
+        lock.withLock { ids[Key(table: table, entryId: entryId)] }
+    }
+}
