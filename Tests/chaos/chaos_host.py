@@ -91,13 +91,7 @@ def main():
         elif op == "ghosts":
             host.ghosts(SYNC_TIMEOUT_S)
         elif op == "stop":
-            sid = host.start_up() if rng.random() < 0.5 else host.start_down()
-            time.sleep(rng.uniform(0, 0.08))
-            store.stop_syncs()
-            try:
-                host.wait(sid, SYNC_TIMEOUT_S)
-            finally:
-                store.restart_syncs(False)
+            host.stop_while_running(rng, 0.08, SYNC_TIMEOUT_S)
         elif op == "inflight":
             # An edit made while the entry's own sync up request is at the server (the write
             # rules hold every write 40+ ms before handling it, so the edit lands before the

@@ -21,8 +21,6 @@ import re
 import select
 import sqlite3
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -390,6 +388,17 @@ class Host:
             return self.store.sync_down({"type": "soql", "query": DOWN_QUERY}, SOUP, {"mergeMode": "LEAVE_IF_CHANGED"}, "down")
         self.store.resync(sid)
         return sid
+
+    def stop_while_running(self, rng, max_pause_s, timeout_s):
+        """Starts a sync up or down, stops every sync after a random pause, waits for the run to
+        end (STOPPED or done) and accepts syncs again."""
+        sid = self.start_up() if rng.random() < 0.5 else self.start_down()
+        time.sleep(rng.uniform(0, max_pause_s))
+        self.store.stop_syncs()
+        try:
+            self.wait(sid, timeout_s)
+        finally:
+            self.store.restart_syncs(False)
 
     def wait(self, sid, timeout_s):
         try:

@@ -24,7 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 import chaos_lib
 from chaos_lib import (DevServer, Host, Problems, ServerOrder, Summary, TYPE, compare_converged, duplicates, entries,

@@ -27,7 +27,7 @@ import time
 import traceback
 
 import chaos_lib
-from chaos_lib import (DevServer, Host, SOUP, ServerOrder, Summary, SyncTimeout, TYPE, compare_converged, duplicates,
+from chaos_lib import (DevServer, Host, ServerOrder, Summary, SyncTimeout, compare_converged, duplicates,
                        entries, env_int, env_seed, flag, fmt_problems, newly_marked, open_store, up_state_problems)
 
 WRITE_ROUTES = [
@@ -133,13 +133,7 @@ class Client:
         elif op == "ghosts":
             host.ghosts(SYNC_TIMEOUT_S)
         elif op == "stop":
-            sid = host.start_up() if rng.random() < 0.5 else host.start_down()
-            time.sleep(rng.uniform(0, 0.05))
-            self.store.stop_syncs()
-            try:
-                host.wait(sid, SYNC_TIMEOUT_S)
-            finally:
-                self.store.restart_syncs(False)
+            host.stop_while_running(rng, 0.05, SYNC_TIMEOUT_S)
         elif op == "pc_create":
             self.pc_create()
         elif op == "pc_edit":

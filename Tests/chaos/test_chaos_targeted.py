@@ -7,7 +7,6 @@ right result; an entry edited while its own sync up is in flight stays dirty; a 
 with per-record problems says so (errors/conflicts, their entry ids, error and errorCode).
 """
 import json
-import os
 import random
 import signal
 import subprocess
