@@ -277,6 +277,17 @@ int syncstore_query_soup(syncstore_store *store, const char *soup, const char *q
 int syncstore_run_smart_query(syncstore_store *store, const char *query_spec_json,
                               char **out_cursor_json, syncstore_error *err);
 
+/** One page of a query's results as a JSON array of entries (or of value rows, as in a
+ *  cursor's currentPageOrderedEntries), without opening a cursor and without counting the
+ *  matches: the cheapest way to look entries up when totalEntries is not needed. Takes every
+ *  query type; for a smart spec `soup` is ignored and may be NULL. `page_index` counts from 0;
+ *  a page past the last is an empty array. Pages are read independently, so paging this way
+ *  over a soup being written can skip or repeat entries; a cursor has the same property.
+ *  Free *out_entries_json with syncstore_free(). Errors: NOT_FOUND (soup), ARGUMENT (spec,
+ *  negative page_index, Smart SQL past timeoutMs). Any thread. */
+int syncstore_query_page(syncstore_store *store, const char *soup, const char *query_spec_json,
+                         int64_t page_index, char **out_entries_json, syncstore_error *err);
+
 /** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON.
  *  Errors: NOT_FOUND (unknown or closed cursor); ARGUMENT (a Smart SQL page past timeoutMs). */
 int syncstore_cursor_move_to_page(syncstore_store *store, int64_t cursor_id, int64_t page_index,
@@ -338,7 +349,9 @@ typedef void (*syncstore_sync_callback)(const char *state_json, void *context);
  *  "refreshToken"?, "clientId"?, "clientSecret"?, "tokenUrl"? (default instanceUrl +
  *  /services/oauth2/token), "caBundle"? (PEM file), "verifyTls"? (default true),
  *  "connectTimeoutMs"? (10000), "stallTimeoutMs"? (30000), "maxAttempts"? (3),
- *  "retryBaseDelayMs"? (200)}.
+ *  "retryBaseDelayMs"? (200), "createSettleMs"? (10000: how long after a create sent without
+ *  an answer the server may still commit it; a sync up that does not find such a record waits
+ *  until then and looks again before it sends the create anew or drops a local delete of it)}.
  * On HTTP 401 the token is refreshed once (when refreshToken and clientId are set) and the
  * request retried; if that fails the run ends FAILED with errorCode SYNCSTORE_ERR_AUTH: set new
  * credentials and reSync. Idempotent requests are retried on network errors and 5xx with

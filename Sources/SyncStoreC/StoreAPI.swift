@@ -178,6 +178,16 @@ public func syncstore_run_smart_query(_ s: OpaquePointer?, _ spec: CString?, _ o
     }
 }
 
+@_cdecl("syncstore_query_page")
+public func syncstore_query_page(_ s: OpaquePointer?, _ soup: CString?, _ spec: CString?, _ page: Int64,
+                                 _ out: OutString?, _ err: ErrorOut?) -> Int32 {
+    clear(out)
+    return guarded(err) {
+        let out = try requireOut(out, "out_entries_json")
+        try output(out, try store(s).queryPage(soup: try optionalText(soup, "soup"), specJSON: try text(spec, "query_spec_json"), page: page))
+    }
+}
+
 @_cdecl("syncstore_cursor_move_to_page")
 public func syncstore_cursor_move_to_page(_ s: OpaquePointer?, _ cursor: Int64, _ page: Int64, _ out: OutString?, _ err: ErrorOut?) -> Int32 {
     clear(out)

@@ -146,6 +146,34 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Later'"), 1)
     }
 
+    // The same late commit met by a sync up: the retry runs while the server still holds the
+    // first attempt (the chaos crash test found it after a kill), so the search finds nothing.
+    // The retry must wait until the attempt has settled and look again, not create it twice.
+    func testRetryWaitsForACreateTheServerStillHolds() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects latency=2500 times=1"])
+        let manager = try self.manager(server)
+        var remote = server.remote
+        remote.createSettleMs = 5_000
+        manager.setRemote(remote)
+        try createLocally(["Held"])
+        let sent = Clock.nowMillis()
+        let up = try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil)
+        usleep(300_000)
+        manager.stop()
+        XCTAssertEqual(try manager.wait(id: up, timeoutMs: 30_000).status, .stopped)
+        try manager.restart(restartStopped: false, callback: nil)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Held'"), 0, "the server committed before the retry: the test did not set up the race")
+        let started = Clock.nowMillis()
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        // Past the server's hold of the first attempt: had it been sent twice, both are in.
+        let pastHold = sent + 3_500 - Clock.nowMillis()
+        if pastHold > 0 { usleep(UInt32(pastHold * 1000)) }
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Held'"), 1, "created twice")
+        XCTAssertEqual(try entries("contacts", "{contacts:__local__} = 'false'").count, 1)
+        XCTAssertLessThan(Clock.nowMillis() - started, 10_000, "waited past the settle time")
+    }
+
     // A host's read-modify-write that overlaps a sync up: it read the entry before the engine
     // marked it and sent its create, and writes it back (edited) without the mark. The mark
     // must survive, or the retry creates the record a second time.

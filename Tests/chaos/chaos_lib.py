@@ -270,6 +270,9 @@ def raw_sync_states(store):
 
 def remote_config(url, **extra):
     config = {"instanceUrl": url, "accessToken": TOKEN, "apiVersion": API_VERSION, "retryBaseDelayMs": 10,
+              # The dev server holds a write at most 120 ms (latency rules): a create unanswered
+              # for 1.5 s is settled.
+              "createSettleMs": 1500,
               "connectTimeoutMs": 5000, "stallTimeoutMs": 20000}
     config.update(extra)
     return config

@@ -354,8 +354,9 @@ export declare class Store {
   remove(soup: string, querySpec: QuerySpec): Promise<number>;
   query<T = SoupEntry>(soup: string, querySpec: QuerySpec): Promise<Cursor<T>>;
   smartQuery<T = unknown[]>(specOrSql: QuerySpec | string, pageSize?: number): Promise<Cursor<T>>;
-  /** The first page of a query as an array; the cursor opens and closes in one call. */
-  find<T = SoupEntry>(soup: string | null, querySpec: QuerySpec): Promise<T[]>;
+  /** One page (default the first) of a query as an array, without a cursor or a count: the
+   *  fastest lookup. A page past the last is []. */
+  find<T = SoupEntry>(soup: string | null, querySpec: QuerySpec, pageIndex?: number): Promise<T[]>;
   pages<T = SoupEntry>(soup: string | null, querySpec: QuerySpec): AsyncIterableIterator<T[]>;
   moveCursorToPage(cursorId: number, pageIndex: number): Promise<StoreCursor>;
   closeCursor(cursorId: number): Promise<void>;

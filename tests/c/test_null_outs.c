@@ -170,6 +170,31 @@ static void test_store_calls(void) {
     EXPECT(syncstore_cursor_move_to_page(s, cursor_id, 0, &out, NULL), SYNCSTORE_ERR_NOT_FOUND, NULL);
     EXPECT(syncstore_query_soup(s, "things", "{\"queryType\":\"bogus\"}", &out, NULL), SYNCSTORE_ERR_ARGUMENT, NULL);
 
+    /* query_page: the same pages as the cursor, as bare arrays; no cursor is left open */
+    EXPECT(syncstore_query_page(s, "things", "{\"queryType\":\"range\",\"indexPath\":\"n\",\"pageSize\":10}", 4, &out, NULL), SYNCSTORE_OK, NULL);
+    json_t *page = check_parse(out);
+    CHECK(json_is_array(page) && json_array_size(page) == 9);
+    json_decref(page);
+    EXPECT(syncstore_query_page(s, "things", "{\"queryType\":\"range\",\"indexPath\":\"n\",\"pageSize\":10}", 5, &out, NULL), SYNCSTORE_OK, NULL);
+    page = check_parse(out);
+    CHECK(json_is_array(page) && json_array_size(page) == 0);
+    json_decref(page);
+    EXPECT(syncstore_query_page(s, "things", "{\"queryType\":\"range\",\"pageSize\":100000}", INT64_MAX, &out, NULL), SYNCSTORE_OK, NULL);
+    page = check_parse(out);
+    CHECK(json_is_array(page) && json_array_size(page) == 0);
+    json_decref(page);
+    EXPECT(syncstore_query_page(NULL, NULL, "{\"queryType\":\"smart\",\"smartSql\":\"select count(*) from {things}\"}", 0, &out, NULL),
+           SYNCSTORE_ERR_ARGUMENT, NULL);
+    EXPECT(syncstore_query_page(s, NULL, "{\"queryType\":\"smart\",\"smartSql\":\"select count(*) from {things}\"}", 0, &out, NULL),
+           SYNCSTORE_OK, NULL);
+    page = check_parse(out);
+    CHECK(json_integer_value(json_array_get(json_array_get(page, 0), 0)) == 49);
+    json_decref(page);
+    EXPECT(syncstore_query_page(s, NULL, "{\"queryType\":\"range\"}", 0, &out, NULL), SYNCSTORE_ERR_ARGUMENT, NULL);
+    EXPECT(syncstore_query_page(s, "things", "{\"queryType\":\"range\"}", -1, &out, NULL), SYNCSTORE_ERR_ARGUMENT, NULL);
+    EXPECT(syncstore_query_page(s, "no_such_soup", "{\"queryType\":\"range\"}", 0, &out, NULL), SYNCSTORE_ERR_NOT_FOUND, NULL);
+    EXPECT(syncstore_query_page(s, "things", "{\"queryType\":\"range\"}", 0, NULL, NULL), SYNCSTORE_ERR_ARGUMENT, NULL);
+
     EXPECT(syncstore_run_smart_query(s, "{\"queryType\":\"smart\",\"smartSql\":\"select count(*) from {things}\",\"pageSize\":1}", &out, NULL),
            SYNCSTORE_OK, NULL);
     cursor = check_parse(out);

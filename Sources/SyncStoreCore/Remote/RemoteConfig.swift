@@ -11,6 +11,10 @@ public struct RemoteConfig: Sendable {
     /// Attempts for idempotent requests on network errors and 5xx (first try included).
     public var maxAttempts = 3
     public var retryBaseDelayMs = 200
+    /// How long a create sent without an answer may still be committed by the server. Until
+    /// that long after the attempt, a retry that does not find the record waits, then looks
+    /// again, before it sends the create a second time.
+    public var createSettleMs = 10_000
 
     public init(instanceURL: String, accessToken: String) {
         self.instanceURL = instanceURL
@@ -19,7 +23,7 @@ public struct RemoteConfig: Sendable {
 
     /// `{"instanceUrl", "accessToken", "apiVersion"?, "refreshToken"?, "tokenUrl"?, "clientId"?,
     ///   "clientSecret"?, "caBundle"?, "verifyTls"?, "connectTimeoutMs"?, "stallTimeoutMs"?,
-    ///   "maxAttempts"?, "retryBaseDelayMs"?}`
+    ///   "maxAttempts"?, "retryBaseDelayMs"?, "createSettleMs"?}`
     public static func parse(_ text: String) throws -> RemoteConfig {
         let doc = try JSONDocument.parse(text, what: "remote config")
         let root = doc.root
@@ -65,6 +69,7 @@ public struct RemoteConfig: Sendable {
         if let v = try int("stallTimeoutMs", 1000...3_600_000) { config.http.stallTimeoutMs = v }
         if let v = try int("maxAttempts", 1...10) { config.maxAttempts = v }
         if let v = try int("retryBaseDelayMs", 0...60_000) { config.retryBaseDelayMs = v }
+        if let v = try int("createSettleMs", 0...600_000) { config.createSettleMs = v }
         return config
     }
 

@@ -126,7 +126,12 @@ final class RestClient: @unchecked Sendable {
     }
 
     private func backoff(_ attempt: Int, _ c: RemoteConfig, _ cancel: CancelFlag?) throws {
-        var remaining = c.retryBaseDelayMs << min(attempt - 1, 6)
+        try RestClient.pause(Int64(c.retryBaseDelayMs << min(attempt - 1, 6)), cancel: cancel)
+    }
+
+    /// Sleeps `ms`, waking every 50 ms to see whether the sync was stopped (STATE if so).
+    static func pause(_ ms: Int64, cancel: CancelFlag?) throws {
+        var remaining = ms
         while remaining > 0 {
             if cancel?.isCancelled ?? false { throw StoreError(.state, "The sync was stopped while waiting to retry") }
             let step = min(remaining, 50)

@@ -519,6 +519,32 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
+    /// One page of a query spec's results (any query type; `soup` is ignored for smart specs)
+    /// as a JSON array, with no cursor and no count: a lookup costs one statement.
+    public func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
+        guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        // A page past any possible row (its offset would not fit in 64 bits) is empty.
+        guard !page.multipliedReportingOverflow(by: Int64(spec.pageSize)).overflow else {
+            var empty = TextBuffer(capacity: 2)
+            empty.append("[]")
+            return empty
+        }
+        if spec.queryType == .smart {
+            guard let sql = spec.smartSql else { throw StoreError.argument("A smart query spec needs \"smartSql\"") }
+            return try retryingOnCatalogChange {
+                let plan = try smartPlan(sql, timeLimitMs: spec.timeoutMs)
+                return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
+            }
+        }
+        guard let name else { throw StoreError.argument("A non-smart query spec needs the soup name") }
+        return try reading(name) { info in
+            let plan = try SoupQueryBuilder.plan(spec, soup: info)
+            return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
+        }
+    }
+
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
     func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
         let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)

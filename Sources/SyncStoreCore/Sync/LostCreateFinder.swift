@@ -26,7 +26,7 @@ struct LostCreateFinder {
 
     /// The mark stored on an entry before its create is sent: when, and the values sent (a
     /// host may edit the entry before the retry; the record holds what was sent). With
-    /// `since`, an earlier mark whose times are kept.
+    /// `since`, an earlier mark whose times are kept (the search window starts at the first attempt).
     static func mark(_ rest: RestClient, sent: [(String, JSON)], since earlier: JSON? = nil) -> UnsafeMutablePointer<json_t>? {
         let doc = JSONDocument.object()
         if let client = earlier?["client"]?.int64 {
@@ -36,10 +36,21 @@ struct LostCreateFinder {
             doc.root.set("client", owned: JSONMake.int(Clock.nowMillis()))
             if let server = rest.serverNow { doc.root.set("server", owned: JSONMake.int(server)) }
         }
+        // This attempt, on our clock: until it has settled, not finding its record proves nothing.
+        doc.root.set("last", owned: JSONMake.int(Clock.nowMillis()))
         let values = JSONDocument.object()
         for (name, value) in sent { values.root.set(name, owned: value.retained()) }
         doc.root.set("sent", owned: values.root.retained())
         return doc.root.retained()
+    }
+
+    /// How long until the entry's last unanswered create can no longer be committed by the
+    /// server (0 when it has settled, or the entry has no mark).
+    static func unsettledMs(_ entry: JSON, settleMs: Int64, now: Int64 = Clock.nowMillis()) -> Int64 {
+        guard let mark = entry[LocalFlags.pendingCreate], !mark.isNull else { return 0 }
+        guard let last = mark["last"]?.int64 ?? mark["client"]?.int64 ?? mark.int64 else { return 0 }
+        // A mark from the future (our clock moved back) is treated as just made.
+        return max(0, min(last, now) + settleMs - now)
     }
 
     /// The values a marked entry's create sent (older marks have none: nil).

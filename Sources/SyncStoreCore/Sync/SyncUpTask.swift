@@ -146,8 +146,19 @@ struct SyncUpTask {
             (ext == nil && items[$0].action == .create || items[$0].action == .localDelete) && pending(outcomes, $0)
                 && items[$0].entry.root[LocalFlags.pendingCreate] != nil
         }.map { ($0, items[$0]) }
-        let found = try LostCreateFinder(ctx: ctx, target: target, options: options)
-            .find(sent, fields: createFields ?? { sentFields($0) }, info: info)
+        let finder = LostCreateFinder(ctx: ctx, target: target, options: options)
+        var found = try finder.find(sent, fields: createFields ?? { sentFields($0) }, info: info)
+        // A record not found may still be on its way: the server can commit an earlier attempt
+        // after its answer was lost (a killed process, a stop, a timeout). Such an entry waits
+        // until that attempt has settled and is looked for again; only then is it sent anew
+        // (or, deleted locally, dropped).
+        let settleMs = Int64(ctx.rest.current.createSettleMs)
+        let wait = sent.filter { found[$0.0] == nil }
+            .map { LostCreateFinder.unsettledMs($0.1.entry.root, settleMs: settleMs) }.max() ?? 0
+        if wait > 0 {
+            try RestClient.pause(wait, cancel: ctx.cancel)
+            found = try finder.find(sent, fields: createFields ?? { sentFields($0) }, info: info)
+        }
         adopt(found, &items, &outcomes)
         if let ext {
             // Upserts are repeatable, but a sync down before the retry must still tell the
@@ -172,9 +183,9 @@ struct SyncUpTask {
                     guard let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
                     // In order: the "sent" mark holds the external id given just before it.
                     for (key, given) in entryMarks {
-                        // An upsert retried may have created its record at the first attempt:
-                        // the search window keeps starting there.
-                        let since = target.externalIdFieldName != nil ? current.root[LocalFlags.pendingCreate] : nil
+                        // A retried create may have made its record at the first attempt: the
+                        // search window keeps starting there.
+                        let since = current.root[LocalFlags.pendingCreate]
                         let value = given.map { cjansson_incref($0) }
                             ?? LostCreateFinder.mark(ctx.rest, sent: target.fields(of: current.root, creating: true, options: options), since: since)
                         current.root.set(key, owned: value)

@@ -88,16 +88,10 @@ class Store {
     const spec = typeof specOrSql === 'string' ? { queryType: 'smart', smartSql: specOrSql, pageSize } : specOrSql;
     return new Cursor(this, await this.#json(OP.SMART_QUERY, json(spec)));
   }
-  /** The first page of a query (smart specs too) as an array: the cursor opens and closes in
-   *  one call, the fastest way to look entries up. */
-  async find(soup, querySpec) {
-    const smart = querySpec && querySpec.queryType === 'smart';
-    const [text, closed] = smart
-      ? await this.#call(OP.SMART_ONCE, json(querySpec))
-      : await this.#call(OP.QUERY_ONCE, soup, json(querySpec));
-    const cursor = JSON.parse(text);
-    if (!closed) await this.closeCursor(cursor.cursorId);
-    return cursor.currentPageOrderedEntries;
+  /** One page of a query (smart specs too) as an array, without a cursor or a count: the
+   *  fastest way to look entries up. pageIndex counts from 0; past the last page: []. */
+  async find(soup, querySpec, pageIndex = 0) {
+    return JSON.parse(await this.#call(OP.QUERY_PAGE, soup, json(querySpec), null, null, pageIndex));
   }
   /** Async iteration over a query's pages (arrays of entries); the cursor closes at the end. */
   async *pages(soup, querySpec) {

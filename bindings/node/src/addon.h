@@ -19,7 +19,7 @@
     X(syncstore_clear_soup) X(syncstore_get_soup_index_specs) X(syncstore_alter_soup) \
     X(syncstore_reindex_soup) X(syncstore_upsert) X(syncstore_retrieve) \
     X(syncstore_remove_entries) X(syncstore_remove_by_query) X(syncstore_query_soup) \
-    X(syncstore_run_smart_query) X(syncstore_cursor_move_to_page) X(syncstore_cursor_close) \
+    X(syncstore_run_smart_query) X(syncstore_query_page) X(syncstore_cursor_move_to_page) X(syncstore_cursor_close) \
     X(syncstore_set_remote) X(syncstore_sync_down) X(syncstore_sync_up) \
     X(syncstore_create_sync_down) X(syncstore_create_sync_up) X(syncstore_resync) \
     X(syncstore_resync_by_name) X(syncstore_clean_resync_ghosts) X(syncstore_get_sync_status) \
@@ -52,7 +52,17 @@ typedef struct env_state {
     napi_env env;
     int closing; /* set at exit: pending custom target calls fail, stores close */
     store_rec *stores;
+    struct lane *lane; /* src/lane.c, started at the first call */
+    int lane_failed;
 } env_state;
+
+/* The call lane (src/lane.c). lane_submit runs `run(data)` on the lane thread, then
+ * `done(env, data)` on the JS thread; returns 0 (nothing queued) when the lane is busy or
+ * cannot start, and the caller uses the libuv pool. `drop(data)` frees a call whose completion
+ * can no longer be delivered (the environment is going away). JS thread only. */
+typedef void (*lane_fn)(void *data);
+typedef void (*lane_done_fn)(napi_env env, void *data);
+int lane_submit(env_state *es, lane_fn run, lane_done_fn done, lane_fn drop, void *data);
 
 /* Errors: a JS Error with .code (status name), .status (number) and .retryable. */
 napi_value make_error(napi_env env, int status, int retryable, const char *message);

@@ -10,10 +10,10 @@ enum {
     OP_REMOVE_BY_QUERY, OP_QUERY_SOUP, OP_SMART_QUERY, OP_MOVE_CURSOR, OP_CLOSE_CURSOR,
     OP_SET_REMOTE, OP_CREATE_SYNC_DOWN, OP_CREATE_SYNC_UP, OP_GET_SYNC_STATUS,
     OP_GET_SYNC_STATUS_BY_NAME, OP_DELETE_SYNC, OP_DELETE_SYNC_BY_NAME, OP_STOP_SYNCS,
-    OP_LOAD_SYNC_CONFIG, OP_QUERY_ONCE, OP_SMART_ONCE, OP_COUNT
+    OP_LOAD_SYNC_CONFIG, OP_QUERY_PAGE, OP_COUNT
 };
 
-enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE, OUT_ONCE };
+enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE };
 
 typedef struct {
     napi_async_work work;
@@ -34,20 +34,6 @@ static void fail(call_t *c, int status, const char *message) {
     c->err.code = status;
     c->err.retryable = 0;
     snprintf(c->err.message, sizeof c->err.message, "%s", message);
-}
-
-/* A query whose caller wants one page: the cursor closes in the same trip to the thread pool
- * (one hop instead of two). The id is read from the engine's cursor text, which starts with
- * {"cursorId":N; if it ever does not, the cursor stays open and JS closes it (num = 0). */
-static void query_once(call_t *c, syncstore_store *st) {
-    syncstore_error *e = &c->err;
-    c->status = c->op == OP_QUERY_ONCE ? SS.syncstore_query_soup(st, c->s[0], c->s[1], &c->out, e)
-                                       : SS.syncstore_run_smart_query(st, c->s[0], &c->out, e);
-    static const char prefix[] = "{\"cursorId\":";
-    if (c->status != SYNCSTORE_OK || !c->out || strncmp(c->out, prefix, sizeof prefix - 1) != 0) return;
-    char *end = NULL;
-    long long id = strtoll(c->out + sizeof prefix - 1, &end, 10);
-    if (end && *end == ',') c->num = SS.syncstore_cursor_close(st, id, NULL) == SYNCSTORE_OK;
 }
 
 static void execute(napi_env env, void *data) {
@@ -103,9 +89,15 @@ static void execute(napi_env env, void *data) {
     case OP_DELETE_SYNC_BY_NAME: c->status = SS.syncstore_delete_sync_by_name(st, c->s[0], e); break;
     case OP_STOP_SYNCS: target_abort_store(c->rec); c->status = SS.syncstore_stop_syncs(st, e); break;
     case OP_LOAD_SYNC_CONFIG: c->status = SS.syncstore_load_sync_config(st, c->s[0], e); break;
-    case OP_QUERY_ONCE: case OP_SMART_ONCE: query_once(c, st); break;
+    case OP_QUERY_PAGE: c->status = SS.syncstore_query_page(st, c->s[0], c->s[1], c->i[0], &c->out, e); break;
     default: fail(c, SYNCSTORE_ERR_ARGUMENT, "unknown operation"); break;
     }
+}
+
+static void free_call(call_t *c) {
+    if (c->out) SS.syncstore_free(c->out);
+    for (int k = 0; k < 4; k++) free(c->s[k]);
+    free(c);
 }
 
 static void complete(napi_env env, napi_status napi_st, void *data) {
@@ -140,25 +132,18 @@ static void complete(napi_env env, napi_status napi_st, void *data) {
                 break;
             case OUT_NUMBER: napi_create_int64(env, c->num, &result); break;
             case OUT_BOOL: napi_get_boolean(env, c->num != 0, &result); break;
-            case OUT_ONCE: { /* [cursor text, closed] */
-                napi_value text, closed;
-                napi_create_string_utf8(env, c->out ? c->out : "null", NAPI_AUTO_LENGTH, &text);
-                napi_get_boolean(env, c->num != 0, &closed);
-                napi_create_array_with_length(env, 2, &result);
-                napi_set_element(env, result, 0, text);
-                napi_set_element(env, result, 1, closed);
-                break;
-            }
             default: napi_get_undefined(env, &result); break;
             }
         }
         napi_resolve_deferred(env, c->deferred, result);
     }
-    if (c->out) SS.syncstore_free(c->out);
-    for (int k = 0; k < 4; k++) free(c->s[k]);
-    napi_delete_async_work(env, c->work);
-    free(c);
+    if (c->work) napi_delete_async_work(env, c->work);
+    free_call(c);
 }
+
+static void lane_run(void *data) { execute(NULL, data); }
+static void lane_done(napi_env env, void *data) { complete(env, napi_ok, data); }
+static void lane_drop(void *data) { free_call(data); }
 
 static const unsigned char op_kind[OP_COUNT] = {
     [OP_OPEN] = OUT_STORE, [OP_LIST_STORES] = OUT_TEXT, [OP_DB_SIZE] = OUT_NUMBER,
@@ -167,7 +152,7 @@ static const unsigned char op_kind[OP_COUNT] = {
     [OP_SMART_QUERY] = OUT_TEXT, [OP_MOVE_CURSOR] = OUT_TEXT, [OP_CREATE_SYNC_DOWN] = OUT_NUMBER,
     [OP_CREATE_SYNC_UP] = OUT_NUMBER, [OP_GET_SYNC_STATUS] = OUT_TEXT,
     [OP_GET_SYNC_STATUS_BY_NAME] = OUT_TEXT,
-    [OP_QUERY_ONCE] = OUT_ONCE, [OP_SMART_ONCE] = OUT_ONCE,
+    [OP_QUERY_PAGE] = OUT_TEXT,
 };
 
 /* Operations that take no store handle (their first argument is the root directory). */
@@ -204,6 +189,8 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
         free(c);
         return NULL;
     }
+    /* Close and stop wait for syncs; they stay off the lane so it never blocks on them. */
+    if (op != OP_CLOSE && op != OP_STOP_SYNCS && lane_submit(es, lane_run, lane_done, lane_drop, c)) return promise;
     napi_create_string_utf8(env, "syncstore", NAPI_AUTO_LENGTH, &name);
     napi_create_async_work(env, NULL, name, execute, complete, c, &c->work);
     napi_queue_async_work(env, c->work);

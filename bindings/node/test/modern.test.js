@@ -29,6 +29,9 @@ test('openStore, entries and queries', { timeout: 60000 }, async (t) => {
   assert.deepEqual((await store.find('notes', sync.buildMatchQuerySpec('body', 'whale', 'ascending', 1, 'title'))).map((e) => e.title), ['b']);
   assert.deepEqual(await store.find(null, sync.buildSmartQuerySpec('select {notes:title} from {notes} order by {notes:title} desc', 2)), [['c'], ['b']]);
   assert.deepEqual(await store.find('notes', sync.buildExactQuerySpec('title', 'zzz')), []);
+  assert.deepEqual((await store.find('notes', sync.buildMatchQuerySpec('body', 'whale', 'ascending', 1, 'title'), 1)).map((e) => e.title), ['c']);
+  assert.deepEqual(await store.find('notes', sync.buildMatchQuerySpec('body', 'whale', 'ascending', 1, 'title'), 2), []);
+  await assert.rejects(store.find('notes', sync.buildAllQuerySpec('title'), -1), { code: 'SYNCSTORE_ERR_ARGUMENT' });
   await assert.rejects(store.find('nope', sync.buildAllQuerySpec('title')), { code: 'SYNCSTORE_ERR_NOT_FOUND' });
   const count = await store.smartQuery('select count(*) from {notes}');
   assert.deepEqual(count.entries, [[3]]);

@@ -79,6 +79,7 @@ SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
     "syncstore_remove_by_query": ([_vp, _c_char_p, _c_char_p, _I64P, _ErrP], _c_int),
     "syncstore_query_soup": ([_vp, _c_char_p, _c_char_p, _OutStr, _ErrP], _c_int),
     "syncstore_run_smart_query": ([_vp, _c_char_p, _OutStr, _ErrP], _c_int),
+    "syncstore_query_page": ([_vp, _c_char_p, _c_char_p, _c_int64, _OutStr, _ErrP], _c_int),
     "syncstore_cursor_move_to_page": ([_vp, _c_int64, _c_int64, _OutStr, _ErrP], _c_int),
     "syncstore_cursor_close": ([_vp, _c_int64, _ErrP], _c_int),
     "syncstore_set_remote": ([_vp, _c_char_p, _ErrP], _c_int),

@@ -200,6 +200,14 @@ class Store:
         with self.query_soup(soup, query_spec) as cursor:
             return list(cursor)
 
+    def find(self, soup: Optional[str], query_spec: QuerySpec, page_index: int = 0) -> List[Any]:
+        """One page (default the first) of a query's results, without a cursor or a count: the
+        fastest lookup. Takes smart specs too (``soup`` may then be None). A page past the last
+        is ``[]``."""
+        return cast(List[Any], _lib.call_json(_lib.lib().syncstore_query_page, self._p(),
+                                              None if soup is None else _lib.enc(soup),
+                                              _lib.dump(dict(query_spec)), int(page_index)))
+
     def move_cursor_to_page(self, cursor_id: int, page_index: int) -> Any:
         """The raw cursor JSON after moving cursor ``cursor_id`` (see :class:`Cursor` for the
         object form)."""

@@ -36,6 +36,20 @@ def test_soup_round_trip(store: syncstore.Store) -> None:
     assert store.database_size() > 0
 
 
+def test_find_reads_one_page_without_a_cursor(store: syncstore.Store) -> None:
+    store.register_soup("n", [{"path": "n", "type": "integer"}])
+    store.upsert("n", [{"n": i} for i in range(25)], return_entries=False)
+    spec = {"queryType": "range", "indexPath": "n", "orderPath": "n", "pageSize": 10}
+    assert [e["n"] for e in store.find("n", spec)] == list(range(10))
+    assert [e["n"] for e in store.find("n", spec, 2)] == list(range(20, 25))
+    assert store.find("n", spec, 3) == []
+    assert store.find(None, {"queryType": "smart", "smartSql": "select count(*) from {n}"}) == [[25]]
+    with pytest.raises(syncstore.ArgumentError):
+        store.find("n", spec, -1)
+    with pytest.raises(syncstore.NotFoundError):
+        store.find("nope", spec)
+
+
 def test_cursor_iterates_every_page_and_closes(store: syncstore.Store) -> None:
     store.register_soup("n", [{"path": "n", "type": "integer"}])
     store.upsert("n", [{"n": i} for i in range(95)], return_entries=False)
