@@ -228,8 +228,9 @@ int syncstore_reindex_soup(syncstore_store *store, const char *soup, const char 
  * out_json: the stored entries (JSON array, same order), may be NULL when not wanted.
  * Racing a sync up: an entry still flagged __locally_created__ that replaces a stored one keeps
  *   the stored "__sync_create_sent__" mark when it carries none, and, when the sync up has just
- *   created its record (in this process), gets the record's id back and becomes an update;
- *   so a read-modify-write that overlapped the sync up never makes the record twice.
+ *   created its record (in this process) and the stored entry holds its id, gets that id back
+ *   (dropping any copy of the mark it carries) and becomes an update; so a read-modify-write
+ *   that overlapped the sync up never makes the record twice.
  * Errors: NOT_FOUND (soup), ARGUMENT, CONFLICT.
  */
 int syncstore_upsert(syncstore_store *store, const char *soup, const char *entries_json,

@@ -36,10 +36,14 @@ struct DevResponder: HTTPResponder {
     static let storeQueue = DispatchQueue(label: "syncstore-devserver.store")
     static let apiCalls = Counter()
 
-    private func log(_ method: String, _ path: String, _ status: String, _ started: Int64, _ fault: FaultRule.Action?) {
+    private func log(_ method: String, _ path: String, _ status: String, _ started: Int64, _ fault: FaultRule.Action?,
+                     body: [UInt8] = [], answer: [UInt8] = []) {
         guard logRequests else { return }
         let faultText = fault.map { " fault=\($0)" } ?? ""
-        let line = "\(SFTime.format(millis: SFTime.nowMillis())) \(method) \(path) -> \(status) \(SFTime.nowMillis() - started)ms\(faultText)\n"
+        // Writes show what they sent and got (bounded): enough to follow one record through a run.
+        let detail = method == "GET" || (body.isEmpty && answer.isEmpty) ? ""
+            : " sent=\(String(decoding: body.prefix(600), as: UTF8.self)) got=\(String(decoding: answer.prefix(600), as: UTF8.self))"
+        let line = "\(SFTime.format(millis: SFTime.nowMillis())) \(method) \(path) -> \(status) \(SFTime.nowMillis() - started)ms\(faultText)\(detail)\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
@@ -90,7 +94,7 @@ struct DevResponder: HTTPResponder {
         var resp = await withCheckedContinuation { continuation in
             DevResponder.storeQueue.async { continuation.resume(returning: api.handle(handled)) }
         }
-        log(method, path, String(resp.status), started, decision.action)
+        log(method, path, String(resp.status), started, decision.action, body: bytes, answer: Array(resp.body))
         // Clients (simple-salesforce's api_usage, the SDKs) read this header; counted per process.
         resp.headers.append(("Sforce-Limit-Info", "api-usage=\(DevResponder.apiCalls.next())/1000000"))
         switch decision.action {

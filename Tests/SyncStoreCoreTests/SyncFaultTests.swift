@@ -214,6 +214,32 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Fresh edited'"), 1)
     }
 
+    // The same race with the entry read after the engine marked it (an edit made while the
+    // create is at the server): the stale copy carries the mark but not the id. The write must
+    // still go to the record as an update; kept as a pending create, it needs the record to
+    // still hold what was sent to be found again, and any later change to it made a duplicate.
+    func testHostWriteWithTheStaleMarkUpdatesTheRecord() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects latency=1000 times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["Marked"])
+        let up = try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil)
+        var stale: [String: Any]? = nil
+        for _ in 0..<200 where stale == nil {
+            if let entry = try entries("contacts").first, entry[LocalFlags.pendingCreate] != nil { stale = entry } else { usleep(5_000) }
+        }
+        guard var stale else { throw TestFailure("the entry was never marked") }
+        XCTAssertEqual(try manager.wait(id: up, timeoutMs: 30_000).status, .done)
+        stale["LastName"] = "Marked edited"
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([stale]))
+        let entry = try entries("contacts").first
+        XCTAssertNotNil(entry?["Id"], "the host's write erased the id the create got")
+        XCTAssertNil(entry?[LocalFlags.pendingCreate], "the stale mark came back")
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Marked', 'Marked edited')"), 1, "created twice")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Marked edited'"), 1)
+    }
+
     // A lost create deleted locally, then a sync down (LEAVE_IF_CHANGED) before any sync up:
     // the record must not come back as a new, live entry (the user deleted it); the next sync
     // up deletes it on the server.

@@ -1,4 +1,5 @@
 import CJansson
+import CSQLite
 import Glibc
 
 /// Writes the entries of one upsert call with statements prepared once for the batch
@@ -82,14 +83,18 @@ final class EntryWriter {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
-        if let recent = hostWrite, let existing, entry[LocalFlags.pendingCreate] == nil, LocalFlags.isSet(entry[LocalFlags.created]) {
-            try keepSentMark(entry, of: existing)
-            if entry[LocalFlags.pendingCreate] == nil, let created = recent.lookup(table: soup.table, entryId: existing),
-               entry[created.field]?.string.map({ $0.isEmpty }) ?? true {
+        if let recent = hostWrite, let existing, LocalFlags.isSet(entry[LocalFlags.created]) {
+            if entry[LocalFlags.pendingCreate] == nil { try keepSentMark(entry, of: existing) }
+            // Read before the create's answer was stored (with or without the mark), written
+            // after: the stored entry holds the id the create just got, the write does not.
+            if let created = recent.lookup(table: soup.table, entryId: existing),
+               entry[created.field]?.string.map({ $0.isEmpty }) ?? true,
+               try storedText(of: existing, path: created.field) == created.serverId {
                 entry.set(created.field, owned: JSONMake.string(created.serverId))
                 entry.set(LocalFlags.created, owned: JSONMake.bool(false))
                 entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
                 entry.set(LocalFlags.local, owned: JSONMake.bool(true))
+                entry.remove(LocalFlags.pendingCreate)
             }
         }
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
@@ -107,6 +112,15 @@ final class EntryWriter {
         }
         out?.append(cString: owned)
         return true
+    }
+
+    /// The stored entry's text value at `path` (nil when absent or not text).
+    private func storedText(of id: Int64, path: String) throws -> String? {
+        let statement = try db.cached("SELECT \(SoupPath.jsonExtract(path)) FROM \(soup.table) WHERE id = ?")
+        defer { statement.reset() }
+        try statement.bind([.int(id)])
+        guard try statement.step(), statement.type(0) == SQLITE_TEXT else { return nil }
+        return statement.text(0)
     }
 
     private func keepSentMark(_ entry: JSON, of id: Int64) throws {

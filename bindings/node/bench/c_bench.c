@@ -1,8 +1,9 @@
 /* The Node benchmark's C side: exactly the workload of bench.js through the C ABI directly.
  *   upsert  N Contact-like entries (3 string indexes) in batches of 1000, stored entries returned
- *   exact   Q exact queries on the indexed Id (cursor open with its first page, then close)
- *   handoff the same queries run by a second thread, woken for each one and waking the caller
- *           when done: what any host that keeps its own thread free pays (Node's thread pool)
+ *   exact   Q exact queries on the indexed Id: cursor open with its first page, then close
+ *           (what store.query + cursor.close do), and syncstore_query_page (what store.find does)
+ *   handoff the query_page lookups run by a second thread, woken for each one and waking the
+ *           caller when done: what any host that keeps its own thread free pays
  * Usage: c_bench <dir> [entries=100000] [queries=10000] [rounds=3] (best upsert round).
  * Prints one JSON line of results. */
 #define _POSIX_C_SOURCE 200809L
@@ -52,14 +53,19 @@ static void die(const char *what, const syncstore_error *err) {
     exit(1);
 }
 
-static void exact_query(syncstore_store *store, int entries, int q) {
+static void exact_query(syncstore_store *store, int entries, int q, int page_only) {
     char spec[256];
     syncstore_error err;
     snprintf(spec, sizeof spec, "{\"queryType\":\"exact\",\"indexPath\":\"Id\",\"matchKey\":\"003%015d\",\"pageSize\":10}", (q * 7) % entries);
-    char *cursor = NULL;
-    if (syncstore_query_soup(store, "contacts", spec, &cursor, &err)) die("query", &err);
-    long long id = strtoll(strstr(cursor, "\"cursorId\":") + 11, NULL, 10);
-    syncstore_free(cursor);
+    char *out = NULL;
+    if (page_only) {
+        if (syncstore_query_page(store, "contacts", spec, 0, &out, &err)) die("query_page", &err);
+        syncstore_free(out);
+        return;
+    }
+    if (syncstore_query_soup(store, "contacts", spec, &out, &err)) die("query", &err);
+    long long id = strtoll(strstr(out, "\"cursorId\":") + 11, NULL, 10);
+    syncstore_free(out);
     syncstore_cursor_close(store, id, NULL);
 }
 
@@ -79,7 +85,7 @@ static void *handoff_worker(void *arg) {
         if (h->stop) break;
         h->pending = 0;
         pthread_mutex_unlock(&h->mu);
-        exact_query(h->store, h->entries, h->q);
+        exact_query(h->store, h->entries, h->q, 1);
         pthread_mutex_lock(&h->mu);
         h->done = 1;
         pthread_cond_broadcast(&h->cond);
@@ -122,6 +128,7 @@ int main(int argc, char **argv) {
     }
 
     double *samples = malloc(sizeof(double) * (size_t)queries);
+    double *paged = malloc(sizeof(double) * (size_t)queries);
     double *handed = malloc(sizeof(double) * (size_t)queries);
     handoff h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, entries, store};
     pthread_t worker;
@@ -130,8 +137,13 @@ int main(int argc, char **argv) {
     for (int q0 = 0; q0 < queries; q0 += 100) {
         for (int q = q0; q < queries && q < q0 + 100; q++) {
             double s = now_s();
-            exact_query(store, entries, q);
+            exact_query(store, entries, q, 0);
             samples[q] = now_s() - s;
+        }
+        for (int q = q0; q < queries && q < q0 + 100; q++) {
+            double s = now_s();
+            exact_query(store, entries, q, 1);
+            paged[q] = now_s() - s;
         }
         for (int q = q0; q < queries && q < q0 + 100; q++) {
             double s = now_s();
@@ -152,9 +164,11 @@ int main(int argc, char **argv) {
     pthread_join(worker, NULL);
     qsort(handed, (size_t)queries, sizeof *handed, cmp);
     qsort(samples, (size_t)queries, sizeof *samples, cmp);
+    qsort(paged, (size_t)queries, sizeof *paged, cmp);
     printf("{\"entries\":%d,\"upsertSeconds\":%.6f,\"queries\":%d,\"queryP50us\":%.2f,\"queryP99us\":%.2f,"
-           "\"handoffP50us\":%.2f,\"handoffP99us\":%.2f}\n",
+           "\"pageP50us\":%.2f,\"pageP99us\":%.2f,\"handoffP50us\":%.2f,\"handoffP99us\":%.2f}\n",
            entries, best, queries, samples[queries / 2] * 1e6, samples[(queries * 99) / 100] * 1e6,
+           paged[queries / 2] * 1e6, paged[(queries * 99) / 100] * 1e6,
            handed[queries / 2] * 1e6, handed[(queries * 99) / 100] * 1e6);
     syncstore_close(store, NULL);
     return 0;
