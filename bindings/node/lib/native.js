@@ -1,6 +1,6 @@
 'use strict';
 // The addon and libsyncstore, loaded once per JS environment. Every store call goes through
-// call(): the addon runs it on the libuv thread pool and settles a promise with JSON text.
+// call(): the addon runs it off the JS thread (src/lane.c) and settles a promise with JSON text.
 const fs = require('node:fs');
 const path = require('node:path');
 
