@@ -1,6 +1,6 @@
 /* Store calls: each runs on the call lane (src/lane.c) or, when it is busy, as napi async work on
- * the libuv thread pool (never on the JS thread)
- * and settles a promise with JSON text, a number or a boolean; JSON is parsed by the JS layer. */
+ * the libuv thread pool (never on the JS thread), and settles a promise with JSON text, a number
+ * or a boolean; JSON is parsed by the JS layer. */
 #include "addon.h"
 
 /* lib/native.js (OP) mirrors these numbers. */
