@@ -174,6 +174,34 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertLessThan(Clock.nowMillis() - started, 10_000, "waited past the settle time")
     }
 
+    // A lost create, edited since: the retry adopts the record and sends the edit as an update.
+    // When that update lands but its answer is lost (or the process dies before the outcome is
+    // stored), the record no longer holds what the create sent, so it can never be found again:
+    // the entry must already name it, or the next run creates it a second time (the chaos crash
+    // test found this).
+    func testAdoptionIsStoredBeforeTheUpdateIsSent() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1; PATCH /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        var remote = server.remote
+        remote.maxAttempts = 1
+        remote.createSettleMs = 300
+        manager.setRemote(remote)
+        try createLocally(["Adopted"])
+        let first = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(first.status, .failed, "the create's answer was not lost: the test did not set up the race")
+        guard var entry = try entries("contacts").first else { throw TestFailure("no entry") }
+        entry["LastName"] = "Adopted edited"
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+        let second = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(second.status, .failed, "the update's answer was not lost: the test did not set up the race")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Adopted edited'"), 1)
+        XCTAssertNotNil(try entries("contacts").first?["Id"], "the adoption was not stored before the update was sent")
+        let third = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(third.status, .done, third.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Adopted', 'Adopted edited')"), 1, "created twice")
+        XCTAssertEqual(try entries("contacts", "{contacts:__local__} = 'false'").count, 1)
+    }
+
     // A host's read-modify-write that overlaps a sync up: it read the entry before the engine
     // marked it and sent its create, and writes it back (edited) without the mark. The mark
     // must survive, or the retry creates the record a second time.

@@ -160,6 +160,7 @@ struct SyncUpTask {
             found = try finder.find(sent, fields: createFields ?? { sentFields($0) }, info: info)
         }
         adopt(found, &items, &outcomes)
+        try persistAdoptions(&items, outcomes, info: info)
         if let ext {
             // Upserts are repeatable, but a sync down before the retry must still tell the
             // record it brings from a second one: the "sent" mark lets it adopt the record.
@@ -223,6 +224,41 @@ struct SyncUpTask {
                 items[i].action = .update
                 items[i].adopted = record.serverId
             }
+        }
+    }
+
+    /// Entries that adopted a record and will change it (an update with their edits, or a
+    /// delete) take its id before anything is sent, with any clean copy of it removed, in one
+    /// committed transaction. The record stops holding what the create sent once the update
+    /// lands, so it can never be found again: an adoption lost to a crash after that update made
+    /// the record twice (and brought the first one down as a second entry).
+    private func persistAdoptions(_ items: inout [Item], _ outcomes: [Outcome], info: SoupInfo) throws {
+        let adopted = items.indices.filter { items[$0].adopted != nil && pending(outcomes, $0) }
+        guard !adopted.isEmpty else { return }
+        let stored: [Int: JSONDocument] = try ctx.store.write { db in
+            var stored: [Int: JSONDocument] = [:]
+            var removals: [Int64] = []
+            try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
+                var sink: TextBuffer? = nil
+                let now = Clock.nowMillis()
+                for i in adopted {
+                    guard let id = items[i].adopted, let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
+                    current.root.set(target.idFieldName, owned: JSONMake.string(id))
+                    current.root.set(LocalFlags.created, owned: JSONMake.bool(false))
+                    current.root.set(LocalFlags.updated, owned: JSONMake.bool(true))
+                    current.root.remove(LocalFlags.pendingCreate)
+                    try writer.upsert(current.root, index: i, now: now, into: &sink)
+                    if let copy = items[i].absorbs, try isClean(copy, db: db, info: info) { removals.append(copy) }
+                    stored[i] = try self.current(items[i].entryId, db: db, info: info) ?? current
+                }
+            }
+            try ctx.store.deleteRows(db, info, ids: removals)
+            return stored
+        }
+        // What is stored now is what later edits are told from.
+        for (i, entry) in stored {
+            items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type,
+                            serverId: items[i].serverId, absorbs: nil, adopted: items[i].adopted)
         }
     }
 
