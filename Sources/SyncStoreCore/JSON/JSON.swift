@@ -37,8 +37,14 @@ public struct JSON {
     public var isArray: Bool { raw.pointee.type == JSON_ARRAY }
 
     public subscript(key: String) -> JSON? {
-        guard isObject, let value = json_object_get(raw, key) else { return nil }
-        return JSON(value, owner: owner)
+        guard isObject else { return nil }
+        // By length: a short key (stored inline) would otherwise be copied to the heap to get
+        // its NUL terminator, on every lookup.
+        var key = key
+        let found = key.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { json_object_getn(raw, $0.baseAddress, $0.count) }
+        }
+        return found.map { JSON($0, owner: owner) }
     }
 
     public var count: Int { isArray ? json_array_size(raw) : 0 }

@@ -9,11 +9,18 @@ enum SoupPath {
 
     static func validate(_ path: String) throws {
         guard !path.isEmpty else { throw StoreError.argument("A path must not be empty") }
-        for part in path.split(separator: ".", omittingEmptySubsequences: false) {
-            guard !part.isEmpty else { throw StoreError.argument("Path '\(path)' has an empty component; use dot-separated field names") }
+        var previous = UInt8(ascii: ".")
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: ".") && previous == UInt8(ascii: ".") {
+                throw StoreError.argument("Path '\(path)' has an empty component; use dot-separated field names")
+            }
+            if byte == UInt8(ascii: "\"") || byte < 0x20 {
+                throw StoreError.argument("Path '\(path)' contains a double quote or control character")
+            }
+            previous = byte
         }
-        for scalar in path.unicodeScalars where scalar == "\"" || scalar.value < 0x20 {
-            throw StoreError.argument("Path '\(path)' contains a double quote or control character")
+        if previous == UInt8(ascii: ".") {
+            throw StoreError.argument("Path '\(path)' has an empty component; use dot-separated field names")
         }
     }
 
