@@ -4,9 +4,10 @@
  *   upsert   every line of BATCH_FILE (a JSON array of 1000 entries) into a fresh store; with
  *            RETURNED=1 the stored entries are returned (out_json) and freed
  *   exact    QUERIES exact queries on the indexed Id (cursor open with its first page + close)
+ *   find     the same lookups through syncstore_query_page (one page, no cursor)
  *
  * Usage: bench-binding WORK_DIR STORE_NAME BATCH_FILE ENTRIES QUERIES RETURNED(0|1)
- * Prints: upsert_s=<seconds> exact_s=<seconds> */
+ * Prints: upsert_s=<seconds> exact_s=<seconds> find_s=<seconds> */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +81,16 @@ int main(int argc, char **argv) {
         syncstore_cursor_close(store, id, NULL);
     }
     double exact_s = now_s() - t0;
-    printf("upsert_s=%.6f exact_s=%.6f\n", upsert_s, exact_s);
+    t0 = now_s();
+    for (long q = 0; q < queries; q++) {
+        snprintf(spec, sizeof spec, "{\"queryType\":\"exact\",\"indexPath\":\"Id\",\"matchKey\":\"003%015ld\",\"pageSize\":10}",
+                 (q * 7) % entries);
+        char *page = NULL;
+        if (syncstore_query_page(store, "contacts", spec, 0, &page, &err)) die("query_page", &err);
+        syncstore_free(page);
+    }
+    double find_s = now_s() - t0;
+    printf("upsert_s=%.6f exact_s=%.6f find_s=%.6f\n", upsert_s, exact_s, find_s);
     syncstore_close(store, NULL);
     for (size_t b = 0; b < count; b++) free(batches[b]);
     free(batches);

@@ -6,6 +6,7 @@
           receives the text and frees it)
   exact   QUERIES exact queries on the indexed Id: a cursor opened with its first page and
           closed (Python: store.query_soup(...) as a context manager, entries read)
+  find    the same lookups as one page without a cursor (store.find / syncstore_query_page)
 
 Best of ROUNDS alternating rounds on fresh stores. The C side is build/bench-binding
 (bench/binding_bench.c). Usage:
@@ -41,7 +42,7 @@ def contact(i: int) -> Dict[str, Any]:
 
 
 def python_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entries: int,
-                 queries: int, returned: bool) -> Tuple[float, float]:
+                 queries: int, returned: bool) -> Tuple[float, float, float]:
     with syncstore.Store(root, name) as store:
         store.register_soup("contacts", INDEXES)
         t0 = time.perf_counter()
@@ -54,15 +55,20 @@ def python_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entr
             with store.query_soup("contacts", spec) as cursor:
                 assert len(cursor.entries) == 1
         exact_s = time.perf_counter() - t0
-    return upsert_s, exact_s
+        t0 = time.perf_counter()
+        for q in range(queries):
+            spec = {"queryType": "exact", "indexPath": "Id", "matchKey": f"003{(q * 7) % entries:015d}", "pageSize": 10}
+            assert len(store.find("contacts", spec)) == 1
+        find_s = time.perf_counter() - t0
+    return upsert_s, exact_s, find_s
 
 
 def c_round(binary: Path, root: str, name: str, batch_file: Path, entries: int, queries: int,
-            returned: bool) -> Tuple[float, float]:
+            returned: bool) -> Tuple[float, float, float]:
     out = subprocess.run([str(binary), root, name, str(batch_file), str(entries), str(queries), str(int(returned))],
                          capture_output=True, text=True, check=True).stdout
     values = dict(part.split("=") for part in out.split())
-    return float(values["upsert_s"]), float(values["exact_s"])
+    return float(values["upsert_s"]), float(values["exact_s"]), float(values["find_s"])
 
 
 def main() -> None:
@@ -95,6 +101,8 @@ def main() -> None:
                 keep(f"py-{tag}", p[0])
                 keep("c-exact", c[1])
                 keep("py-exact", p[1])
+                keep("c-find", c[2])
+                keep("py-find", p[2])
                 print(f"  round {r + 1} ({'entries returned' if returned else 'no entries returned'}): "
                       f"upsert C {c[0]:.3f} s Python {p[0]:.3f} s; exact C {c[1]:.3f} s Python {p[1]:.3f} s", flush=True)
         n = args.entries
@@ -102,8 +110,9 @@ def main() -> None:
                            ("ret", "upsert (stored entries returned: C gets the JSON text, Python gets dicts)")):
             print(f"{label}\n        C {n / best['c-' + tag]:9.0f} rows/s  Python {n / best['py-' + tag]:9.0f} rows/s  "
                   f"Python/C time {best['py-' + tag] / best['c-' + tag]:.2f}x (target <= 1.30x)")
-        print(f"exact   C {best['c-exact'] / args.queries * 1e6:7.1f} us/query  Python "
-              f"{best['py-exact'] / args.queries * 1e6:7.1f} us/query  Python/C time {best['py-exact'] / best['c-exact']:.2f}x")
+        for tag, label in (("exact", "exact (cursor)"), ("find", "find (one page)")):
+            print(f"{label:15} C {best['c-' + tag] / args.queries * 1e6:7.1f} us/query  Python "
+                  f"{best['py-' + tag] / args.queries * 1e6:7.1f} us/query  Python/C time {best['py-' + tag] / best['c-' + tag]:.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
