@@ -257,6 +257,19 @@ final class AlterSoupTests: StoreTestCase {
         XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"old","matchKey":2}"#).ids, [2])
     }
 
+    // Query SQL is cached by the spec's shape; an alter must not leave a plan that reads the
+    // path from the JSON once it has an (unfilled) index column.
+    func testQueryPlansDoNotOutliveAnAlter() throws {
+        try seed()
+        let spec = #"{"queryType":"exact","indexPath":"age","matchKey":10}"#
+        XCTAssertEqual(try query("s", spec).ids, [1], "read from the JSON")
+        XCTAssertEqual(try query("s", #"{"queryType":"exact","indexPath":"age","matchKey":20}"#).ids, [2], "same shape, other key")
+        try store.alterSoup("s", specsJSON: #"[{"path":"name","type":"string"},{"path":"age","type":"integer"}]"#, reIndexData: false)
+        XCTAssertEqual(try query("s", spec).totalEntries, 0, "a plan made before the alter still read the JSON")
+        try store.reIndexSoup("s", pathsJSON: #"["age"]"#)
+        XCTAssertEqual(try query("s", spec).ids, [1])
+    }
+
     func testAlterWithReIndexIndexesExistingRows() throws {
         try seed()
         try store.alterSoup("s", specsJSON: #"[{"path":"age","type":"integer"},{"path":"bio","type":"full_text"},{"path":"name","type":"string"}]"#, reIndexData: true)

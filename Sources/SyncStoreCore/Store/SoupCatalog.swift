@@ -24,6 +24,9 @@ struct SoupInfo {
     let name: String
     let table: String
     let indexes: [IndexColumn]
+    /// SQL of recent queries on this soup. A catalog change makes a new SoupInfo, and with it
+    /// an empty cache, so a plan never outlives the indexes it was made for.
+    let plans = PlanCache()
 
     var specs: [IndexSpec] { indexes.map(\.spec) }
     var columnIndexes: [IndexColumn] { indexes.filter(\.hasColumn) }
