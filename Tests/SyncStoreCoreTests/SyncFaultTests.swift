@@ -229,17 +229,25 @@ final class SyncFaultTests: StoreTestCase {
         let server = try DevServerProcess([])
         let manager = try self.manager(server)
         try createLocally(["Fresh"])
-        guard var stale = try entries("contacts").first else { throw TestFailure("no entry") }
+        guard let stale = try entries("contacts").first else { throw TestFailure("no entry") }
         let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
         XCTAssertEqual(up.status, .done, up.error)
-        stale["LastName"] = "Fresh edited"
+        try writeBackEdited(stale, name: "Fresh", manager, server)
+    }
+
+    /// Writes a stale copy of the entry back with its LastName edited, as a host's
+    /// read-modify-write would: the write must reach the record the create made, as an update.
+    private func writeBackEdited(_ stale: [String: Any], name: String, _ manager: SyncManager, _ server: DevServerProcess) throws {
+        var stale = stale
+        stale["LastName"] = "\(name) edited"
         _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([stale]))
         let entry = try entries("contacts").first
         XCTAssertNotNil(entry?["Id"], "the host's write erased the id the create got")
+        XCTAssertNil(entry?[LocalFlags.pendingCreate], "the stale mark came back")
         let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
         XCTAssertEqual(again.status, .done, again.error)
-        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Fresh', 'Fresh edited')"), 1, "created twice")
-        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Fresh edited'"), 1)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('\(name)', '\(name) edited')"), 1, "created twice")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = '\(name) edited'"), 1)
     }
 
     // The same race with the entry read after the engine marked it (an edit made while the
@@ -255,17 +263,9 @@ final class SyncFaultTests: StoreTestCase {
         for _ in 0..<200 where stale == nil {
             if let entry = try entries("contacts").first, entry[LocalFlags.pendingCreate] != nil { stale = entry } else { usleep(5_000) }
         }
-        guard var stale else { throw TestFailure("the entry was never marked") }
+        guard let stale else { throw TestFailure("the entry was never marked") }
         XCTAssertEqual(try manager.wait(id: up, timeoutMs: 30_000).status, .done)
-        stale["LastName"] = "Marked edited"
-        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([stale]))
-        let entry = try entries("contacts").first
-        XCTAssertNotNil(entry?["Id"], "the host's write erased the id the create got")
-        XCTAssertNil(entry?[LocalFlags.pendingCreate], "the stale mark came back")
-        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
-        XCTAssertEqual(again.status, .done, again.error)
-        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('Marked', 'Marked edited')"), 1, "created twice")
-        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Marked edited'"), 1)
+        try writeBackEdited(stale, name: "Marked", manager, server)
     }
 
     // A lost create deleted locally, then a sync down (LEAVE_IF_CHANGED) before any sync up:
