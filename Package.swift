@@ -28,9 +28,15 @@ let package = Package(
         .systemLibrary(name: "CJansson", path: "Sources/CJansson"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
         .systemLibrary(name: "CSyncStoreABI", path: "Sources/CSyncStoreABI"),
+        // Encryption at rest: the page codec as a VFS over the system SQLite, on OpenSSL's libcrypto.
+        .target(
+            name: "CSyncStoreCipher",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("sqlite3")]
+        ),
         .target(
             name: "SyncStoreCore",
-            dependencies: ["CSQLite", "CJansson", "CCurl"]
+            dependencies: ["CSQLite", "CJansson", "CCurl", "CSyncStoreCipher"]
         ),
         .target(
             name: "SyncStoreC",

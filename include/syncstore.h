@@ -61,7 +61,9 @@ extern "C" {
 #define SYNCSTORE_ERR_BUSY 4
 /** The network failed (connect, timeout, dropped connection). Retryable. */
 #define SYNCSTORE_ERR_NETWORK 5
-/** The server refused the credentials and they could not be refreshed. Set new credentials. */
+/** The server refused the credentials and they could not be refreshed (set new credentials),
+ *  or a store's key does not open it: a wrong key or kdfIter, no key for an encrypted store, a
+ *  key for a plaintext one. */
 #define SYNCSTORE_ERR_AUTH 6
 /** The server answered with an error. Retryable when the server said so (5xx). */
 #define SYNCSTORE_ERR_SERVER 7
@@ -115,6 +117,19 @@ const char *syncstore_status_name(int status);
  * Stores live under a root directory the host chooses: <root>/user/<name>.db and
  * <root>/global/<name>.db. Store names are 1-128 characters of [A-Za-z0-9_.-], not starting
  * with '.'.
+ *
+ * Encryption at rest. {"storeName": ..., "key": "<passphrase>", "kdfIter": 256000} opens (or
+ * creates) an encrypted store, in SQLCipher 4's file format: AES-256-CBC pages with a random IV
+ * and an HMAC-SHA512 each, the key derived from the passphrase by PBKDF2-HMAC-SHA512 with
+ * `kdfIter` iterations (default 256000, SQLCipher 4's; the Mobile SDK uses 4000) and the file's
+ * random salt. "key": "x'<64 hex digits>'" is the 256-bit key itself (no KDF); "x'<96 hex>'" adds
+ * the salt. Such a store opens in SQLCipher 4 tools (PRAGMA key, PRAGMA kdf_iter) once closed.
+ * The database file, its WAL and journals hold no plaintext page; sorts and temporary tables of
+ * its connections stay in memory. Each store (user, global, each name) has its own key; the key is
+ * derived once per store open, never written, logged or put in a message, and wiped when the
+ * store's last handle closes. A page that fails its HMAC check (a damaged or altered file) is
+ * SYNCSTORE_ERR_STORAGE, never data. "key": null or no "key" is a plaintext store. Stores
+ * created without a key stay plaintext until syncstore_change_key().
  * ------------------------------------------------------------------------------------------- */
 
 /**
@@ -123,8 +138,11 @@ const char *syncstore_status_name(int status);
  * store_config: storeConfig JSON (see above), may be NULL.
  * out:          receives the handle; release it with syncstore_close().
  * Opening a store that is already open in this process returns another handle to the same
- * store (they share connections and caches). Syncs left RUNNING by a crash become STOPPED.
- * Errors: ARGUMENT (bad config or name), STORAGE (cannot create or open the file).
+ * store (they share connections and caches); its config must carry the same key (and kdfIter).
+ * Syncs left RUNNING by a crash become STOPPED.
+ * Errors: ARGUMENT (bad config, name, empty key or kdfIter < 1), AUTH (the key does not open the
+ * store: wrong key or kdfIter, no key for an encrypted store, a key for a plaintext one; the
+ * file is not touched), STORAGE (cannot create or open the file; a damaged encrypted page 1).
  */
 int syncstore_open(const char *root_dir, const char *store_config, syncstore_store **out,
                    syncstore_error *err);
@@ -140,6 +158,24 @@ int syncstore_open(const char *root_dir, const char *store_config, syncstore_sto
  * Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
  */
 int syncstore_close(syncstore_store *store, syncstore_error *err);
+
+/**
+ * Changes the key of an open store, atomically: a plaintext store becomes encrypted, an encrypted
+ * one gets a new key, and new_key NULL decrypts it. new_key: a passphrase or x'<64 hex>' (see
+ * "Encryption at rest"); the new key uses the kdfIter the store was opened with (256000 for a
+ * plaintext store). The whole store is written under the new key to <name>.db.rekey beside it,
+ * synced, and renamed over <name>.db: a crash or SIGKILL at any point leaves a store that opens
+ * with exactly one of the old and new keys, every entry in it (a leftover .rekey file is deleted
+ * by the next open). Every handle of this process to the store stays valid and uses the new key;
+ * opens after this call need the new key.
+ * Thread: any, not a sync callback (STATE). Waits for writes and reads in flight to end and holds
+ * new ones until it returns.
+ * Errors: BUSY (retryable) while a sync of the store runs or is queued (wait for it or stop it),
+ * or while another process has the store open (about 2 seconds of waiting first); nothing is
+ * changed then. ARGUMENT for an empty key. STORAGE if the disk fails (the old file stays).
+ * Changing a plaintext store to no key is OK and does nothing.
+ */
+int syncstore_change_key(syncstore_store *store, const char *new_key, syncstore_error *err);
 
 /**
  * Lists store names under root_dir as a JSON array of strings, sorted.

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What the library, the CLI and its demo need.
-packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev cmake pkg-config openssl)
+packages=(libsqlite3-dev libjansson-dev libcurl4-openssl-dev libssl-dev cmake pkg-config openssl)
 if [ "${1:-}" = "--dev" ]; then
     # The tests: Python's venv, tsc for the Node typings check, and the Node binding builds
     # against the installed Node's node_api.h (without a Node, Debian's).

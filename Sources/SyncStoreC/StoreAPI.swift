@@ -28,6 +28,16 @@ public func syncstore_close(_ store: OpaquePointer?, _ err: ErrorOut?) -> Int32 
     }
 }
 
+@_cdecl("syncstore_change_key")
+public func syncstore_change_key(_ s: OpaquePointer?, _ newKey: CString?, _ err: ErrorOut?) -> Int32 {
+    guarded(err) {
+        let store = try store(s)
+        // The new key takes the store's KDF iterations (the default for a plaintext store).
+        let key = try optionalText(newKey, "new_key").map { try StoreKey($0, kdfIter: store.kdfIter) }
+        try StoreRegistry.shared.changeKey(handle(s), to: key)
+    }
+}
+
 @_cdecl("syncstore_list_stores")
 public func syncstore_list_stores(_ root: CString?, _ global: Int32, _ out: OutString?, _ err: ErrorOut?) -> Int32 {
     clear(out)

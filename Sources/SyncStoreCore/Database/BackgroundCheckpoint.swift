@@ -11,8 +11,8 @@ final class BackgroundCheckpoint {
     /// Pages (transactions) written between two checkpoints.
     private let every: Int
 
-    init(path: String, every: Int = 4) {
-        connection = try? Connection(path: path, readOnly: false)
+    init(file: DatabaseFile, every: Int = 4) {
+        connection = try? Connection(file: file, readOnly: false)
         self.every = every
     }
 

@@ -1,4 +1,5 @@
 import CSQLite
+import CSyncStoreCipher
 import Glibc
 
 /// One SQLite connection. Not thread-safe by itself: the store hands each connection to one
@@ -8,24 +9,32 @@ final class Connection {
     static let busyTimeoutMs: Int32 = 10_000
 
     let db: OpaquePointer
-    let path: String
+    let file: DatabaseFile
+    var path: String { file.path }
     private var statementCache: [String: Statement] = [:]
 
-    init(path: String, readOnly: Bool) throws {
+    init(file: DatabaseFile, readOnly: Bool) throws {
         var handle: OpaquePointer?
         // NOMUTEX: we serialize access ourselves; each connection is used by one thread at a time.
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE))
-            | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+            | SQLITE_OPEN_NOMUTEX | file.openFlags
+        let rc = sqlite3_open_v2(file.sqliteName, &handle, flags, file.vfs)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let handle { sqlite3_close_v2(handle) }
-            throw StoreError(.storage, "Cannot open database '\(path)': \(message)")
+            throw StoreError(.storage, "Cannot open database '\(file.path)': \(message)")
         }
         db = handle
-        self.path = path
+        self.file = file
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, Connection.busyTimeoutMs)
+        if file.isEncrypted {
+            // Every page keeps 80 bytes for its IV and HMAC; set before a new file's first page
+            // is written. Sorts and temporary tables stay in memory, not in temporary files.
+            var reserve = Int32(SS_CIPHER_RESERVE)
+            _ = sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
+            try execute("PRAGMA temp_store=MEMORY")
+        }
         if !readOnly {
             try execute("PRAGMA journal_mode=WAL")
             try execute("PRAGMA synchronous=NORMAL")
@@ -39,7 +48,15 @@ final class Connection {
         try execute("PRAGMA foreign_keys=OFF")
     }
 
-    deinit {
+    private var closed = false
+
+    deinit { close() }
+
+    /// Closes the connection now, before the object goes (a change of key replaces the store's
+    /// file under it). The caller must not use the connection afterwards.
+    func close() {
+        guard !closed else { return }
+        closed = true
         statementCache.removeAll()
         sqlite3_close_v2(db)
     }
@@ -59,6 +76,9 @@ final class Connection {
 
     func error(_ rc: Int32, _ context: String) -> StoreError {
         let primary = rc & 0xff
+        if rc == Int32(SS_CIPHER_IOERR_DATA) || (file.isEncrypted && primary == SQLITE_NOTADB) {
+            return StoreError(.storage, "\(context): a page of the encrypted store '\(path)' failed its integrity check (HMAC): the file is damaged or was changed outside SyncStore; restore it from a backup or sync it again into a new store")
+        }
         let code: ErrorCode
         switch primary {
         case SQLITE_BUSY, SQLITE_LOCKED: code = .busy

@@ -1,24 +1,65 @@
+import Glibc
+
 /// Read-only connections handed to one caller at a time. WAL lets them read while the writer
 /// holds a long transaction; each read sees the last committed state.
 final class ReaderPool: @unchecked Sendable {
-    private let path: String
     private let lock = Lock()
+    private var file: DatabaseFile
     private var idle: [Connection] = []
     private let maxIdle: Int
+    /// Held shared by every read, exclusively while the store's file is replaced (a change of
+    /// key): no read runs on the old file once the new one is in place.
+    private let gate = ReadWriteLock()
 
-    init(path: String, maxIdle: Int = 4) {
-        self.path = path
+    init(file: DatabaseFile, maxIdle: Int = 4) {
+        self.file = file
         self.maxIdle = maxIdle
     }
 
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
-        let connection = try lock.withLock { idle.popLast() } ?? Connection(path: path, readOnly: true)
-        defer {
-            lock.withLock { if idle.count < maxIdle { idle.append(connection) } }
+        try gate.reading {
+            let (pooled, file) = lock.withLock { (idle.popLast(), self.file) }
+            let connection = try pooled ?? Connection(file: file, readOnly: true)
+            defer {
+                lock.withLock { if idle.count < maxIdle && connection.file === self.file { idle.append(connection) } }
+            }
+            return try body(connection)
         }
-        return try body(connection)
     }
 
     /// Drops idle connections (their cached statements may name dropped tables).
     func drain() { lock.withLock { idle.removeAll() } }
+
+    /// Runs `body` with no read in flight and none starting; idle connections are closed first
+    /// and, when `body` returns a new file, later reads open that one.
+    func replacingFile(_ body: () throws -> DatabaseFile?) rethrows {
+        try gate.writing {
+            drain()
+            if let next = try body() { lock.withLock { file = next } }
+        }
+    }
+}
+
+/// pthread's reader-writer lock.
+final class ReadWriteLock: @unchecked Sendable {
+    private let rw = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+
+    init() { pthread_rwlock_init(rw, nil) }
+
+    deinit {
+        pthread_rwlock_destroy(rw)
+        rw.deallocate()
+    }
+
+    func reading<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_rdlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        return try body()
+    }
+
+    func writing<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_wrlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        return try body()
+    }
 }

@@ -7,8 +7,14 @@ import Glibc
 /// connections and run beside a write (WAL).
 public final class SmartStore: @unchecked Sendable {
     public let path: String
-    let writer: Connection
+    /// The writer; replaced only by a change of key, under writeLock.
+    private(set) var writer: Connection
     private let writeLock = Lock()
+    /// Set when a change of key replaced the file but the new file could not be opened for
+    /// writing: writes fail with it (reads open the new file) until the store is opened again.
+    private var writerFailure: StoreError?
+    private let fileLock = Lock()
+    private var currentFile: DatabaseFile
     let readers: ReaderPool
     private let catalogLock = Lock()
     private var soups: [String: SoupInfo]
@@ -33,14 +39,29 @@ public final class SmartStore: @unchecked Sendable {
     let recentCreates = RecentCreates()
     let cursors = CursorTable()
 
-    public init(path: String) throws {
+    /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
+    public init(path: String, key: StoreKey? = nil) throws {
         self.path = path
-        writer = try Connection(path: path, readOnly: false)
+        StoreRekey.removeLeftovers(of: path)
+        let file = try DatabaseFile(path: path, key: key)
+        currentFile = file
+        writer = try Connection(file: file, readOnly: false)
         try SoupCatalog.createMetadataTables(writer)
         soups = try SoupCatalog.loadAll(writer)
         dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
-        readers = ReaderPool(path: path)
+        readers = ReaderPool(file: file)
     }
+
+    /// The file (and key) connections open now.
+    var file: DatabaseFile { fileLock.withLock { currentFile } }
+
+    /// Whether `key` is the key this store is open with (nil: it is not encrypted).
+    public func isOpen(with key: StoreKey?) -> Bool { file.matches(key) }
+
+    public var isEncrypted: Bool { file.isEncrypted }
+
+    /// The PBKDF2 iterations of the store's key (the default when it is not encrypted).
+    public var kdfIter: Int { file.kdfIter }
 
     // MARK: plumbing
 
@@ -67,6 +88,7 @@ public final class SmartStore: @unchecked Sendable {
     /// writer never sees a catalog that disagrees with the committed schema.
     func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
         try writeLock.withLock {
+            if let writerFailure { throw writerFailure }
             catalogLock.withLock { writeInFlight = true }
             defer { catalogLock.withLock { writeInFlight = false } }
             do {
@@ -154,7 +176,44 @@ public final class SmartStore: @unchecked Sendable {
     func checkpointForClose() {
         writeLock.withLock {
             readers.drain()
+            if writerFailure != nil { return }
             writer.checkpointTruncate(waitMs: SmartStore.closeCheckpointWaitMs)
+        }
+    }
+
+    /// Encrypts the store under `newKey`, re-encrypts it, or (nil) decrypts it; atomic (see
+    /// StoreRekey). Every handle of this process keeps working and uses the new file. BUSY
+    /// while a sync of the store runs or is queued, or another process has the store open.
+    public func changeKey(to newKey: StoreKey?) throws {
+        if onSyncWorker { throw StoreError(.state, "A sync callback cannot change its store's key (its own run would never end first)") }
+        try syncManagerLock.withLock {
+            if let manager = syncManagerStorage {
+                try manager.withoutRuns { try rekey(to: newKey) }
+            } else {
+                try rekey(to: newKey)
+            }
+        }
+    }
+
+    private func rekey(to newKey: StoreKey?) throws {
+        try writeLock.withLock {
+            if let writerFailure { throw writerFailure }
+            if newKey == nil && !writer.file.isEncrypted { return }
+            try readers.replacingFile { () -> DatabaseFile? in
+                let next = try StoreRekey.rewrite(writer, to: newKey)
+                // The old connection goes first: it must not touch the new file's -wal or -shm.
+                writer.close()
+                fileLock.withLock { currentFile = next }
+                do {
+                    writer = try Connection(file: next, readOnly: false)
+                    dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
+                    nextIds.removeAll()
+                } catch let error as StoreError {
+                    writerFailure = StoreError(error.code, "The key was changed but the store could not be opened again for writing (\(error.message)); close every handle and open the store with the new key")
+                    throw writerFailure ?? error
+                }
+                return next
+            }
         }
     }
 

@@ -30,9 +30,16 @@ public final class StoreRegistry: @unchecked Sendable {
             let store: SmartStore
             if let open = byPath[path] {
                 store = open.store
+                guard store.isOpen(with: config.key) else {
+                    throw StoreError(.auth, config.key == nil
+                        ? "Store '\(config.name)' is encrypted: open it with its key (\"key\" in the store config)"
+                        : store.isEncrypted
+                            ? "The key does not open store '\(config.name)' (it is open in this process with another key or kdfIter)"
+                            : "Store '\(config.name)' is not encrypted: open it without a key, or encrypt it with syncstore_change_key")
+                }
             } else {
                 try FileSystem.makeDirectories("\(root)/\(config.folder)")
-                store = try SmartStore(path: path)
+                store = try SmartStore(path: path, key: config.key)
                 // Best effort: the sync manager does it again when it starts.
                 try? SyncStateStore.stopOrphansIfUnowned(store)
             }
@@ -75,6 +82,11 @@ public final class StoreRegistry: @unchecked Sendable {
         try? store.closeSyncs(owner: handle, last: last)
         store.closeCursors(owner: handle)
         if last { store.checkpointForClose() }
+    }
+
+    /// Changes the key of the store behind `handle` (nil: decrypts it); see SmartStore.changeKey.
+    public func changeKey(_ handle: Int, to newKey: StoreKey?) throws {
+        try store(handle).changeKey(to: newKey)
     }
 
     public func isOpen(path: String) -> Bool { lock.withLock { byPath[path] != nil } }
@@ -141,9 +153,28 @@ enum FileSystem {
 
     static func removeDatabase(_ path: String) throws {
         for suffix in ["-wal", "-shm", "-journal", SyncEngineLock.suffix] { unlink(path + suffix) }
+        StoreRekey.removeLeftovers(of: path)
         if unlink(path) != 0 && errno != ENOENT {
             throw StoreError(.storage, "Cannot delete '\(path)': \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Flushes a file's data to the disk.
+    static func syncFile(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError(.storage, "Cannot open '\(path)' to sync it: \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw StoreError(.storage, "Cannot sync '\(path)' to disk: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Flushes a directory entry change (a rename) to the disk; best effort.
+    static func syncDirectory(of path: String) {
+        var directory = String(path.reversed().drop(while: { $0 != "/" }).reversed())
+        if directory.isEmpty { directory = "." }
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        Glibc.close(fd)
     }
 
     static func readFile(_ path: String) throws -> String {

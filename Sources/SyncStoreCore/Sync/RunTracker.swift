@@ -50,6 +50,9 @@ final class RunTracker: @unchecked Sendable {
 
     func isActive(_ id: Int64) -> Bool { locked { active[id] != nil } }
 
+    /// Whether any run is queued, running or delivering its terminal callback.
+    var hasActive: Bool { locked { !active.isEmpty || !delivering.isEmpty } }
+
     func cancelAll() { locked { for run in active.values { run.flag.cancel() } } }
 
     /// Cancels the runs started through one handle.

@@ -26,7 +26,7 @@ struct SyncDownTask {
         var newest = state.maxTimeStamp
         var locators = PageLocators()
         var emptyPages = 0
-        let checkpoint = BackgroundCheckpoint(path: ctx.store.path)
+        let checkpoint = BackgroundCheckpoint(file: ctx.store.file)
         while true {
             try checkStopped()
             let current = page

@@ -15,6 +15,8 @@ public final class SyncManager: @unchecked Sendable {
     /// After stop(), new runs are refused until restart() (as in the SDK).
     private var paused = false
     private var closed = false
+    /// True while the store's key changes: no run may start.
+    private var rekeying = false
     private let engineLock: SyncEngineLock
 
     init(store: SmartStore) throws {
@@ -99,18 +101,34 @@ public final class SyncManager: @unchecked Sendable {
         return state.id
     }
 
-    private func checkOpen() throws {
+    private func checkOpen() throws { try lock.withLock { try checkOpenLocked() } }
+
+    private func checkOpenLocked() throws {
+        if closed { throw StoreError(.state, "The store is closed") }
+        if paused { throw StoreError(.state, "Syncs are stopped; call restart before starting new ones") }
+        if rekeying { throw StoreError(.busy, "The store's key is being changed; start the sync again when that returns", retryable: true) }
+    }
+
+    /// Runs `body` (a change of key) with no sync run queued or running, and none starting.
+    func withoutRuns<T>(_ body: () throws -> T) throws -> T {
         try lock.withLock {
-            if closed { throw StoreError(.state, "The store is closed") }
-            if paused { throw StoreError(.state, "Syncs are stopped; call restart before starting new ones") }
+            if tracker.hasActive {
+                throw StoreError(.busy, "A sync of this store is running or queued: wait for it to end (syncstore_wait_sync) or stop it, then change the key", retryable: true)
+            }
+            rekeying = true
         }
+        defer { lock.withLock { rekeying = false } }
+        return try body()
     }
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
     private func start(_ id: Int64, owner: Int, callback: SyncCallback?) throws {
-        try checkOpen()
-        let cancel = try tracker.begin(id, owner: owner)
+        // One lock for the check and the registration, so a change of key sees every run.
+        let cancel = try lock.withLock {
+            try checkOpenLocked()
+            return try tracker.begin(id, owner: owner)
+        }
         worker.submit { [self] in
             defer { tracker.finish(id, cancel) }
             run(id, cancel: cancel, callback: callback)
@@ -196,7 +214,10 @@ public final class SyncManager: @unchecked Sendable {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
-        let cancel = try tracker.begin(id, owner: owner)
+        let cancel = try lock.withLock {
+            try checkOpenLocked()
+            return try tracker.begin(id, owner: owner)
+        }
         worker.submit { [self] in
             defer { tracker.finish(id, cancel) }
             var removed = 0

@@ -1,0 +1,703 @@
+/*
+ * The page codec of encrypted stores: SQLCipher 4's file format (docs/encryption.md), written as
+ * a VFS shim over the system SQLite's default VFS, so the process keeps one SQLite library.
+ *
+ * Page N of P = 4096 bytes, R = 80 reserved bytes (SQLite never writes them):
+ *   [0, P-R)          AES-256-CBC ciphertext of the plaintext page (page 1: from byte 16; its
+ *                     first 16 bytes hold the file's salt instead of "SQLite format 3\0")
+ *   [P-R, P-R+16)     the IV, random for every write
+ *   [P-R+16, P)       HMAC-SHA512(hmac key, ciphertext || IV || N as 4 bytes little-endian)
+ * The HMAC is checked before decrypting; a mismatch is SQLITE_IOERR_DATA, never data.
+ *
+ * The WAL keeps SQLite's own header and frame headers; each frame's page image is encoded as
+ * above (always without the salt: that is the database file's page 1 only) with the frame's number
+ * (1-based) in place of N, binding the image to its place in the
+ * log. Decrypted pages always carry zeros in the reserved bytes, so the WAL's checksums (which
+ * SQLite computes over the pages it hands over) hold when the log is read back.
+ * The rollback journal (only written while a new store is created, and then empty of pages) has
+ * its page images encoded the same way with N = 0. Temporary files are encrypted with AES-256-CTR
+ * under a key drawn when the file opens and lost when it closes.
+ */
+#include "cipher_vfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sqlite3.h>
+
+#define PAGE SS_CIPHER_PAGE_SIZE
+#define RESERVE SS_CIPHER_RESERVE
+#define IV_SIZE 16
+#define HMAC_SIZE 64
+#define KEY_SIZE 32
+#define SALT_SIZE 16
+#define WAL_HEADER 32
+#define WAL_FRAME_HEADER 24
+#define WAL_FRAME (WAL_FRAME_HEADER + PAGE)
+#define JOURNAL_RECORD (4 + PAGE + 4)
+
+static const char kVfsName[] = "syncstore-cipher";
+static const unsigned char kSqliteHeader[16] = "SQLite format 3";
+
+/* ------------------------------------------------------------------------------------------
+ * Keys: registered by number; files hold a reference, so a store can close while SQLite still
+ * finishes with a file (the bytes are wiped when the last user lets go).
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct CipherKey {
+    int64_t id;
+    int refs;
+    struct CipherKey *next;
+    unsigned char key[KEY_SIZE];
+    unsigned char hmacKey[KEY_SIZE];
+    unsigned char salt[SALT_SIZE];
+    /* Identifies the key text and kdfIter it was made from (see keyDigest). */
+    unsigned char digest[32];
+} CipherKey;
+
+static pthread_mutex_t keysLock = PTHREAD_MUTEX_INITIALIZER;
+static CipherKey *keys;
+static int64_t nextKeyId = 1;
+
+static void keyUnref(CipherKey *k) {
+    pthread_mutex_lock(&keysLock);
+    int last = --k->refs == 0;
+    pthread_mutex_unlock(&keysLock);
+    if (last) {
+        OPENSSL_cleanse(k, sizeof *k);
+        free(k);
+    }
+}
+
+static CipherKey *keyLookup(int64_t id) {
+    pthread_mutex_lock(&keysLock);
+    CipherKey *k = keys;
+    while (k && k->id != id) k = k->next;
+    if (k) k->refs++;
+    pthread_mutex_unlock(&keysLock);
+    return k;
+}
+
+/* HMAC-SHA256 of the key text and kdfIter under a secret drawn once per process: a second
+ * handle's key can be compared without running the KDF again and without keeping the text. */
+static unsigned char processSecret[32];
+static int processSecretOk;
+static void drawSecret(void) { processSecretOk = RAND_bytes(processSecret, sizeof processSecret) == 1; }
+
+static int keyDigest(const char *key, size_t len, int kdfIter, unsigned char out[32]) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, drawSecret);
+    if (!processSecretOk) return 0;
+    unsigned char iter[4] = {(unsigned char)kdfIter, (unsigned char)(kdfIter >> 8), (unsigned char)(kdfIter >> 16),
+                             (unsigned char)(kdfIter >> 24)};
+    unsigned char *text = malloc(len + 4);
+    if (!text) return 0;
+    memcpy(text, key, len);
+    memcpy(text + len, iter, 4);
+    unsigned int outLen = 0;
+    int ok = HMAC(EVP_sha256(), processSecret, sizeof processSecret, text, len + 4, out, &outLen) != NULL;
+    OPENSSL_cleanse(text, len + 4);
+    free(text);
+    return ok && outLen == 32;
+}
+
+int ss_cipher_key_matches(int64_t id, const char *key, size_t key_len, int kdf_iter) {
+    unsigned char digest[32];
+    if (!key || !keyDigest(key, key_len, kdf_iter, digest)) return 0;
+    CipherKey *k = keyLookup(id);
+    if (!k) return 0;
+    int same = CRYPTO_memcmp(digest, k->digest, sizeof digest) == 0;
+    keyUnref(k);
+    return same;
+}
+
+void ss_cipher_key_release(int64_t id) {
+    pthread_mutex_lock(&keysLock);
+    CipherKey **p = &keys;
+    while (*p && (*p)->id != id) p = &(*p)->next;
+    CipherKey *k = *p;
+    if (k) *p = k->next;
+    pthread_mutex_unlock(&keysLock);
+    if (k) keyUnref(k);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The page codec
+ * ---------------------------------------------------------------------------------------- */
+
+/* Per-file crypto state: contexts keyed once, re-armed with an IV per page. One file handle is
+ * used by one thread at a time (SQLite's connection), so this needs no lock. */
+typedef struct Codec {
+    CipherKey *key;
+    EVP_CIPHER_CTX *enc;
+    EVP_CIPHER_CTX *dec;
+    EVP_MAC_CTX *mac;
+} Codec;
+
+static EVP_MAC *hmacAlg;
+static void fetchHmac(void) { hmacAlg = EVP_MAC_fetch(NULL, "HMAC", NULL); }
+
+static EVP_MAC *hmacAlgorithm(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fetchHmac);
+    return hmacAlg;
+}
+
+static void codecFree(Codec *c) {
+    EVP_CIPHER_CTX_free(c->enc);
+    EVP_CIPHER_CTX_free(c->dec);
+    EVP_MAC_CTX_free(c->mac);
+    c->enc = c->dec = NULL;
+    c->mac = NULL;
+}
+
+static int codecInit(Codec *c, CipherKey *key) {
+    c->key = key;
+    c->enc = EVP_CIPHER_CTX_new();
+    c->dec = EVP_CIPHER_CTX_new();
+    EVP_MAC *alg = hmacAlgorithm();
+    c->mac = alg ? EVP_MAC_CTX_new(alg) : NULL;
+    if (!c->enc || !c->dec || !c->mac) goto fail;
+    if (EVP_EncryptInit_ex(c->enc, EVP_aes_256_cbc(), NULL, key->key, NULL) != 1) goto fail;
+    if (EVP_DecryptInit_ex(c->dec, EVP_aes_256_cbc(), NULL, key->key, NULL) != 1) goto fail;
+    EVP_CIPHER_CTX_set_padding(c->enc, 0);
+    EVP_CIPHER_CTX_set_padding(c->dec, 0);
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA512", 0),
+                           OSSL_PARAM_construct_end()};
+    if (EVP_MAC_init(c->mac, key->hmacKey, KEY_SIZE, params) != 1) goto fail;
+    return 1;
+fail:
+    codecFree(c);
+    return 0;
+}
+
+/* HMAC-SHA512 over the ciphertext and IV (contiguous in the page) and the page number. `first`:
+ * the layout of the database file's page 1, whose first 16 bytes hold the salt. */
+static int pageMac(Codec *c, const unsigned char *page, uint32_t pgno, int first, unsigned char out[HMAC_SIZE]) {
+    size_t start = first ? SALT_SIZE : 0;
+    unsigned char n[4] = {(unsigned char)pgno, (unsigned char)(pgno >> 8), (unsigned char)(pgno >> 16),
+                          (unsigned char)(pgno >> 24)};
+    size_t len = 0;
+    return EVP_MAC_init(c->mac, NULL, 0, NULL) == 1
+        && EVP_MAC_update(c->mac, page + start, PAGE - RESERVE + IV_SIZE - start) == 1
+        && EVP_MAC_update(c->mac, n, 4) == 1
+        && EVP_MAC_final(c->mac, out, &len, HMAC_SIZE) == 1 && len == HMAC_SIZE;
+}
+
+/* Encrypts a plaintext page in place. Page 1 must say page size 4096 and 80 reserved bytes:
+ * anything else would put SQLite's data where the IV and HMAC go, so it is refused. */
+static int encodePage(Codec *c, unsigned char *page, uint32_t pgno, int first) {
+    size_t start = first ? SALT_SIZE : 0;
+    if (first && (page[16] != (PAGE >> 8) || page[17] != (PAGE & 0xff) || page[20] != RESERVE)) {
+        sqlite3_log(SQLITE_IOERR_WRITE, "syncstore-cipher: page 1 without 80 reserved bytes refused");
+        return SQLITE_IOERR_WRITE;
+    }
+    unsigned char *iv = page + PAGE - RESERVE;
+    if (RAND_bytes(iv, IV_SIZE) != 1) return SQLITE_IOERR_WRITE;
+    int outl = 0, finl = 0;
+    int len = (int)(PAGE - RESERVE - start);
+    if (EVP_EncryptInit_ex(c->enc, NULL, NULL, NULL, iv) != 1
+        || EVP_EncryptUpdate(c->enc, page + start, &outl, page + start, len) != 1
+        || EVP_EncryptFinal_ex(c->enc, page + start + outl, &finl) != 1 || outl + finl != len)
+        return SQLITE_IOERR_WRITE;
+    if (!pageMac(c, page, pgno, first, iv + IV_SIZE)) return SQLITE_IOERR_WRITE;
+    if (first) memcpy(page, c->key->salt, SALT_SIZE);
+    return SQLITE_OK;
+}
+
+/* Checks and decrypts a page in place; the reserved bytes come back as zeros. */
+static int decodePage(Codec *c, unsigned char *page, uint32_t pgno, int first) {
+    size_t start = first ? SALT_SIZE : 0;
+    unsigned char mac[HMAC_SIZE];
+    unsigned char iv[IV_SIZE];
+    if (!pageMac(c, page, pgno, first, mac)) return SQLITE_IOERR_READ;
+    if (CRYPTO_memcmp(mac, page + PAGE - RESERVE + IV_SIZE, HMAC_SIZE) != 0) {
+        sqlite3_log(SQLITE_IOERR_DATA, "syncstore-cipher: page %u failed its HMAC check", pgno);
+        return SQLITE_IOERR_DATA;
+    }
+    memcpy(iv, page + PAGE - RESERVE, IV_SIZE);
+    int outl = 0, finl = 0;
+    int len = (int)(PAGE - RESERVE - start);
+    if (EVP_DecryptInit_ex(c->dec, NULL, NULL, NULL, iv) != 1
+        || EVP_DecryptUpdate(c->dec, page + start, &outl, page + start, len) != 1
+        || EVP_DecryptFinal_ex(c->dec, page + start + outl, &finl) != 1 || outl + finl != len)
+        return SQLITE_IOERR_READ;
+    memset(page + PAGE - RESERVE, 0, RESERVE);
+    if (first) memcpy(page, kSqliteHeader, SALT_SIZE);
+    return SQLITE_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Key derivation
+ * ---------------------------------------------------------------------------------------- */
+
+static int hexValue(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* x'<hex>' with `bytes` bytes of hex; 1 when `key` has that form. */
+static int parseRawKey(const char *key, size_t len, unsigned char *out, size_t bytes) {
+    if (len != bytes * 2 + 3 || (key[0] != 'x' && key[0] != 'X') || key[1] != '\'' || key[len - 1] != '\'') return 0;
+    for (size_t i = 0; i < bytes; i++) {
+        int hi = hexValue(key[2 + 2 * i]), lo = hexValue(key[3 + 2 * i]);
+        if (hi < 0 || lo < 0) return 0;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 1;
+}
+
+static int readFully(int fd, unsigned char *buf, size_t len, off_t offset, size_t *got) {
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = pread(fd, buf + *got, len - *got, offset + (off_t)*got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return 0;
+        if (n == 0) break;
+        *got += (size_t)n;
+    }
+    return 1;
+}
+
+int ss_cipher_probe(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? SS_CIPHER_EMPTY : SS_CIPHER_IO;
+    unsigned char head[16];
+    size_t got = 0;
+    int ok = readFully(fd, head, sizeof head, 0, &got);
+    close(fd);
+    if (!ok) return SS_CIPHER_IO;
+    if (got == 0) return SS_CIPHER_EMPTY;
+    return got == sizeof head && memcmp(head, kSqliteHeader, 16) == 0 ? SS_CIPHER_PLAINTEXT : SS_CIPHER_NOT_PLAINTEXT;
+}
+
+int ss_cipher_key_create(const char *path, const char *key, size_t key_len, int kdf_iter, int64_t *out_id) {
+    *out_id = 0;
+    if (!key || key_len == 0 || kdf_iter < 1) return SS_CIPHER_BAD_KEY;
+    CipherKey *k = calloc(1, sizeof *k);
+    unsigned char *page = malloc(2 * PAGE);
+    int rc = SS_CIPHER_OK;
+    if (!k || !page) { rc = SS_CIPHER_CRYPTO; goto done; }
+
+    /* The salt: the file's first 16 bytes, or new. */
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT) { rc = SS_CIPHER_IO; goto done; }
+    if (fd >= 0) {
+        int ok = readFully(fd, page, 2 * PAGE, 0, &got);
+        close(fd);
+        if (!ok) { rc = SS_CIPHER_IO; goto done; }
+    }
+    int existing = got > 0;
+    if (existing && got >= 16 && memcmp(page, kSqliteHeader, 16) == 0) { rc = SS_CIPHER_PLAINTEXT; goto done; }
+    if (existing && got < PAGE) { rc = SS_CIPHER_WRONG_KEY; goto done; }
+
+    unsigned char raw[KEY_SIZE + SALT_SIZE];
+    if (parseRawKey(key, key_len, raw, KEY_SIZE + SALT_SIZE)) {
+        memcpy(k->key, raw, KEY_SIZE);
+        memcpy(k->salt, raw + KEY_SIZE, SALT_SIZE);
+        if (existing && memcmp(page, k->salt, SALT_SIZE) != 0) { rc = SS_CIPHER_WRONG_KEY; }
+    } else {
+        if (existing) memcpy(k->salt, page, SALT_SIZE);
+        else if (RAND_bytes(k->salt, SALT_SIZE) != 1) { rc = SS_CIPHER_CRYPTO; goto wipe; }
+        if (parseRawKey(key, key_len, raw, KEY_SIZE)) {
+            memcpy(k->key, raw, KEY_SIZE);
+        } else if (PKCS5_PBKDF2_HMAC(key, (int)key_len, k->salt, SALT_SIZE, kdf_iter, EVP_sha512(), KEY_SIZE,
+                                     k->key) != 1) {
+            rc = SS_CIPHER_CRYPTO;
+        }
+    }
+    OPENSSL_cleanse(raw, sizeof raw);
+    if (rc != SS_CIPHER_OK) goto wipe;
+
+    /* The HMAC key, as SQLCipher derives it: 2 iterations over the salt XOR 0x3a. */
+    unsigned char macSalt[SALT_SIZE];
+    for (int i = 0; i < SALT_SIZE; i++) macSalt[i] = k->salt[i] ^ 0x3a;
+    if (PKCS5_PBKDF2_HMAC((const char *)k->key, KEY_SIZE, macSalt, SALT_SIZE, 2, EVP_sha512(), KEY_SIZE,
+                          k->hmacKey) != 1) { rc = SS_CIPHER_CRYPTO; goto wipe; }
+
+    if (!keyDigest(key, key_len, kdf_iter, k->digest)) { rc = SS_CIPHER_CRYPTO; goto wipe; }
+
+    if (existing) {
+        Codec c = {0};
+        if (!codecInit(&c, k)) { rc = SS_CIPHER_CRYPTO; goto wipe; }
+        int drc = decodePage(&c, page, 1, 1);
+        /* Page 1 that fails while page 2 passes: the key is right and page 1 is damaged. */
+        int second = drc != SQLITE_OK && got >= 2 * PAGE && decodePage(&c, page + PAGE, 2, 0) == SQLITE_OK;
+        codecFree(&c);
+        /* A page 1 that decrypts must also be a page of the layout this codec writes. */
+        if (second) rc = SS_CIPHER_DAMAGED;
+        else if (drc != SQLITE_OK || page[16] != (PAGE >> 8) || page[17] != (PAGE & 0xff) || page[20] != RESERVE)
+            rc = SS_CIPHER_WRONG_KEY;
+    }
+    if (rc != SS_CIPHER_OK) goto wipe;
+
+    pthread_mutex_lock(&keysLock);
+    k->id = nextKeyId++;
+    k->refs = 1;
+    k->next = keys;
+    keys = k;
+    *out_id = k->id;
+    pthread_mutex_unlock(&keysLock);
+    k = NULL;
+    goto done;
+wipe:
+    OPENSSL_cleanse(k, sizeof *k);
+done:
+    if (page) {
+        OPENSSL_cleanse(page, 2 * PAGE);
+        free(page);
+    }
+    free(k);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The VFS
+ * ---------------------------------------------------------------------------------------- */
+
+enum FileKind { KIND_PLAIN, KIND_MAIN, KIND_WAL, KIND_JOURNAL, KIND_TEMP };
+
+typedef struct CipherFile {
+    sqlite3_file base;
+    sqlite3_file *real;
+    enum FileKind kind;
+    Codec codec;
+    unsigned char *scratch;
+    size_t scratchSize;
+    /* KIND_TEMP: AES-256-CTR under a key that lives as long as the file. */
+    EVP_CIPHER_CTX *stream;
+    unsigned char streamKey[KEY_SIZE];
+    unsigned char streamNonce[8];
+} CipherFile;
+
+static sqlite3_vfs cipherVfs;
+static sqlite3_vfs *baseVfs;
+static const sqlite3_io_methods cipherMethods;
+
+static unsigned char *scratch(CipherFile *f, size_t size) {
+    if (f->scratchSize < size) {
+        unsigned char *p = realloc(f->scratch, size);
+        if (!p) return NULL;
+        f->scratch = p;
+        f->scratchSize = size;
+    }
+    return f->scratch;
+}
+
+/* Where page images sit in a file: 1 and the image's start and number for the byte at `offset`. */
+static int pageAt(const CipherFile *f, sqlite3_int64 offset, sqlite3_int64 *start, uint32_t *pgno) {
+    switch (f->kind) {
+    case KIND_MAIN:
+        *start = offset - offset % PAGE;
+        *pgno = (uint32_t)(offset / PAGE + 1);
+        return 1;
+    case KIND_WAL: {
+        if (offset < WAL_HEADER) return 0;
+        sqlite3_int64 frame = (offset - WAL_HEADER) / WAL_FRAME;
+        sqlite3_int64 frameStart = WAL_HEADER + frame * WAL_FRAME;
+        if (offset < frameStart + WAL_FRAME_HEADER) return 0;
+        *start = frameStart + WAL_FRAME_HEADER;
+        *pgno = (uint32_t)(frame + 1);
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The extent of the non-page bytes at `offset` (WAL headers), up to `end`. */
+static sqlite3_int64 plainRunEnd(const CipherFile *f, sqlite3_int64 offset, sqlite3_int64 end) {
+    sqlite3_int64 stop = WAL_HEADER;
+    if (offset >= WAL_HEADER) {
+        sqlite3_int64 frame = (offset - WAL_HEADER) / WAL_FRAME;
+        stop = WAL_HEADER + frame * WAL_FRAME + WAL_FRAME_HEADER;
+    }
+    (void)f;
+    return stop < end ? stop : end;
+}
+
+static int allZero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+/* Reads one whole page image at `start` and decodes it into `out`; zeros past the end of file. */
+static int readPage(CipherFile *f, sqlite3_int64 start, uint32_t pgno, unsigned char *out, int *beyondEnd) {
+    int rc = f->real->pMethods->xRead(f->real, out, PAGE, start);
+    *beyondEnd = 0;
+    if (rc == SQLITE_IOERR_SHORT_READ && allZero(out, PAGE)) {
+        *beyondEnd = 1;
+        return SQLITE_OK;
+    }
+    if (rc == SQLITE_IOERR_SHORT_READ) return SQLITE_IOERR_DATA; /* a torn page */
+    if (rc != SQLITE_OK) return rc;
+    return decodePage(&f->codec, out, pgno, f->kind == KIND_MAIN && pgno == 1);
+}
+
+static void streamXor(CipherFile *f, unsigned char *buf, int amt, sqlite3_int64 offset) {
+    unsigned char iv[16];
+    unsigned char skip[16];
+    uint64_t block = (uint64_t)offset / 16;
+    memcpy(iv, f->streamNonce, 8);
+    for (int i = 0; i < 8; i++) iv[8 + i] = (unsigned char)(block >> (56 - 8 * i));
+    int outl = 0;
+    EVP_EncryptInit_ex(f->stream, NULL, NULL, NULL, iv);
+    int pad = (int)(offset % 16);
+    if (pad) EVP_EncryptUpdate(f->stream, skip, &outl, skip, pad);
+    EVP_EncryptUpdate(f->stream, buf, &outl, buf, amt);
+}
+
+/* A page image in the journal: a page-sized access that is not at a sector boundary (journal
+ * headers are; records are [page number][image][checksum] after them). */
+static int journalImage(int amt, sqlite3_int64 offset) { return amt == PAGE && offset % 512 != 0; }
+
+static int cipherRead(sqlite3_file *file, void *buf, int amt, sqlite3_int64 offset) {
+    CipherFile *f = (CipherFile *)file;
+    unsigned char *out = buf;
+    if (f->kind == KIND_PLAIN) return f->real->pMethods->xRead(f->real, buf, amt, offset);
+    if (f->kind == KIND_TEMP) {
+        int rc = f->real->pMethods->xRead(f->real, buf, amt, offset);
+        if (rc == SQLITE_OK || rc == SQLITE_IOERR_SHORT_READ) streamXor(f, out, amt, offset);
+        /* Past the end SQLite expects zeros, not keystream. */
+        if (rc == SQLITE_IOERR_SHORT_READ) {
+            sqlite3_int64 size = 0;
+            f->real->pMethods->xFileSize(f->real, &size);
+            sqlite3_int64 valid = size > offset ? size - offset : 0;
+            if (valid < amt) memset(out + valid, 0, (size_t)(amt - valid));
+        }
+        return rc;
+    }
+    if (f->kind == KIND_JOURNAL) {
+        /* Journal records are [page number][page image][checksum] after a header of one sector;
+         * a read of one page image is the only kind that carries page content. */
+        int rc = f->real->pMethods->xRead(f->real, buf, amt, offset);
+        if (rc == SQLITE_OK && journalImage(amt, offset)) rc = decodePage(&f->codec, out, 0, 0);
+        return rc;
+    }
+    /* Main database and WAL: one read of the whole range, then each page image decoded in place;
+     * an image only partly inside the range is read and decoded on its own. */
+    int rc = f->real->pMethods->xRead(f->real, buf, amt, offset);
+    int shortRead = rc == SQLITE_IOERR_SHORT_READ;
+    if (rc != SQLITE_OK && !shortRead) return rc;
+    sqlite3_int64 end = offset + amt;
+    sqlite3_int64 at = offset;
+    while (at < end) {
+        sqlite3_int64 start;
+        uint32_t pgno;
+        if (!pageAt(f, at, &start, &pgno)) {
+            at = plainRunEnd(f, at, end);
+            continue;
+        }
+        sqlite3_int64 stop = start + PAGE < end ? start + PAGE : end;
+        unsigned char *dst = out + (at - offset);
+        if (start == at && stop == start + PAGE) {
+            if (!(shortRead && allZero(dst, PAGE))) {
+                int drc = decodePage(&f->codec, dst, pgno, f->kind == KIND_MAIN && pgno == 1);
+                if (drc != SQLITE_OK) return drc;
+            }
+        } else {
+            unsigned char *page = scratch(f, PAGE);
+            if (!page) return SQLITE_IOERR_NOMEM;
+            int beyond = 0;
+            int prc = readPage(f, start, pgno, page, &beyond);
+            if (prc != SQLITE_OK) return prc;
+            memcpy(dst, page + (at - start), (size_t)(stop - at));
+        }
+        at = stop;
+    }
+    return rc;
+}
+
+static int cipherWrite(sqlite3_file *file, const void *buf, int amt, sqlite3_int64 offset) {
+    CipherFile *f = (CipherFile *)file;
+    const unsigned char *in = buf;
+    if (f->kind == KIND_PLAIN) return f->real->pMethods->xWrite(f->real, buf, amt, offset);
+    if (f->kind == KIND_TEMP || f->kind == KIND_JOURNAL) {
+        unsigned char *out = scratch(f, (size_t)amt);
+        if (!out) return SQLITE_IOERR_NOMEM;
+        memcpy(out, in, (size_t)amt);
+        if (f->kind == KIND_TEMP) streamXor(f, out, amt, offset);
+        else if (journalImage(amt, offset)) {
+            int rc = encodePage(&f->codec, out, 0, 0);
+            if (rc != SQLITE_OK) return rc;
+        }
+        return f->real->pMethods->xWrite(f->real, out, amt, offset);
+    }
+    /* Main database and WAL: SQLite writes one page image, or one WAL header, per call. Each
+     * piece of the range goes out on its own: headers as they are, page images encoded, a part
+     * of a page (SQLite does not write one; kept correct anyway) read, patched and encoded. */
+    sqlite3_int64 end = offset + amt;
+    sqlite3_int64 at = offset;
+    while (at < end) {
+        sqlite3_int64 start;
+        uint32_t pgno;
+        int rc;
+        if (!pageAt(f, at, &start, &pgno)) {
+            sqlite3_int64 stop = plainRunEnd(f, at, end);
+            rc = f->real->pMethods->xWrite(f->real, in + (at - offset), (int)(stop - at), at);
+            if (rc != SQLITE_OK) return rc;
+            at = stop;
+            continue;
+        }
+        sqlite3_int64 stop = start + PAGE < end ? start + PAGE : end;
+        unsigned char *page = scratch(f, PAGE);
+        if (!page) return SQLITE_IOERR_NOMEM;
+        if (start != at || stop != start + PAGE) {
+            int beyond = 0;
+            rc = readPage(f, start, pgno, page, &beyond);
+            if (rc != SQLITE_OK) return rc;
+        }
+        memcpy(page + (at - start), in + (at - offset), (size_t)(stop - at));
+        rc = encodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
+        if (rc == SQLITE_OK) rc = f->real->pMethods->xWrite(f->real, page, PAGE, start);
+        if (rc != SQLITE_OK) return rc;
+        at = stop;
+    }
+    return SQLITE_OK;
+}
+
+static int cipherClose(sqlite3_file *file) {
+    CipherFile *f = (CipherFile *)file;
+    int rc = f->real->pMethods ? f->real->pMethods->xClose(f->real) : SQLITE_OK;
+    codecFree(&f->codec);
+    if (f->codec.key) keyUnref(f->codec.key);
+    f->codec.key = NULL;
+    EVP_CIPHER_CTX_free(f->stream);
+    OPENSSL_cleanse(f->streamKey, sizeof f->streamKey);
+    if (f->scratch) OPENSSL_cleanse(f->scratch, f->scratchSize);
+    free(f->scratch);
+    f->scratch = NULL;
+    return rc;
+}
+
+#define REAL(f) (((CipherFile *)(f))->real)
+static int cipherTruncate(sqlite3_file *f, sqlite3_int64 size) { return REAL(f)->pMethods->xTruncate(REAL(f), size); }
+static int cipherSync(sqlite3_file *f, int flags) { return REAL(f)->pMethods->xSync(REAL(f), flags); }
+static int cipherFileSize(sqlite3_file *f, sqlite3_int64 *size) { return REAL(f)->pMethods->xFileSize(REAL(f), size); }
+static int cipherLock(sqlite3_file *f, int lock) { return REAL(f)->pMethods->xLock(REAL(f), lock); }
+static int cipherUnlock(sqlite3_file *f, int lock) { return REAL(f)->pMethods->xUnlock(REAL(f), lock); }
+static int cipherCheckReserved(sqlite3_file *f, int *out) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out); }
+static int cipherFileControl(sqlite3_file *f, int op, void *arg) { return REAL(f)->pMethods->xFileControl(REAL(f), op, arg); }
+static int cipherSectorSize(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
+static int cipherDeviceCharacteristics(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int cipherShmMap(sqlite3_file *f, int region, int size, int extend, void volatile **p) {
+    return REAL(f)->pMethods->xShmMap(REAL(f), region, size, extend, p);
+}
+static int cipherShmLock(sqlite3_file *f, int offset, int n, int flags) { return REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags); }
+static void cipherShmBarrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
+static int cipherShmUnmap(sqlite3_file *f, int deleteFlag) { return REAL(f)->pMethods->xShmUnmap(REAL(f), deleteFlag); }
+/* No memory mapping: SQLite would read ciphertext straight from the map. */
+static int cipherFetch(sqlite3_file *f, sqlite3_int64 offset, int amt, void **p) {
+    (void)f; (void)offset; (void)amt;
+    *p = NULL;
+    return SQLITE_OK;
+}
+static int cipherUnfetch(sqlite3_file *f, sqlite3_int64 offset, void *p) { (void)f; (void)offset; (void)p; return SQLITE_OK; }
+
+static const sqlite3_io_methods cipherMethods = {
+    3, cipherClose, cipherRead, cipherWrite, cipherTruncate, cipherSync, cipherFileSize, cipherLock, cipherUnlock,
+    cipherCheckReserved, cipherFileControl, cipherSectorSize, cipherDeviceCharacteristics, cipherShmMap,
+    cipherShmLock, cipherShmBarrier, cipherShmUnmap, cipherFetch, cipherUnfetch,
+};
+
+static int cipherOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, int flags, int *outFlags) {
+    (void)vfs;
+    CipherFile *f = (CipherFile *)file;
+    memset(f, 0, sizeof *f);
+    f->real = (sqlite3_file *)(f + 1);
+    enum FileKind kind = KIND_PLAIN;
+    CipherKey *key = NULL;
+    if (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL | SQLITE_OPEN_MAIN_JOURNAL)) {
+        /* The key travels as a URI parameter of the database's name (the WAL's and journal's
+         * names lead back to it). No parameter: a plaintext file. */
+        sqlite3_filename db = !name ? NULL : (flags & SQLITE_OPEN_MAIN_DB) ? name : sqlite3_filename_database(name);
+        sqlite3_int64 id = db ? sqlite3_uri_int64(db, "sskey", 0) : 0;
+        if (id > 0) {
+            key = keyLookup(id);
+            if (!key) return SQLITE_CANTOPEN; /* the store closed: its key is gone */
+            kind = (flags & SQLITE_OPEN_MAIN_DB) ? KIND_MAIN : (flags & SQLITE_OPEN_WAL) ? KIND_WAL : KIND_JOURNAL;
+        }
+    } else if (!(flags & SQLITE_OPEN_SUPER_JOURNAL)) {
+        /* Temporary databases and journals, statement journals: nothing in them outlives the
+         * file, so a key drawn now serves. (Super-journals hold only file names.) */
+        kind = KIND_TEMP;
+    }
+    int rc = baseVfs->xOpen(baseVfs, name, f->real, flags, outFlags);
+    if (rc != SQLITE_OK) {
+        if (key) keyUnref(key);
+        return rc;
+    }
+    f->kind = kind;
+    f->base.pMethods = &cipherMethods;
+    if (key && !codecInit(&f->codec, key)) rc = SQLITE_NOMEM;
+    f->codec.key = key;
+    if (kind == KIND_TEMP) {
+        f->stream = EVP_CIPHER_CTX_new();
+        if (!f->stream || RAND_bytes(f->streamKey, KEY_SIZE) != 1 || RAND_bytes(f->streamNonce, 8) != 1
+            || EVP_EncryptInit_ex(f->stream, EVP_aes_256_ctr(), NULL, f->streamKey, NULL) != 1)
+            rc = SQLITE_NOMEM;
+    }
+    if (rc != SQLITE_OK) {
+        cipherClose(file);
+        f->base.pMethods = NULL;
+    }
+    return rc;
+}
+
+static int vfsDelete(sqlite3_vfs *v, const char *name, int syncDir) { (void)v; return baseVfs->xDelete(baseVfs, name, syncDir); }
+static int vfsAccess(sqlite3_vfs *v, const char *name, int flags, int *out) { (void)v; return baseVfs->xAccess(baseVfs, name, flags, out); }
+static int vfsFullPathname(sqlite3_vfs *v, const char *name, int n, char *out) { (void)v; return baseVfs->xFullPathname(baseVfs, name, n, out); }
+static void *vfsDlOpen(sqlite3_vfs *v, const char *name) { (void)v; return baseVfs->xDlOpen(baseVfs, name); }
+static void vfsDlError(sqlite3_vfs *v, int n, char *msg) { (void)v; baseVfs->xDlError(baseVfs, n, msg); }
+static void (*vfsDlSym(sqlite3_vfs *v, void *h, const char *sym))(void) { (void)v; return baseVfs->xDlSym(baseVfs, h, sym); }
+static void vfsDlClose(sqlite3_vfs *v, void *h) { (void)v; baseVfs->xDlClose(baseVfs, h); }
+static int vfsRandomness(sqlite3_vfs *v, int n, char *out) { (void)v; return baseVfs->xRandomness(baseVfs, n, out); }
+static int vfsSleep(sqlite3_vfs *v, int us) { (void)v; return baseVfs->xSleep(baseVfs, us); }
+static int vfsCurrentTime(sqlite3_vfs *v, double *out) { (void)v; return baseVfs->xCurrentTime(baseVfs, out); }
+static int vfsGetLastError(sqlite3_vfs *v, int n, char *out) { (void)v; return baseVfs->xGetLastError(baseVfs, n, out); }
+static int vfsCurrentTimeInt64(sqlite3_vfs *v, sqlite3_int64 *out) { (void)v; return baseVfs->xCurrentTimeInt64(baseVfs, out); }
+
+static int registerResult = SQLITE_ERROR;
+static void registerOnce(void) {
+    baseVfs = sqlite3_vfs_find(NULL);
+    if (!baseVfs || baseVfs->iVersion < 2) return;
+    cipherVfs.iVersion = 2;
+    cipherVfs.szOsFile = (int)sizeof(CipherFile) + baseVfs->szOsFile;
+    cipherVfs.mxPathname = baseVfs->mxPathname;
+    cipherVfs.zName = kVfsName;
+    cipherVfs.xOpen = cipherOpen;
+    cipherVfs.xDelete = vfsDelete;
+    cipherVfs.xAccess = vfsAccess;
+    cipherVfs.xFullPathname = vfsFullPathname;
+    cipherVfs.xDlOpen = vfsDlOpen;
+    cipherVfs.xDlError = vfsDlError;
+    cipherVfs.xDlSym = vfsDlSym;
+    cipherVfs.xDlClose = vfsDlClose;
+    cipherVfs.xRandomness = vfsRandomness;
+    cipherVfs.xSleep = vfsSleep;
+    cipherVfs.xCurrentTime = vfsCurrentTime;
+    cipherVfs.xGetLastError = vfsGetLastError;
+    cipherVfs.xCurrentTimeInt64 = vfsCurrentTimeInt64;
+    registerResult = sqlite3_vfs_register(&cipherVfs, 0);
+}
+
+int ss_cipher_vfs_register(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, registerOnce);
+    return registerResult;
+}
+
+const char *ss_cipher_vfs_name(void) { return kVfsName; }
