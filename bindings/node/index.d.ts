@@ -176,6 +176,14 @@ interface QuerySpecBuilders {
 }
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'verbose';
+
+/** What a key provider returns for a store: its key (a passphrase or x'<64 hex digits>'), the
+ *  key with its PBKDF2 iterations (the Mobile SDK's stores use 4000), or null / undefined for a
+ *  plaintext store. */
+export type EncryptionKey = string | { key: string | null; kdfIter?: number } | null | undefined;
+/** Gives the key of each store the Cordova faces open (asked at every open, never cached). */
+export type EncryptionKeyProvider = (store: { storeName: string; isGlobalStore: boolean; root: string }) =>
+  EncryptionKey | Promise<EncryptionKey>;
 export interface StoreListing { storeName: string; isGlobalStore: boolean }
 
 export interface SmartStore extends QuerySpecBuilders {
@@ -211,6 +219,8 @@ export interface SmartStore extends QuerySpecBuilders {
   getLogLevel(): LogLevel;
   setRootDirectory(dir: string | null): void;
   getRootDirectory(): string;
+  /** Node: where the keys of encrypted stores come from (the plugin's JS passes none). */
+  setEncryptionKeyProvider(provider: EncryptionKeyProvider | null): void;
   client: SmartStoreClient;
 }
 
@@ -243,6 +253,7 @@ export interface SmartStoreClient extends QuerySpecBuilders {
   getLogLevel(): LogLevel;
   setRootDirectory(dir: string | null): void;
   getRootDirectory(): string;
+  setEncryptionKeyProvider(provider: EncryptionKeyProvider | null): void;
 }
 
 // ---- Cordova mobilesync ----
@@ -331,7 +342,14 @@ export declare class SyncRun<S = SyncState> extends EventEmitter {
   once(event: 'start' | 'progress' | 'end', listener: (state: S) => void): this;
 }
 
-export interface OpenOptions extends StoreConfig { root?: string }
+export interface OpenOptions extends StoreConfig {
+  root?: string;
+  /** Opens (or creates) an encrypted store: a passphrase, or x'<64 hex digits>' (the raw key).
+   *  Absent or null: a plaintext store. Never kept on the Store. */
+  key?: string | null;
+  /** PBKDF2 iterations for a passphrase (default 256000; the Mobile SDK uses 4000). */
+  kdfIter?: number;
+}
 
 export declare class Store {
   readonly storeName: string;
@@ -361,6 +379,9 @@ export declare class Store {
   moveCursorToPage(cursorId: number, pageIndex: number): Promise<StoreCursor>;
   closeCursor(cursorId: number): Promise<void>;
   size(): Promise<number>;
+  /** Re-keys the store atomically: plaintext to encrypted, a new key, or null to decrypt. The
+   *  new key keeps the kdfIter the store was opened with. BUSY (retryable) while a sync runs. */
+  changeKey(newKey: string | null): Promise<void>;
   setRemote(remote: Remote): Promise<void>;
   loadSyncConfig(file: string): Promise<void>;
   syncDown(target: SyncTarget, soup: string, options?: SyncOptions | null, syncName?: string | null): SyncRun;
@@ -383,6 +404,8 @@ export declare function removeStore(options?: OpenOptions): Promise<void>;
 export declare function removeAllStores(options?: { isGlobalStore?: boolean; root?: string }): Promise<void>;
 export declare function setRootDirectory(dir: string | null): void;
 export declare function getRootDirectory(): string;
+/** Where the Cordova faces get the keys of encrypted stores; null removes the provider. */
+export declare function setEncryptionKeyProvider(provider: EncryptionKeyProvider | null): void;
 export declare const STATUS: Readonly<Record<'OK' | 'ARGUMENT' | 'NOT_FOUND' | 'EXISTS' | 'BUSY' | 'NETWORK' | 'AUTH' | 'SERVER' | 'CONFLICT' | 'STORAGE' | 'INTERNAL' | 'STATE', number>>;
 /** libsyncstore's version. */
 export declare const version: string;

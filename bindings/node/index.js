@@ -7,6 +7,7 @@ const { Cursor } = require('./lib/cursor');
 const { SyncRun } = require('./lib/sync');
 const { getRoot, setRoot } = require('./lib/root');
 const { smartstore, smartstoreClient } = require('./lib/smartstore');
+const { setEncryptionKeyProvider } = require('./lib/cordova');
 const { mobilesync, mobilesyncClient, MobileSync, createMobileSync, MERGE_MODE } = require('./lib/mobilesync');
 const specs = require('./lib/querySpec');
 
@@ -17,6 +18,8 @@ module.exports = {
   openStore, listStores, removeStore, removeAllStores, Store, Cursor, SyncRun,
   // root directory of stores: setRootDirectory(dir) > $SYNCSTORE_ROOT > per-user data dir
   setRootDirectory: setRoot, getRootDirectory: getRoot,
+  // keys of encrypted stores the Cordova faces open: fn({storeName, isGlobalStore, root}) -> key
+  setEncryptionKeyProvider,
   ...specs,
   STATUS, version,
 };

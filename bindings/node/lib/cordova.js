@@ -5,7 +5,7 @@ const { STATUS, syncStoreError } = require('./native');
 const { openStore, normalizeConfig } = require('./store');
 const { getRoot } = require('./root');
 
-const stores = new Map(); // key -> Promise<Store>
+const stores = new Map(); // keyOf(config, root) -> Promise<Store>
 
 function keyOf(config, root = getRoot()) {
   return JSON.stringify([root, config.isGlobalStore, config.storeName ?? 'smartstore']);
@@ -17,24 +17,60 @@ function isStoreConfig(value) {
     ('isGlobalStore' in value || 'storeName' in value);
 }
 
+// Marks a storeConfig that carried `key` / `kdfIter`: this face takes keys from the provider only.
+const KEY_IN_CONFIG = Symbol('key in storeConfig');
+
 /** [storeConfig, rest]: a leading object with isGlobalStore/storeName, or a bare boolean. */
 function splitConfig(args) {
-  if (args.length && isStoreConfig(args[0])) return [normalizeConfig(args[0]), args.slice(1)];
+  if (args.length && isStoreConfig(args[0])) {
+    const config = normalizeConfig(args[0]);
+    if (typeof args[0] === 'object' && ('key' in args[0] || 'kdfIter' in args[0])) config[KEY_IN_CONFIG] = true;
+    return [config, args.slice(1)];
+  }
   return [normalizeConfig(undefined), args];
 }
 
+// The host's key provider (the SDK's encryption key block / setEncryptionKeyGenerator): the
+// plugin's JS never passes a key, so every open of this face asks it.
+let keyProvider = null;
+
+/** fn({storeName, isGlobalStore, root}) -> key string, {key, kdfIter}, or null / undefined for a
+ *  plaintext store (may return a promise). null removes the provider. */
+function setEncryptionKeyProvider(fn) {
+  if (fn !== null && fn !== undefined && typeof fn !== 'function') throw new TypeError('the encryption key provider must be a function or null');
+  keyProvider = fn || null;
+}
+
+/** {key?, kdfIter?} for openStore; the engine checks them. The provided value is never put in
+ *  a message. */
+async function providedKey(config, root) {
+  if (!keyProvider) return {};
+  const given = await keyProvider({ storeName: config.storeName ?? 'smartstore', isGlobalStore: config.isGlobalStore, root });
+  if (given === null || given === undefined) return {};
+  if (typeof given === 'string') return { key: given };
+  if (typeof given === 'object' && !Array.isArray(given)) return { key: given.key, kdfIter: given.kdfIter };
+  throw syncStoreError(STATUS.ARGUMENT, 'the encryption key provider must return a string, {key, kdfIter}, null or undefined');
+}
+
+async function openWithProvidedKey(config, root) {
+  return openStore({ storeName: config.storeName, isGlobalStore: config.isGlobalStore, root, ...await providedKey(config, root) });
+}
+
 async function getStore(config) {
+  if (config[KEY_IN_CONFIG]) {
+    throw syncStoreError(STATUS.ARGUMENT, 'storeConfig takes no key here: register it with setEncryptionKeyProvider(), or use openStore({key})');
+  }
   const root = getRoot();
-  const key = keyOf(config, root);
-  let promise = stores.get(key);
+  const slot = keyOf(config, root);
+  let promise = stores.get(slot);
   if (promise) {
     const store = await promise.catch(() => null);
     if (store && !store.closed) return store;
-    if (stores.get(key) === promise) stores.delete(key); // failed or closed: open again
+    if (stores.get(slot) === promise) stores.delete(slot); // failed or closed: open again
   }
-  promise = stores.get(key) || openStore({ ...config, root });
-  stores.set(key, promise);
-  promise.catch(() => { if (stores.get(key) === promise) stores.delete(key); });
+  promise = stores.get(slot) || openWithProvidedKey(config, root);
+  stores.set(slot, promise);
+  promise.catch(() => { if (stores.get(slot) === promise) stores.delete(slot); });
   return promise;
 }
 
@@ -108,4 +144,4 @@ function operation(name, impl, arity, { withConfig = true } = {}) {
   return [callbackFace, promiseFace];
 }
 
-module.exports = { splitConfig, getStore, closeStores, operation, later, message, toError, isStoreConfig, setLogLevel, getLogLevel };
+module.exports = { splitConfig, getStore, closeStores, operation, later, message, toError, isStoreConfig, setLogLevel, getLogLevel, setEncryptionKeyProvider };

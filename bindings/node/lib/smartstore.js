@@ -4,7 +4,7 @@
 const { STATUS, syncStoreError } = require('./native');
 const { listStores, removeStore, removeAllStores } = require('./store');
 const { getRoot, setRoot } = require('./root');
-const { getStore, closeStores, operation, splitConfig, later, setLogLevel, getLogLevel } = require('./cordova');
+const { getStore, closeStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider } = require('./cordova');
 const specs = require('./querySpec');
 
 function cursorId(cursor) {
@@ -81,6 +81,8 @@ smartstore.getLogLevel = client.getLogLevel = getLogLevel;
 // Where stores live (Node only: the plugin's stores live in the app's sandbox).
 smartstore.setRootDirectory = client.setRootDirectory = setRoot;
 smartstore.getRootDirectory = client.getRootDirectory = getRoot;
+// Keys of encrypted stores (Node only: on a device the app gives the SDK its key).
+smartstore.setEncryptionKeyProvider = client.setEncryptionKeyProvider = setEncryptionKeyProvider;
 /** The promise-returning twin (like the plugin's promiser, smartstoreClient). */
 smartstore.client = client;
 

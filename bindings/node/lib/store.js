@@ -6,7 +6,8 @@ const { getRoot } = require('./root');
 const { Cursor } = require('./cursor');
 const { SyncRun, registerTarget } = require('./sync');
 
-/** {storeName, isGlobalStore} from a storeConfig (object, bare boolean, or absent). */
+/** {storeName, isGlobalStore} from a storeConfig (object, bare boolean, or absent). A key in it
+ *  is not copied: see openConfigJson. */
 function normalizeConfig(config) {
   if (config === undefined || config === null) return { isGlobalStore: false };
   if (typeof config === 'boolean') return { isGlobalStore: config };
@@ -14,6 +15,17 @@ function normalizeConfig(config) {
   const out = { isGlobalStore: Boolean(config.isGlobalStore) };
   if (config.storeName !== undefined && config.storeName !== null) out.storeName = config.storeName;
   return out;
+}
+
+/** The storeConfig JSON syncstore_open gets: the name plus `key` and `kdfIter` when given. The
+ *  engine checks them (ARGUMENT, AUTH); the key lives only in this text, which the addon wipes
+ *  after the call. */
+function openConfigJson(config, options) {
+  if (!options || typeof options !== 'object') return JSON.stringify(config);
+  const withKey = { ...config };
+  if (options.key !== undefined) withKey.key = options.key;
+  if (options.kdfIter !== undefined) withKey.kdfIter = options.kdfIter;
+  return JSON.stringify(withKey);
 }
 
 function isQuerySpec(value) {
@@ -102,6 +114,16 @@ class Store {
   async closeCursor(cursorId) { return this.#call(OP.CLOSE_CURSOR, null, null, null, null, cursorId); }
   async size() { return this.#call(OP.DB_SIZE); }
 
+  // ---- encryption ----
+  /** Re-keys the store atomically: a plaintext store becomes encrypted, an encrypted one gets
+   *  the new key, null decrypts it (syncstore_change_key). Opens after this need the new key. */
+  async changeKey(newKey) {
+    if (newKey !== null && newKey !== undefined && typeof newKey !== 'string') {
+      throw syncStoreError(STATUS.ARGUMENT, "the new key must be a string (a passphrase or x'<64 hex digits>') or null");
+    }
+    return this.#call(OP.CHANGE_KEY, newKey ?? null);
+  }
+
   // ---- sync ----
   /** {instanceUrl, accessToken, refreshToken?, clientId?, ...} (see syncstore_set_remote). */
   async setRemote(remote) { return this.#call(OP.SET_REMOTE, json(remote)); }
@@ -153,11 +175,12 @@ class Store {
   registerTarget(type, impl) { registerTarget(this, type, impl); }
 }
 
-/** Opens (creating if needed) a store: {storeName?, isGlobalStore?, root?}. */
+/** Opens (creating if needed) a store: {storeName?, isGlobalStore?, root?, key?, kdfIter?}.
+ *  The key goes to the engine only; the Store keeps no copy of it. */
 async function openStore(options = {}) {
   const config = normalizeConfig(options);
   const root = options && typeof options === 'object' && options.root ? path.resolve(options.root) : getRoot();
-  const handle = await call(OP.OPEN, null, root, JSON.stringify(config));
+  const handle = await call(OP.OPEN, null, root, openConfigJson(config, options));
   return new Store(handle, config, root);
 }
 

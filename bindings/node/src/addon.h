@@ -25,7 +25,7 @@
     X(syncstore_resync_by_name) X(syncstore_clean_resync_ghosts) X(syncstore_get_sync_status) \
     X(syncstore_get_sync_status_by_name) X(syncstore_delete_sync) \
     X(syncstore_delete_sync_by_name) X(syncstore_stop_syncs) X(syncstore_restart_syncs) \
-    X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target)
+    X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target) X(syncstore_change_key)
 
 typedef struct {
 #define SS_FIELD(name) __typeof__(name) *name;

@@ -11,7 +11,7 @@ enum {
     OP_REMOVE_BY_QUERY, OP_QUERY_SOUP, OP_SMART_QUERY, OP_MOVE_CURSOR, OP_CLOSE_CURSOR,
     OP_SET_REMOTE, OP_CREATE_SYNC_DOWN, OP_CREATE_SYNC_UP, OP_GET_SYNC_STATUS,
     OP_GET_SYNC_STATUS_BY_NAME, OP_DELETE_SYNC, OP_DELETE_SYNC_BY_NAME, OP_STOP_SYNCS,
-    OP_LOAD_SYNC_CONFIG, OP_QUERY_PAGE, OP_COUNT
+    OP_LOAD_SYNC_CONFIG, OP_QUERY_PAGE, OP_CHANGE_KEY, OP_COUNT
 };
 
 enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE };
@@ -91,13 +91,24 @@ static void execute(napi_env env, void *data) {
     case OP_STOP_SYNCS: target_abort_store(c->rec); c->status = SS.syncstore_stop_syncs(st, e); break;
     case OP_LOAD_SYNC_CONFIG: c->status = SS.syncstore_load_sync_config(st, c->s[0], e); break;
     case OP_QUERY_PAGE: c->status = SS.syncstore_query_page(st, c->s[0], c->s[1], c->i[0], &c->out, e); break;
+    /* s[0] = the new key, NULL decrypts. */
+    case OP_CHANGE_KEY: c->status = SS.syncstore_change_key(st, c->s[0], e); break;
     default: fail(c, SYNCSTORE_ERR_ARGUMENT, "unknown operation"); break;
+    }
+}
+
+/* Frees argument strings; those that can hold a store key (open's config, change_key's new
+ * key) are wiped first. */
+static void free_args(int op, char **s) {
+    for (int k = 0; k < 4; k++) {
+        if (s[k] && (op == OP_OPEN || op == OP_CHANGE_KEY)) explicit_bzero(s[k], strlen(s[k]));
+        free(s[k]);
     }
 }
 
 static void free_call(call_t *c) {
     if (c->out) SS.syncstore_free(c->out);
-    for (int k = 0; k < 4; k++) free(c->s[k]);
+    free_args(c->op, c->s);
     free(c);
 }
 
@@ -186,7 +197,7 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
     for (int k = 0; ok && k < 2; k++) ok = arg_int64(env, argv[6 + k], &c->i[k], "number argument");
     if (ok && op == OP_UPSERT && c->i[0] == 0) c->kind = OUT_NONE;
     if (!ok || napi_create_promise(env, &c->deferred, &promise) != napi_ok) {
-        for (int k = 0; k < 4; k++) free(c->s[k]);
+        free_args(op, c->s);
         free(c);
         return NULL;
     }

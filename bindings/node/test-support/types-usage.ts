@@ -3,6 +3,7 @@
 import {
   smartstore, smartstoreClient, mobilesync, mobilesyncClient, openStore, createMobileSync,
   buildExactQuerySpec, MERGE_MODE, SyncState, StoreCursor, SyncStoreError, SyncEvent,
+  setEncryptionKeyProvider,
 } from '..';
 
 smartstore.registerSoup('contacts', [{ path: 'Id', type: 'string' }], (name: string) => name, (message: string) => message);
@@ -34,6 +35,17 @@ async function modern(): Promise<number> {
 }
 modern();
 
+async function encrypted(): Promise<void> {
+  const store = await openStore({ storeName: 'vault', key: 'passphrase', kdfIter: 4000 });
+  await store.changeKey("x'" + '00'.repeat(32) + "'");
+  await store.changeKey(null);
+  await store.close();
+  setEncryptionKeyProvider(({ storeName, isGlobalStore }) => (isGlobalStore ? null : `key-of-${storeName}`));
+  smartstore.setEncryptionKeyProvider(async () => ({ key: 'passphrase', kdfIter: 4000 }));
+  smartstoreClient.setEncryptionKeyProvider(null);
+}
+encrypted();
+
 // @ts-expect-error an index type that does not exist
 smartstore.registerSoup('contacts', [{ path: 'Id', type: 'decimal' }]);
 // @ts-expect-error soupExists resolves with a boolean
@@ -42,4 +54,10 @@ const wrong: Promise<string> = smartstoreClient.soupExists('contacts');
 mobilesync.syncDown({ type: 'soql' }, 'contacts', { mergeMode: 'MERGE' });
 // @ts-expect-error openStore takes options, not a name
 openStore('app');
+// @ts-expect-error a key is a string
+openStore({ storeName: 'vault', key: 42 });
+// @ts-expect-error a provider returns a key, not a number
+setEncryptionKeyProvider(() => 7);
+// @ts-expect-error changeKey needs the new key (or null)
+openStore().then((store) => store.changeKey());
 void wrong;

@@ -60,3 +60,27 @@ test('examples/modern.js runs', { timeout: 60000 }, async (t) => {
   assert.match(result.out, /sync up DONE/);
   assert.match(result.out, /2 pages/); // 151 contacts, 100 per page
 });
+
+test('examples/encrypted.js runs, and the store it leaves needs the rotated key', { timeout: 60000 }, async (t) => {
+  const dir = tempRoot(t);
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(HERE, path.join(dir, 'node_modules', 'syncstore'));
+  const stores = path.join(dir, 'stores');
+  const env = { ...process.env, NODE_PATH: path.join(dir, 'node_modules'), SYNCSTORE_ROOT: stores, SYNCSTORE_ROOT_PARENT: dir,
+    NOTES_KEY: 'first example key', NOTES_NEXT_KEY: 'second example key' };
+  for (let round = 1; round <= 2; round++) { // runs again over what the first run left
+    const result = await run(path.join(HERE, 'examples', 'encrypted.js'), env);
+    assert.equal(result.code, 0, result.err);
+    assert.match(result.out, /wrong key: SYNCSTORE_ERR_AUTH\n/);
+    assert.match(result.out, /1 note: confidential\n/);
+  }
+  const db = fs.readFileSync(path.join(stores, 'user', 'notes.db'));
+  assert.ok(!db.includes('confidential') && !db.includes('salary review'), 'the example\'s store holds plaintext');
+  const { openStore } = require('..');
+  await assert.rejects(openStore({ storeName: 'notes', root: stores, key: 'first example key' }), { code: 'SYNCSTORE_ERR_AUTH' });
+  const store = await openStore({ storeName: 'notes', root: stores, key: 'second example key' });
+  assert.equal((await store.find('notes', { queryType: 'range', indexPath: 'title', order: 'ascending', pageSize: 10 })).length, 1);
+  await store.close();
+  const unset = await run(path.join(HERE, 'examples', 'encrypted.js'), { ...env, NOTES_KEY: '' });
+  assert.notEqual(unset.code, 0, 'without keys the example must refuse to run');
+});
