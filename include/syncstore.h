@@ -123,7 +123,8 @@ const char *syncstore_status_name(int status);
  * and an HMAC-SHA512 each, the key derived from the passphrase by PBKDF2-HMAC-SHA512 with
  * `kdfIter` iterations (default 256000, SQLCipher 4's; the Mobile SDK uses 4000) and the file's
  * random salt. "key": "x'<64 hex digits>'" is the 256-bit key itself (no KDF); "x'<96 hex>'" adds
- * the salt. Such a store opens in SQLCipher 4 tools (PRAGMA key, PRAGMA kdf_iter) once closed.
+ * the salt; any other x'...' is ARGUMENT. Such a store opens in SQLCipher 4 tools (PRAGMA key,
+ * PRAGMA kdf_iter) once closed.
  * The database file, its WAL and journals hold no plaintext page; sorts and temporary tables of
  * its connections stay in memory. Each store (user, global, each name) has its own key; the key is
  * derived once per store open, never written, logged or put in a message, and wiped when the
@@ -162,8 +163,9 @@ int syncstore_close(syncstore_store *store, syncstore_error *err);
 /**
  * Changes the key of an open store, atomically: a plaintext store becomes encrypted, an encrypted
  * one gets a new key, and new_key NULL decrypts it. new_key: a passphrase or x'<64 hex>' (see
- * "Encryption at rest"); the new key uses the kdfIter the store was opened with (256000 for a
- * plaintext store). The whole store is written under the new key to <name>.db.rekey beside it,
+ * "Encryption at rest"); the new key uses the kdfIter of the store config it was opened with
+ * (for a plaintext store too: {"storeName": ..., "kdfIter": 4000} then a change of key gives the
+ * Mobile SDK's setting; 256000 when the config has none). The whole store is written under the new key to <name>.db.rekey beside it,
  * synced, and renamed over <name>.db: a crash or SIGKILL at any point leaves a store that opens
  * with exactly one of the old and new keys, every entry in it (a leftover .rekey file is deleted
  * by the next open). Every handle of this process to the store stays valid and uses the new key;

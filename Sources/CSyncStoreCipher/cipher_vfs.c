@@ -270,16 +270,28 @@ static int readFully(int fd, unsigned char *buf, size_t len, off_t offset, size_
     return 1;
 }
 
+/* An encrypted page 1 is a salt and ciphertext: nearly every byte value occurs in it. */
+static int looksEncrypted(const unsigned char *page, size_t got) {
+    int seen[256] = {0}, distinct = 0;
+    for (size_t i = 0; i < got; i++)
+        if (!seen[page[i]]++) distinct++;
+    return got >= PAGE && distinct >= 200;
+}
+
 int ss_cipher_probe(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return errno == ENOENT ? SS_CIPHER_EMPTY : SS_CIPHER_IO;
-    unsigned char head[16];
+    unsigned char *page = malloc(PAGE);
     size_t got = 0;
-    int ok = readFully(fd, head, sizeof head, 0, &got);
+    int ok = page && readFully(fd, page, PAGE, 0, &got);
     close(fd);
-    if (!ok) return SS_CIPHER_IO;
-    if (got == 0) return SS_CIPHER_EMPTY;
-    return got == sizeof head && memcmp(head, kSqliteHeader, 16) == 0 ? SS_CIPHER_PLAINTEXT : SS_CIPHER_NOT_PLAINTEXT;
+    int rc;
+    if (!ok) rc = SS_CIPHER_IO;
+    else if (got == 0) rc = SS_CIPHER_EMPTY;
+    else if (got >= 16 && memcmp(page, kSqliteHeader, 16) == 0) rc = SS_CIPHER_PLAINTEXT;
+    else rc = looksEncrypted(page, got) ? SS_CIPHER_NOT_PLAINTEXT : SS_CIPHER_NOT_A_DATABASE;
+    free(page);
+    return rc;
 }
 
 int ss_cipher_key_create(const char *path, const char *key, size_t key_len, int kdf_iter, int64_t *out_id) {
@@ -301,7 +313,7 @@ int ss_cipher_key_create(const char *path, const char *key, size_t key_len, int 
     }
     int existing = got > 0;
     if (existing && got >= 16 && memcmp(page, kSqliteHeader, 16) == 0) { rc = SS_CIPHER_PLAINTEXT; goto done; }
-    if (existing && got < PAGE) { rc = SS_CIPHER_WRONG_KEY; goto done; }
+    if (existing && !looksEncrypted(page, got < PAGE ? got : PAGE)) { rc = SS_CIPHER_NOT_A_DATABASE; goto done; }
 
     unsigned char raw[KEY_SIZE + SALT_SIZE];
     if (parseRawKey(key, key_len, raw, KEY_SIZE + SALT_SIZE)) {

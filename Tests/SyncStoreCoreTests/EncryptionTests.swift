@@ -161,5 +161,21 @@ final class EncryptionTests: StoreTestCase {
         XCTAssertThrowsError(try StoreConfig.parse(#"{"key": 12}"#))
         XCTAssertThrowsError(try StoreConfig.parse(#"{"key": "k", "kdfIter": 0}"#))
         XCTAssertNil(try StoreConfig.parse(#"{"key": null}"#).key)
+        // A malformed raw key is a mistake, not a passphrase.
+        for raw in ["x'abcd'", "x'" + String(repeating: "g", count: 64) + "'", "X'" + String(repeating: "0", count: 63) + "'"] {
+            XCTAssertThrowsError(try StoreKey(raw)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
+        }
+        XCTAssertNoThrow(try StoreKey("X'" + String(repeating: "aB", count: 48) + "'"))
+    }
+
+    func testPlaintextStoreKeepsItsKdfIterForALaterChangeOfKey() throws {
+        let registry = StoreRegistry()
+        let handle = try registry.open(root: root, config: try StoreConfig.parse(#"{"storeName": "p", "kdfIter": 4000}"#))
+        try fill(try registry.store(handle), count: 3)
+        try registry.changeKey(handle, to: try StoreKey("pk", kdfIter: try registry.store(handle).kdfIter))
+        try registry.close(handle)
+        let path = StoreRegistry.path(root: root, config: try StoreConfig(name: "p"))
+        XCTAssertThrowsError(try SmartStore(path: path, key: try StoreKey("pk")))
+        XCTAssertEqual(try count(try SmartStore(path: path, key: try StoreKey("pk", kdfIter: 4000))), 3)
     }
 }

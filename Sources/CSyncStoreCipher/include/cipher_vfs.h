@@ -37,6 +37,8 @@ enum {
     SS_CIPHER_NOT_PLAINTEXT = 7,
     /** Page 1 failed its HMAC check but page 2 passed: the key is right, page 1 is damaged. */
     SS_CIPHER_DAMAGED = 8,
+    /** Neither a plaintext SQLite file nor one that looks encrypted (ss_cipher_probe). */
+    SS_CIPHER_NOT_A_DATABASE = 9,
 };
 
 /** SQLite's SQLITE_IOERR_DATA: what a read of a page that fails its HMAC check returns. */
@@ -53,8 +55,9 @@ int ss_cipher_vfs_register(void);
 /** The VFS's name, for sqlite3_open_v2. */
 const char *ss_cipher_vfs_name(void);
 
-/** What the file at `path` is: SS_CIPHER_EMPTY, SS_CIPHER_PLAINTEXT, SS_CIPHER_NOT_PLAINTEXT or
- *  SS_CIPHER_IO. Reads 16 bytes; never writes. */
+/** What the file at `path` is: SS_CIPHER_EMPTY, SS_CIPHER_PLAINTEXT, SS_CIPHER_NOT_PLAINTEXT
+ *  (looks encrypted: a whole page of high-entropy bytes), SS_CIPHER_NOT_A_DATABASE or
+ *  SS_CIPHER_IO. Reads the first page; never writes. */
 int ss_cipher_probe(const char *path);
 
 /**

@@ -16,6 +16,15 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
         guard !text.isEmpty else {
             throw StoreError.argument("The key must not be empty; leave \"key\" out (or null) for a store that is not encrypted")
         }
+        // x'...' is the raw-key form; a malformed one is a mistake, not a passphrase.
+        let utf8 = Array(text.utf8)
+        if utf8.count >= 3, utf8[0] | 0x20 == UInt8(ascii: "x"), utf8[1] == UInt8(ascii: "'"), utf8.last == UInt8(ascii: "'") {
+            let hex = utf8[2..<(utf8.count - 1)]
+            let isHex = hex.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0 | 0x20) }
+            guard isHex && (hex.count == 64 || hex.count == 96) else {
+                throw StoreError.argument("A raw key is x'<64 hex digits>' (the 256-bit key) or x'<96 hex digits>' (key and salt)")
+            }
+        }
         guard kdfIter >= 1 && kdfIter <= Int(Int32.max) else {
             throw StoreError.argument("kdfIter must be an integer from 1 to \(Int32.max) (the default is \(StoreKey.defaultKdfIter))")
         }
@@ -65,14 +74,16 @@ final class DatabaseFile: @unchecked Sendable {
     /// Checks that `key` fits the file at `path` (nil: the file must be plaintext or new) and
     /// registers the key. Never writes the file. `keyFrom` names the file whose salt the key
     /// takes when it is not `path` (a change of key writes the new store beside the old one).
-    init(path: String, key: StoreKey?, keyFrom: String? = nil) throws {
+    init(path: String, key: StoreKey?, keyFrom: String? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
         self.path = path
-        kdfIter = key?.kdfIter ?? StoreKey.defaultKdfIter
+        self.kdfIter = key?.kdfIter ?? kdfIter
         let probed = keyFrom ?? path
         guard let key else {
             switch ss_cipher_probe(probed) {
             case Int32(SS_CIPHER_NOT_PLAINTEXT):
-                throw StoreError(.auth, "Store file '\(path)' is encrypted (or is not a SyncStore database): open it with its key (\"key\" in the store config). The file was not changed.")
+                throw StoreError(.auth, "Store file '\(path)' is encrypted: open it with its key (\"key\" in the store config). The file was not changed.")
+            case Int32(SS_CIPHER_NOT_A_DATABASE):
+                throw StoreError(.storage, "Cannot open database '\(path)': file is not a database (neither a SyncStore store nor an encrypted one)")
             case Int32(SS_CIPHER_IO):
                 throw StoreError(.storage, "Cannot read '\(path)': \(String(cString: strerror(errno)))")
             default:
@@ -90,6 +101,8 @@ final class DatabaseFile: @unchecked Sendable {
             throw StoreError(.auth, "Store file '\(path)' is not encrypted: open it without a key, or encrypt it with syncstore_change_key. The file was not changed.")
         case Int32(SS_CIPHER_WRONG_KEY):
             throw StoreError(.auth, "The key does not open store file '\(path)': it is not the key (or kdfIter) the store was encrypted with, or the file is not an encrypted store (page 1 failed its HMAC check). The file was not changed.")
+        case Int32(SS_CIPHER_NOT_A_DATABASE):
+            throw StoreError(.storage, "Cannot open database '\(path)': file is not a database (neither a SyncStore store nor an encrypted one)")
         case Int32(SS_CIPHER_DAMAGED):
             throw StoreError(.storage, "Page 1 of the encrypted store '\(path)' failed its integrity check (HMAC) while the key is right: the file is damaged or was changed outside SyncStore; restore it from a backup")
         case Int32(SS_CIPHER_BAD_KEY):

@@ -26,7 +26,7 @@ enum StoreRekey {
             // Rollback mode first: it checkpoints the WAL into the file and deletes it (and the
             // -shm), so the old connection, closed after the rename, removes nothing by name.
             try writer.execute("PRAGMA journal_mode=DELETE")
-            let next = try DatabaseFile(path: path, key: newKey, keyFrom: temp)
+            let next = try DatabaseFile(path: path, key: newKey, keyFrom: temp, kdfIter: writer.file.kdfIter)
             var reserve = Int32(next.isEncrypted ? SS_CIPHER_RESERVE : 0)
             _ = sqlite3_file_control(writer.db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
             let target = next.uri(at: temp).replacingQuotes()

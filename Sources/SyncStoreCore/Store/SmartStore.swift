@@ -40,10 +40,11 @@ public final class SmartStore: @unchecked Sendable {
     let cursors = CursorTable()
 
     /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
-    public init(path: String, key: StoreKey? = nil) throws {
+    /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
+    public init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
         self.path = path
         StoreRekey.removeLeftovers(of: path)
-        let file = try DatabaseFile(path: path, key: key)
+        let file = try DatabaseFile(path: path, key: key, kdfIter: kdfIter)
         currentFile = file
         writer = try Connection(file: file, readOnly: false)
         try SoupCatalog.createMetadataTables(writer)

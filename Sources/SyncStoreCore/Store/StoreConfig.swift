@@ -7,12 +7,16 @@ public struct StoreConfig: Equatable, Sendable {
     public let isGlobal: Bool
     public let name: String
     public let key: StoreKey?
+    /// PBKDF2 iterations: the key's, or (no key) the ones a later change of key will use.
+    public let kdfIter: Int
 
-    public init(isGlobal: Bool = false, name: String = StoreConfig.defaultName, key: StoreKey? = nil) throws {
+    public init(isGlobal: Bool = false, name: String = StoreConfig.defaultName, key: StoreKey? = nil,
+                kdfIter: Int? = nil) throws {
         try StoreConfig.validate(name: name)
         self.isGlobal = isGlobal
         self.name = name
         self.key = key
+        self.kdfIter = key?.kdfIter ?? kdfIter ?? StoreKey.defaultKdfIter
     }
 
     public static func parse(_ text: String?) throws -> StoreConfig {
@@ -33,21 +37,25 @@ public struct StoreConfig: Equatable, Sendable {
                 guard let s = n.string else { throw StoreError.argument("storeName must be a string") }
                 name = s
             }
-            return try StoreConfig(isGlobal: isGlobal, name: name, key: try parseKey(root))
+            let kdfIter = try parseKdfIter(root)
+            let key = try parseKey(root, kdfIter: kdfIter)
+            return try StoreConfig(isGlobal: isGlobal, name: name, key: key, kdfIter: kdfIter)
         default:
             throw StoreError.argument("A store config is {\"isGlobalStore\": bool, \"storeName\": string, \"key\": string}, a boolean, or null")
         }
     }
 
-    /// `"key"` (string or null) and `"kdfIter"` (positive integer, only with a key).
-    private static func parseKey(_ root: JSON) throws -> StoreKey? {
-        var kdfIter = StoreKey.defaultKdfIter
-        if let k = root["kdfIter"], !k.isNull {
-            guard let n = k.int64, n >= 1, n <= Int64(Int32.max) else {
-                throw StoreError.argument("kdfIter must be a positive integer (PBKDF2 iterations; the default is \(StoreKey.defaultKdfIter), the Mobile SDK uses 4000)")
-            }
-            kdfIter = Int(n)
+    /// `"kdfIter"`: a positive integer or null.
+    private static func parseKdfIter(_ root: JSON) throws -> Int {
+        guard let k = root["kdfIter"], !k.isNull else { return StoreKey.defaultKdfIter }
+        guard let n = k.int64, n >= 1, n <= Int64(Int32.max) else {
+            throw StoreError.argument("kdfIter must be a positive integer (PBKDF2 iterations; the default is \(StoreKey.defaultKdfIter), the Mobile SDK uses 4000)")
         }
+        return Int(n)
+    }
+
+    /// `"key"`: a string or null.
+    private static func parseKey(_ root: JSON, kdfIter: Int) throws -> StoreKey? {
         guard let k = root["key"], !k.isNull else { return nil }
         guard let text = k.string else {
             throw StoreError.argument("key must be a string: a passphrase or x'<64 hex digits>'")

@@ -39,7 +39,7 @@ public final class StoreRegistry: @unchecked Sendable {
                 }
             } else {
                 try FileSystem.makeDirectories("\(root)/\(config.folder)")
-                store = try SmartStore(path: path, key: config.key)
+                store = try SmartStore(path: path, key: config.key, kdfIter: config.kdfIter)
                 // Best effort: the sync manager does it again when it starts.
                 try? SyncStateStore.stopOrphansIfUnowned(store)
             }
