@@ -21,13 +21,14 @@ from .errors import (ArgumentError, AuthError, BusyError, CallbackError, Conflic
 from .store import Store, list_stores, remove_all_stores, remove_store
 from .sync import SyncRun, WaitTimeout
 from .targets import CustomTarget
-from .types import Entry, IndexSpec, QuerySpec, StoreConfig, SyncCallback, SyncState
+from .types import Entry, IndexSpec, QuerySpec, StoreConfig, StoreConfigDict, SyncCallback, SyncState
 
 __all__ = ["Store", "Cursor", "SyncRun", "CustomTarget", "SyncStoreError", "ArgumentError", "NotFoundError",
            "ExistsError", "BusyError", "NetworkError", "AuthError", "ServerError", "ConflictError", "StorageError",
            "InternalError", "StateError", "CallbackError", "WaitTimeout", "error_for_code", "list_stores",
            "remove_store", "remove_all_stores", "version", "abi_version", "status_name", "library_path",
-           "ABI_VERSION", "Entry", "IndexSpec", "QuerySpec", "StoreConfig", "SyncCallback", "SyncState"]
+           "ABI_VERSION", "Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "SyncCallback",
+           "SyncState"]
 
 #: The ABI major version this package was written for (SYNCSTORE_ABI_VERSION).
 ABI_VERSION = 1

@@ -61,6 +61,7 @@ SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
     "syncstore_status_name": ([_c_int], _c_char_p),
     "syncstore_open": ([_c_char_p, _c_char_p, _StoreP, _ErrP], _c_int),
     "syncstore_close": ([_vp, _ErrP], _c_int),
+    "syncstore_change_key": ([_vp, _c_char_p, _ErrP], _c_int),
     "syncstore_list_stores": ([_c_char_p, _c_int, _OutStr, _ErrP], _c_int),
     "syncstore_remove_store": ([_c_char_p, _c_char_p, _ErrP], _c_int),
     "syncstore_remove_all_stores": ([_c_char_p, _c_int, _ErrP], _c_int),

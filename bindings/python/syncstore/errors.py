@@ -61,7 +61,8 @@ class NetworkError(SyncStoreError):
 
 
 class AuthError(SyncStoreError):
-    """SYNCSTORE_ERR_AUTH: the server refused the credentials. Set new credentials."""
+    """SYNCSTORE_ERR_AUTH: the server refused the credentials (set new ones), or the key does not
+    open an encrypted store (wrong key or kdfIter, no key, or a key for a plaintext store)."""
 
     code_value = 6
 
@@ -79,7 +80,8 @@ class ConflictError(SyncStoreError):
 
 
 class StorageError(SyncStoreError, OSError):
-    """SYNCSTORE_ERR_STORAGE: the database file failed (disk full, I/O, corrupt, cannot open)."""
+    """SYNCSTORE_ERR_STORAGE: the database file failed (disk full, I/O, corrupt, cannot open; an
+    encrypted page that fails its integrity check)."""
 
     code_value = 9
 

@@ -32,6 +32,13 @@ def store_config_json(config: StoreConfig) -> Optional[bytes]:
     return _lib.dump(dict(config))
 
 
+def _redacted(config: StoreConfig) -> StoreConfig:
+    """The config as shown in reprs, logs and messages: a key is replaced by ``"***"``."""
+    if isinstance(config, Mapping) and config.get("key") is not None:
+        return {**config, "key": "***"}
+    return config
+
+
 def _path(value: PathLike) -> bytes:
     text = os.fspath(value)
     encoded = _lib.enc(text)
@@ -62,7 +69,12 @@ class Store:
     """An open store: ``Store(root_dir, config)``; a context manager that closes it.
 
     ``config`` is a storeConfig mapping (``{"storeName": "app", "isGlobalStore": False}``), a
-    store name, a bool (global store or not) or None (the default user store). Methods map the C
+    store name, a bool (global store or not) or None (the default user store). A mapping with
+    ``"key"`` (a passphrase, or ``"x'<64 hex digits>'"`` for a raw 256-bit key) and optionally
+    ``"kdfIter"`` (PBKDF2 iterations, default 256000; the Mobile SDK uses 4000) opens or creates
+    an encrypted store in SQLCipher 4's file format: a wrong or missing key raises
+    :class:`AuthError`, a damaged encrypted page :class:`StorageError`. The key never appears in
+    the store's repr or in messages. Methods map the C
     functions of ``syncstore.h`` one to one and raise a :class:`SyncStoreError` subclass on
     failure; the store is unchanged then. A store that is never closed is closed when it is
     garbage collected or at interpreter exit (its running syncs are stopped and finish first).
@@ -73,7 +85,7 @@ class Store:
         ptr = ctypes.c_void_p()
         _lib.call(_lib.lib().syncstore_open, _path(root), store_config_json(config), ctypes.byref(ptr))
         assert ptr.value is not None
-        label = f"{os.fspath(root)}:{config!r}"
+        label = f"{os.fspath(root)}:{_redacted(config)!r}"
         self._handle = Handle(ptr.value, label)
         #: Exceptions raised by :meth:`restart_syncs` callbacks (also logged).
         self.callback_errors: List[BaseException] = []
@@ -116,6 +128,17 @@ class Store:
     def load_store_config(self, path: PathLike) -> None:
         """Registers the soups of a userstore.json / globalstore.json file (existing ones skipped)."""
         _lib.call(_lib.lib().syncstore_load_store_config, self._p(), _path(path))
+
+    def change_key(self, new_key: Optional[str]) -> None:
+        """Re-encrypts the store under ``new_key`` (a passphrase or ``"x'<64 hex digits>'"``), or
+        decrypts it with None, atomically: a crash at any point leaves a store that opens with
+        exactly one of the old and new keys. The new key uses the kdfIter the store was opened
+        with; a plaintext store gets 256000 (a kdfIter in its config without a key is ignored).
+        Every handle to the store in this process keeps working; later opens need the new key.
+        :class:`BusyError` (retryable, nothing changed) while a sync of the store runs or another
+        process has it open; :class:`ArgumentError` for an empty key. Not from a sync callback
+        (:class:`StateError`)."""
+        _lib.call(_lib.lib().syncstore_change_key, self._p(), _lib.enc(new_key))
 
     # -- soups --
 

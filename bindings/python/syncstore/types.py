@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, TypedDict, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union
 
-__all__ = ["Entry", "IndexSpec", "QuerySpec", "StoreConfig", "PathLike", "SyncState", "SyncCallback", "SyncIds", "JSON"]
+__all__ = ["Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "PathLike", "SyncState", "SyncCallback",
+           "SyncIds", "JSON"]
 
 #: Any JSON value (decoded): dict, list, str, int, float, bool or None.
 JSON = Any
@@ -15,9 +16,27 @@ Entry = Dict[str, Any]
 IndexSpec = Mapping[str, str]
 #: A query spec (see :mod:`syncstore.cordova` for builders): a JSON object.
 QuerySpec = Mapping[str, Any]
-#: A storeConfig: ``{"storeName": ..., "isGlobalStore": ...}``, a bool (global or not), a store
-#: name, or None for the default user store.
-StoreConfig = Union[None, bool, str, Mapping[str, Any]]
+
+
+class StoreConfigDict(TypedDict, total=False):
+    """A storeConfig object; every key is optional.
+
+    ``key``: a passphrase, or ``"x'<64 hex digits>'"`` (a raw 256-bit key; ``"x'<96 hex>'"`` adds
+    the salt); present and not None, the store is encrypted (SQLCipher 4's file format).
+    ``kdfIter``: PBKDF2-HMAC-SHA512 iterations deriving a passphrase's key (default 256000,
+    SQLCipher 4's; the Mobile SDK uses 4000); it must match the one the store was created with.
+    """
+
+    isGlobalStore: bool
+    storeName: str
+    key: Optional[str]
+    kdfIter: int
+
+
+#: A storeConfig: a :class:`StoreConfigDict` (``{"storeName": ..., "isGlobalStore": ..., "key":
+#: ..., "kdfIter": ...}``) or any mapping of that shape, a bool (global or not), a store name, or
+#: None for the default user store.
+StoreConfig = Union[None, bool, str, StoreConfigDict, Mapping[str, Any]]
 #: A filesystem path.
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -24,6 +24,11 @@ def test_first_steps(tmp_path: Path) -> None:
     assert run_example("first_steps.py", str(tmp_path)).splitlines() == ["Ng 34", "error 2 SYNCSTORE_ERR_NOT_FOUND"]
 
 
+def test_encrypted_store_example(tmp_path: Path) -> None:
+    assert run_example("encrypted_store.py", str(tmp_path)).splitlines() == [
+        "wrong key: SYNCSTORE_ERR_AUTH", "hybrid: True", "after change_key: 1 note", "plaintext again: True"]
+
+
 @pytest.mark.parametrize("name,expected", [
     ("sync_example.py", ["downloaded 20", "sync up DONE", "reSync DONE", "ghosts removed 0"]),
     ("async_example.py", ["down DONE 20", "reSync DONE ghosts removed 0"]),
