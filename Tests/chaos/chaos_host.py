@@ -1,6 +1,6 @@
 """The crash host: an app process that works on its store until it is SIGKILLed.
 
-    python3 chaos_host.py ROOT URL LOG SEED CLIENT [VARIANT]
+    python3 chaos_host.py ROOT URL LOG SEED CLIENT [VARIANT [OPTIONS_JSON]]
 
 Runs random local creates, edits and deletes (flagged as hosts do, semantics §6) and syncs
 (sync up collection and single, sync down reSync, cleanResyncGhosts, stop + restart, and sync ups
@@ -8,6 +8,8 @@ with an edit made while the request is at the server) against the dev server at 
 Every local write is appended to LOG (JSON lines) and fsynced *before* it is made, so the
 checker knows that every logged write but the last one happened. Exit codes: 3 = a run did not
 end in time (liveness), 4 = an unexpected error (traceback on stderr).
+OPTIONS_JSON: {"store": {...added to the store config: "key", "kdfIter"}, "canary": "..."} (the
+encrypted run: the store is opened with its key, and created records and edits carry the canary).
 """
 import json
 import os
@@ -56,10 +58,12 @@ def admin_faults(url):
 def main():
     root, url, log_path, seed, client = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     variant = sys.argv[6] if len(sys.argv) > 6 else "post"
+    options = json.loads(sys.argv[7]) if len(sys.argv) > 7 else {}
     rng = random.Random(seed)
     log = Log(log_path)
-    store = chaos_lib.open_store(root)
-    host = Host(store, client, log, rng, variant=variant, seq_start=last_seq(log_path, client))
+    store = chaos_lib.open_store(root, options.get("store"))
+    host = Host(store, client, log, rng, variant=variant, seq_start=last_seq(log_path, client),
+                canary=options.get("canary"))
     host.setup(url)
 
     def local():

@@ -233,8 +233,23 @@ def value_seq(value):
 # The store side
 
 
-def open_store(root):
-    return syncstore.Store(root, {"storeName": STORE_NAME})
+def open_store(root, config=None):
+    """The chaos store under `root`; `config` adds to the store config (an encrypted run's "key"
+    and "kdfIter")."""
+    return syncstore.Store(root, {"storeName": STORE_NAME, **(config or {})})
+
+
+def change_key(store, new_key):
+    """syncstore_change_key: Store.change_key when the installed package has it, else the C
+    function through the package's ctypes library."""
+    if hasattr(store, "change_key"):
+        store.change_key(new_key)
+        return
+    import ctypes
+    from syncstore import _lib
+    fn = _lib.lib().syncstore_change_key
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_lib.Error)], ctypes.c_int
+    _lib.call(fn, store._p(), _lib.enc(new_key))
 
 
 def db_path(root):
@@ -295,8 +310,11 @@ class Host:
 
     CREATE_FIELDS = ["Name", "Key__c", "Owner__c", "Shared__c"]
 
-    def __init__(self, store, client, log, rng, variant="post", seq_start=0, batch=3):
+    def __init__(self, store, client, log, rng, variant="post", seq_start=0, batch=3, canary=None):
         self.store = store
+        # A string every created record (Name) and every edit (a local "Memo" field) carries:
+        # an encrypted run checks it is never in the store's files.
+        self.canary = canary
         self.client = client
         self.owner = f"c{client}"
         self.field = VALUE_FIELDS[client]
@@ -334,7 +352,8 @@ class Host:
     def create(self, shared=False):
         seq, value = self.next_value()
         key = uuid.UUID(int=self.rng.getrandbits(128), version=4).hex
-        entry = {"attributes": {"type": TYPE}, "Name": f"n-{key[:12]}", "Key__c": key, "Owner__c": self.owner,
+        name = f"n-{key[:12]}" + (f"-{self.canary}" if self.canary else "")
+        entry = {"attributes": {"type": TYPE}, "Name": name, "Key__c": key, "Owner__c": self.owner,
                  "Shared__c": bool(shared), self.field: value,
                  "__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
         self.log({"op": "create", "client": self.client, "seq": seq, "key": key, "field": self.field, "value": value,
@@ -354,6 +373,8 @@ class Host:
         e = current[0]
         seq, value = self.next_value()
         e[self.field] = value
+        if self.canary:
+            e["Memo"] = f"{self.canary} {value}"
         e["__local__"] = True
         if not flag(e.get("__locally_created__")):
             e["__locally_updated__"] = True

@@ -13,6 +13,16 @@ edits, creates and deletes records on the server. After the last kill, plain syn
 reSync + cleanResyncGhosts must converge (local == server, every latest logged value on the
 server) within 3 passes.
 
+The same test runs on an encrypted store (`test_crash_kills[encrypted]`, CHAOS_ENC_KILLS kills,
+default 40): the store has a passphrase (kdfIter 4000, the Mobile SDK's) and every created
+record and edit carries a canary string. On top of the checks above, after every kill: no file
+under the store root holds the canary, SQLite's plaintext header or the key (right after the
+kill and again once the checker closed the store), the store refuses a wrong passphrase, the
+right passphrase with another kdfIter and no key (SYNCSTORE_ERR_AUTH, 6), and integrity_check
+runs on the image chaos_cipher.decrypt_store reads from the file (every page's HMAC checked).
+Positive controls: the plaintext run finds the canary in its files, the encrypted run in the
+decrypted image.
+
 Reproduce with CHAOS_SEED=<seed printed> (kill timing is wall-clock based, so a rerun explores
 the same operations but not exactly the same kill points).
 """
@@ -25,13 +35,39 @@ import time
 from pathlib import Path
 
 
+import pytest
+
+import chaos_cipher
 import chaos_lib
+import syncstore
 from chaos_lib import (DevServer, Host, Problems, ServerOrder, Summary, TYPE, compare_converged, duplicates, entries,
                        env_int, env_seed, flag, fmt_problems, integrity, open_store, raw_sync_states)
 
 HERE = Path(__file__).resolve().parent
 HOST = HERE / "chaos_host.py"
 SYNC_NAMES = ["up", "up-single", "down"]
+ENC_KDF_ITER = 4000
+AUTH = 6   # SYNCSTORE_ERR_AUTH
+
+
+class Secrets:
+    """An encrypted run's key and canary (`key` None: the plaintext run, which still carries the
+    canary: its files must show it, the positive control of the scan)."""
+
+    def __init__(self, rng, encrypted):
+        self.canary = "chaos-canary-%08x" % rng.getrandbits(32)
+        self.key = ("chaos passphrase %016x" % rng.getrandbits(64)) if encrypted else None
+        self.kdf_iter = ENC_KDF_ITER
+
+    @property
+    def store_config(self):
+        return {"key": self.key, "kdfIter": self.kdf_iter} if self.key else None
+
+    def host_options(self):
+        return json.dumps({"store": self.store_config, "canary": self.canary})
+
+    def needles(self):
+        return chaos_cipher.needles_for(self.canary, self.key)
 
 
 def crash_faults(rng, i):
@@ -170,22 +206,32 @@ class OtherUser:
                 for i, v in self.v1.items() if i in by_id and by_id[i].get("V1__c") != v]
 
 
-def test_crash_kills(tmp_path):
+@pytest.mark.parametrize("mode", ["plain", "encrypted"])
+def test_crash_kills(tmp_path, mode):
     seed = env_seed()
-    kills = env_int("CHAOS_KILLS", 200)
+    enc = mode == "encrypted"
+    kills = env_int("CHAOS_ENC_KILLS", 40) if enc else env_int("CHAOS_KILLS", 200)
+    if kills <= 0:
+        pytest.skip(f"{'CHAOS_ENC_KILLS' if enc else 'CHAOS_KILLS'}=0")
     max_life = float(os.environ.get("CHAOS_KILL_MAX_S", "1.2"))
-    print(f"\n[chaos crash] CHAOS_SEED={seed} CHAOS_KILLS={kills} lib={chaos_lib.library_path()}")
-    rng = random.Random(seed)
+    label = "chaos crash encrypted" if enc else "chaos crash"
+    print(f"\n[{label}] CHAOS_SEED={seed} {'CHAOS_ENC_KILLS' if enc else 'CHAOS_KILLS'}={kills} "
+          f"lib={chaos_lib.library_path()}")
+    # The plaintext run keeps the streams it always had; the encrypted one draws its own.
+    base = seed + (0x10000000 if enc else 0)
+    rng = random.Random(base)
+    secrets = Secrets(random.Random(base + 2), enc)
     server = DevServer(tmp_path / "server")
     root = tmp_path / "store"
     log_path = tmp_path / "history.jsonl"
     log_path.touch()
     host_err = tmp_path / "host.stderr"
     model = CrashModel(0)
-    other = OtherUser(server, random.Random(seed + 1))
+    other = OtherUser(server, random.Random(base + 1))
     order = ServerOrder()
     problems = Problems()
-    counts = {"kills": 0, "host_exits": 0, "running_after_reopen": 0}
+    counts = {"kills": 0, "host_exits": 0, "running_after_reopen": 0, "canary_seen": 0, "wrong_key_refusals": 0,
+              "scans": 0}
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     started = time.time()
     passes = 0
@@ -197,7 +243,8 @@ def test_crash_kills(tmp_path):
                 err.write(f"--- {tag}\n".encode())
                 err.flush()
                 proc = subprocess.Popen([sys.executable, str(HOST), str(root), server.url, str(log_path),
-                                         str(seed * 1000 + i), "0"], stdout=subprocess.DEVNULL, stderr=err, env=env)
+                                         str(base * 1000 + i), "0", "post", secrets.host_options()],
+                                        stdout=subprocess.DEVNULL, stderr=err, env=env)
             life = rng.uniform(0.05, max_life)
             try:
                 rc = proc.wait(timeout=life)
@@ -214,11 +261,18 @@ def test_crash_kills(tmp_path):
                 else:
                     problems.add(tag, "HOST", tag, f"the host exited with {rc}:\n{tail}")
             server.clear_faults()
-            check_after_kill(tag, root, server, model, log_path, counts, problems, order)
+            if enc:
+                check_at_rest(tag, "after the kill", root, secrets, counts, problems)
+                check_wrong_keys(tag, root, secrets, counts, problems)
+            check_after_kill(tag, root, server, model, log_path, counts, problems, order, secrets)
+            if enc:
+                check_at_rest(tag, "after the checker closed the store", root, secrets, counts, problems)
+            elif chaos_cipher.scan(root, [secrets.canary.encode()]):
+                counts["canary_seen"] += 1   # the positive control of the scan
             other.act(server.records())
         # Faults stop: plain syncs must converge, without any new local write.
         server.clear_faults()
-        passes, final = converge(root, server, rng)
+        passes, final = converge(root, server, rng, secrets.store_config)
         for n, message in enumerate(final):
             problems.add("final", "LIVENESS" if "LIVENESS" in message else "CONVERGE", n, message)
         recs = server.records()
@@ -244,31 +298,76 @@ def test_crash_kills(tmp_path):
     elapsed = time.time() - started
     dups = problems.subjects("DUPLICATE")
     lost = problems.subjects("LOST")
-    Summary.set("crash_seed", seed)
-    Summary.add("kills", counts["kills"])
-    Summary.add("crash_host_exits", counts["host_exits"])
-    Summary.add("crash_duplicates", len(dups))
-    Summary.add("crash_local_duplicates", len(problems.subjects("LOCAL_DUPLICATE")))
-    Summary.add("crash_lost_edits", len(lost))
-    Summary.add("crash_lost_edits_on_duplicated_keys", len(lost & (dups | problems.subjects("LOCAL_DUPLICATE"))))
-    Summary.add("crash_stale_overwrites", len(problems.subjects("STALE")))
-    Summary.add("crash_running_after_reopen", counts["running_after_reopen"])
-    Summary.add("crash_integrity_failures", len(problems.subjects("INTEGRITY")))
-    Summary.add("crash_liveness_failures", len(problems.subjects("LIVENESS")))
-    Summary.set("crash_keys", len(model.keys))
-    Summary.set("crash_converge_passes", passes)
-    Summary.set("crash_seconds", round(elapsed, 1))
-    print(f"[chaos crash] seed={seed} kills={counts['kills']} host exits={counts['host_exits']} keys={len(model.keys)} "
+    # The plaintext run keeps its summary names; the encrypted one prefixes them with "enc_".
+    pre = "enc_" if enc else ""
+    Summary.set(pre + "crash_seed", seed)
+    Summary.add(pre + "kills", counts["kills"])
+    Summary.add(pre + "crash_host_exits", counts["host_exits"])
+    Summary.add(pre + "crash_duplicates", len(dups))
+    Summary.add(pre + "crash_local_duplicates", len(problems.subjects("LOCAL_DUPLICATE")))
+    Summary.add(pre + "crash_lost_edits", len(lost))
+    Summary.add(pre + "crash_lost_edits_on_duplicated_keys", len(lost & (dups | problems.subjects("LOCAL_DUPLICATE"))))
+    Summary.add(pre + "crash_stale_overwrites", len(problems.subjects("STALE")))
+    Summary.add(pre + "crash_running_after_reopen", counts["running_after_reopen"])
+    Summary.add(pre + "crash_integrity_failures", len(problems.subjects("INTEGRITY")))
+    Summary.add(pre + "crash_liveness_failures", len(problems.subjects("LIVENESS")))
+    Summary.set(pre + "crash_keys", len(model.keys))
+    Summary.set(pre + "crash_converge_passes", passes)
+    Summary.set(pre + "crash_seconds", round(elapsed, 1))
+    Summary.set(pre + "crash_canary_seen", counts["canary_seen"])
+    if enc:
+        Summary.add("enc_crash_cleartext_files", len(problems.subjects("CLEARTEXT")))
+        Summary.add("enc_crash_wrong_key_refusals", counts["wrong_key_refusals"])
+        Summary.add("enc_crash_key_failures", len(problems.subjects("KEY")))
+        Summary.add("enc_crash_scans", counts["scans"])
+    extra = (f" cleartext={len(problems.subjects('CLEARTEXT'))} wrong-key refusals={counts['wrong_key_refusals']} "
+             f"key failures={len(problems.subjects('KEY'))} scans={counts['scans']}" if enc else "")
+    print(f"[{label}] seed={seed} kills={counts['kills']} host exits={counts['host_exits']} keys={len(model.keys)} "
           f"duplicates={len(dups)} local duplicates={len(problems.subjects('LOCAL_DUPLICATE'))} lost={len(lost)} "
-          f"running-after-reopen={counts['running_after_reopen']} integrity failures={len(problems.subjects('INTEGRITY'))} "
-          f"converge passes={passes} in {elapsed:.0f} s")
+          f"running-after-reopen={counts['running_after_reopen']} integrity failures={len(problems.subjects('INTEGRITY'))}"
+          f"{extra} canary seen (in {'the decrypted image' if enc else 'the files'}) after {counts['canary_seen']} "
+          f"kills, converge passes={passes} in {elapsed:.0f} s")
     assert not len(problems), (f"CHAOS_SEED={seed}: {len(problems)} problems (history {log_path}):\n"
                                f"{fmt_problems(problems.messages())}")
     assert counts["kills"] >= kills * 0.9, f"CHAOS_SEED={seed}: only {counts['kills']} of {kills} runs were killed"
+    if model.keys:
+        # The positive control: the canary does reach the store (else "not in the files" proves nothing).
+        assert counts["canary_seen"], (f"CHAOS_SEED={seed}: the canary {secrets.canary!r} was never seen in the "
+                                       f"{'decrypted image' if enc else 'files'} of the store")
 
 
-def check_after_kill(tag, root, server, model, log_path, counts, problems, order):
-    with open_store(root) as store:
+def check_at_rest(tag, when, root, secrets, counts, problems):
+    """Encrypted run: no file under the store root holds the canary, SQLite's plaintext header or the key."""
+    counts["scans"] += 1
+    for path, hits in chaos_cipher.scan(root, secrets.needles()).items():
+        what = ["the canary" if h == secrets.canary.encode() else "the SQLite header" if h == chaos_cipher.SQLITE_HEADER
+                else "the key" for h in hits]
+        problems.add(tag, "CLEARTEXT", path, f"{when}: {path} holds {', '.join(what)} in clear")
+
+
+def check_wrong_keys(tag, root, secrets, counts, problems):
+    """Encrypted run: the store refuses a wrong passphrase, the right one with another kdfIter, and
+    no key, with SYNCSTORE_ERR_AUTH. Only once the file holds its first page (an empty file is a
+    new store: any key would create it)."""
+    path = chaos_lib.db_path(root)
+    if not path.exists() or path.stat().st_size < chaos_cipher.PAGE:
+        return
+    for what, config in (("a wrong passphrase", {"key": secrets.key + " (wrong)", "kdfIter": secrets.kdf_iter}),
+                         ("another kdfIter", {"key": secrets.key, "kdfIter": secrets.kdf_iter + 1}),
+                         ("no key", None)):
+        try:
+            open_store(root, config).close()
+        except syncstore.SyncStoreError as e:
+            if e.code == AUTH:
+                counts["wrong_key_refusals"] += 1
+            else:
+                problems.add(tag, "KEY", what, f"opening with {what} failed with {e.name}, not SYNCSTORE_ERR_AUTH: {e}")
+        else:
+            problems.add(tag, "KEY", what, f"the encrypted store opened with {what}")
+
+
+def check_after_kill(tag, root, server, model, log_path, counts, problems, order, secrets):
+    with open_store(root, secrets.store_config) as store:
         # Right after open, before any sync call: the header promises open resets RUNNING.
         raw = [s.get("name") for s in raw_sync_states(store) if s.get("status") == "RUNNING"]
         if raw:
@@ -280,7 +379,18 @@ def check_after_kill(tag, root, server, model, log_path, counts, problems, order
             if st and st["status"] == "RUNNING":
                 problems.add(tag, "RUNNING", name, f"getSyncStatus({name}) is RUNNING after reopen")
         local = entries(store)
-    result = integrity(root)
+    if secrets.key:
+        # integrity_check of the image read from the encrypted file (every page's HMAC checked).
+        try:
+            image = chaos_cipher.decrypt_store(chaos_lib.db_path(root), secrets.key, secrets.kdf_iter)
+        except chaos_cipher.CipherError as e:
+            result = [f"cipher: {e}"]
+        else:
+            result = chaos_cipher.integrity_check_image(image)
+            if secrets.canary.encode() in image:
+                counts["canary_seen"] += 1   # the positive control of the scan
+    else:
+        result = integrity(root)
     if result != ["ok"]:
         problems.add(tag, "INTEGRITY", tag, f"integrity_check: {result[:5]}")
     recs = server.records()
@@ -297,10 +407,10 @@ def check_after_kill(tag, root, server, model, log_path, counts, problems, order
         problems.add(tag, "DUPLICATE", k, f"key {k} is on the server {len(ids)} times: {ids}")
 
 
-def converge(root, server, rng, passes=3):
+def converge(root, server, rng, store_config=None, passes=3):
     """Plain sync up + reSync + cleanResyncGhosts until local == server; returns (passes, problems)."""
     problems = []
-    with open_store(root) as store:
+    with open_store(root, store_config) as store:
         host = Host(store, 0, lambda rec: None, rng)
         host.setup(server.url)
         for n in range(1, passes + 1):
