@@ -72,7 +72,8 @@ class Store:
     store name, a bool (global store or not) or None (the default user store). A mapping with
     ``"key"`` (a passphrase, or ``"x'<64 hex digits>'"`` for a raw 256-bit key) and optionally
     ``"kdfIter"`` (PBKDF2 iterations, default 256000; the Mobile SDK uses 4000) opens or creates
-    an encrypted store in SQLCipher 4's file format: a wrong or missing key raises
+    an encrypted store in SQLCipher 4's file format (another ``"x'...'"`` is an
+    :class:`ArgumentError`): a wrong or missing key raises
     :class:`AuthError`, a damaged encrypted page :class:`StorageError`. The key never appears in
     the store's repr or in messages. Methods map the C
     functions of ``syncstore.h`` one to one and raise a :class:`SyncStoreError` subclass on
@@ -132,8 +133,9 @@ class Store:
     def change_key(self, new_key: Optional[str]) -> None:
         """Re-encrypts the store under ``new_key`` (a passphrase or ``"x'<64 hex digits>'"``), or
         decrypts it with None, atomically: a crash at any point leaves a store that opens with
-        exactly one of the old and new keys. The new key uses the kdfIter the store was opened
-        with; a plaintext store gets 256000 (a kdfIter in its config without a key is ignored).
+        exactly one of the old and new keys. The new key uses the ``kdfIter`` of the config the
+        store was opened with, a plaintext store's too (256000 when the config has none: open a
+        plaintext store with ``{"storeName": ..., "kdfIter": 4000}`` for the Mobile SDK's setting).
         Every handle to the store in this process keeps working; later opens need the new key.
         :class:`BusyError` (retryable, nothing changed) while a sync of the store runs or another
         process has it open; :class:`ArgumentError` for an empty key. Not from a sync callback

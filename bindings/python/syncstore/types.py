@@ -22,9 +22,11 @@ class StoreConfigDict(TypedDict, total=False):
     """A storeConfig object; every key is optional.
 
     ``key``: a passphrase, or ``"x'<64 hex digits>'"`` (a raw 256-bit key; ``"x'<96 hex>'"`` adds
-    the salt); present and not None, the store is encrypted (SQLCipher 4's file format).
+    the salt; any other ``x'...'`` is refused); present and not None, the store is encrypted
+    (SQLCipher 4's file format).
     ``kdfIter``: PBKDF2-HMAC-SHA512 iterations deriving a passphrase's key (default 256000,
-    SQLCipher 4's; the Mobile SDK uses 4000); it must match the one the store was created with.
+    SQLCipher 4's; the Mobile SDK uses 4000); it must match the one the store was created with,
+    and is the one :meth:`Store.change_key` uses (for a plaintext store too).
     """
 
     isGlobalStore: bool

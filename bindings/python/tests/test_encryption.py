@@ -449,7 +449,8 @@ def test_wrong_missing_or_unwanted_keys_are_auth_errors_and_leave_the_file_untou
     assert snapshot(tmp_path) == before, "a refused open changed the files"
 
     for bad in ({"storeName": "locked", "key": ""}, dict(good, kdfIter=0), dict(good, kdfIter="4000"),
-                {"storeName": "locked", "key": 42}):
+                {"storeName": "locked", "key": 42}, {"storeName": "locked", "key": "x'2dd29c'"},
+                {"storeName": "locked", "key": RAW.replace("2d", "zz")}):
         with pytest.raises(syncstore.ArgumentError) as info:
             syncstore.Store(tmp_path, bad)
         assert_no_secret(str(info.value))
@@ -549,6 +550,19 @@ def test_change_key_plaintext_to_k1_to_k2_to_none_keeps_every_entry(tmp_path: Pa
     assert sorted(p.name for p in path.parent.iterdir()) == [f"{name}.db"]
 
 
+def test_change_key_of_a_plaintext_store_uses_the_kdf_iter_of_its_config(tmp_path: Path) -> None:
+    config = {"storeName": "mobile-plain", "kdfIter": MOBILE_SDK_ITER}
+    entries = by_id(seed_store(tmp_path, config, 30))
+    with syncstore.Store(tmp_path, config) as store:
+        store.change_key(KEY)
+    expect_auth_error(tmp_path, {"storeName": "mobile-plain", "key": KEY})  # not 256000
+    with syncstore.Store(tmp_path, dict(config, key=KEY)) as store:
+        assert read_all(store) == entries
+    conn = sqlcipher_open(store_file(tmp_path, "mobile-plain"), KEY, MOBILE_SDK_ITER)
+    assert soup_rows(conn, "contacts") == entries
+    conn.close()
+
+
 def test_change_key_keeps_the_kdf_iter_and_takes_raw_keys(tmp_path: Path) -> None:
     config = {"storeName": "mobile", "key": KEY, "kdfIter": MOBILE_SDK_ITER}
     entries = by_id(seed_store(tmp_path, config, 50))
@@ -562,8 +576,9 @@ def test_change_key_keeps_the_kdf_iter_and_takes_raw_keys(tmp_path: Path) -> Non
     expect_auth_error(tmp_path, dict(config, key=KEY2))
     with syncstore.Store(tmp_path, {"storeName": "mobile", "key": RAW}) as store:
         assert read_all(store) == entries
-        with pytest.raises(syncstore.ArgumentError):
-            store.change_key("")
+        for bad in ("", "x'2dd29c'"):
+            with pytest.raises(syncstore.ArgumentError):
+                store.change_key(bad)
         assert read_all(store) == entries
     conn = sqlcipher_open(store_file(tmp_path, "mobile"), RAW)
     assert soup_rows(conn, "contacts") == entries
