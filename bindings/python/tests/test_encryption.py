@@ -520,6 +520,7 @@ def test_change_key_plaintext_to_k1_to_k2_to_none_keeps_every_entry(tmp_path: Pa
         cursor.close()
         entries += store.upsert("contacts", [contact(500)])
     assert not path.read_bytes().startswith(SQLITE_HEADER)
+    assert scan(tmp_path, needles=(b"Entry ", SQLITE_HEADER)) == {}, "plaintext left after encrypting"
     expect_auth_error(tmp_path, {"storeName": name})
     expect_auth_error(tmp_path, {"storeName": name, "key": KEY, "kdfIter": MOBILE_SDK_ITER})
     conn = sqlcipher_open(path, KEY)
