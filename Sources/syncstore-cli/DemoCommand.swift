@@ -6,11 +6,13 @@ import SyncStoreCore
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Offline sync end to end: sync down, go offline, edit, come back, sync up with a conflict, sync down, clean ghosts.",
+        abstract: "Offline sync end to end: sync down, go offline, edit, come back, sync up with a conflict, sync down, clean ghosts, encrypt the store.",
         discussion: """
-        Starts the dev server on a free loopback port with seeded Contacts, makes a store in a
-        temporary directory from the userstore.json and usersyncs.json it ships (written there),
-        and walks through what an offline app does. Everything is removed at the end unless
+        Starts the dev server on a free loopback port with seeded Contacts, makes a store in a \
+        temporary directory from the userstore.json and usersyncs.json it ships (written \
+        there), and walks through what an offline app does; at the end it encrypts the store \
+        with a random key (written to demo.key there, never printed) and shows the file holds \
+        no plaintext and opens only with that key. Everything is removed at the end unless \
         --keep is given.
 
         Examples:
@@ -30,15 +32,26 @@ struct DemoCommand: ParsableCommand {
         let dir = NSTemporaryDirectory() + "syncstore-demo-" + ServeCommand.randomToken().prefix(8)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let server = DemoServer(database: dir + "/server.db", token: ServeCommand.randomToken())
+        let keyFile = dir + "/demo.key"
+        let storePath = StoreRegistry.path(root: dir, config: try StoreConfig(name: "demo"))
         defer {
             server.stop()
             if keep {
                 Console.out("\nKept \(dir) (stores under user/, the server's database server.db).")
+                if FileManager.default.fileExists(atPath: storePath) && !KeySource.isPlainSQLite(storePath) {
+                    Console.out("The demo store is encrypted: syncstore-cli soups --root \(dir) --store demo --key-file \(keyFile)")
+                }
             } else {
                 try? FileManager.default.removeItem(atPath: dir)
             }
         }
-        var tour = DemoTour(dir: dir, server: server, records: records)
+        // A random 256-bit key (raw, so no PBKDF2 to wait for), in a file only this user can
+        // read; the demo never prints it.
+        let key = DemoTour.randomRawKey()
+        guard FileManager.default.createFile(atPath: keyFile, contents: Data((key + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CLIError("Cannot write the demo key file \(keyFile)", exitCode: 74)
+        }
+        var tour = DemoTour(dir: dir, server: server, records: records, key: try StoreKey(key))
         try tour.run()
         tour.summary(seconds: Date().timeIntervalSince(started))
     }
@@ -97,15 +110,17 @@ struct DemoTour {
     let dir: String
     let server: DemoServer
     let records: Int
+    let key: StoreKey
     var down = 0
     var up = 0
     var conflicts = 0
     var ghosts = 0
 
-    init(dir: String, server: DemoServer, records: Int) {
+    init(dir: String, server: DemoServer, records: Int, key: StoreKey) {
         self.dir = dir
         self.server = server
         self.records = records
+        self.key = key
     }
 
     static let fields = ["FirstName", "LastName", "Email", "Title"]
@@ -230,6 +245,65 @@ struct DemoTour {
         let report = try GhostsCommand.clean(manager, id: downState.id)
         ghosts = Int(report.root["removed"]?.int64 ?? 0)
         Console.out("   \(report.root["status"]?.string ?? ""): removed \(ghosts) local record\(ghosts == 1 ? "" : "s") the server no longer has (\(name(ghost)))")
+
+        step(10, "Encryption at rest (syncstore-cli rekey)")
+        try encrypt(store)
+    }
+
+    /// Encrypts the open store, then shows that its file holds no plaintext and that it opens
+    /// only with the key (each open from its own registry, as another process would).
+    private func encrypt(_ store: SmartStore) throws {
+        let path = StoreRegistry.path(root: dir, config: try StoreConfig(name: "demo"))
+        let marker = "Okafor"   // a contact created offline, synced up and down
+        let before = DemoTour.occurrences(of: marker, inStore: path)
+        let countsBefore = try store.entryCounts(soup: "contacts")
+        let started = Date()
+        try store.changeKey(to: key)
+        let seconds = Date().timeIntervalSince(started)
+        let after = DemoTour.occurrences(of: marker, inStore: path)
+        Console.out("   encrypted demo.db with a random 256-bit key (in demo.key; SQLCipher 4 format) in \(String(format: "%.2f", seconds)) s")
+        Console.out("   '\(marker)' in the bytes of demo.db and its WAL: \(before) times before, \(after) after")
+        guard after == 0 else { throw CLIError("The encrypted store file still holds '\(marker)' in plaintext") }
+        for (what, config) in [("without the key", try StoreConfig(name: "demo")),
+                               ("with another key", try StoreConfig(name: "demo", key: try StoreKey(DemoTour.randomRawKey())))] {
+            do {
+                _ = try OpenedStore(root: dir, config: config)
+                throw CLIError("The encrypted store opened \(what)")
+            } catch let error as StoreError where error.code == .auth {
+                let reason = error.message.replacingOccurrences(of: path, with: "demo.db").prefix { $0 != ":" }
+                Console.out("   opened \(what): AUTH (the CLI exits 77), \(reason)")
+            }
+        }
+        let reopened = try OpenedStore(root: dir, config: try StoreConfig(name: "demo", key: key))
+        defer { reopened.close() }
+        let counts = try reopened.store.entryCounts(soup: "contacts")
+        guard counts.entries == countsBefore.entries && counts.dirty == countsBefore.dirty else {
+            throw CLIError("The encrypted store has \(counts.entries) entries (\(counts.dirty) dirty), not \(countsBefore.entries) (\(countsBefore.dirty))")
+        }
+        Console.out("   opened with the key: \(counts.entries) entries, \(counts.dirty) dirty, the same as before")
+    }
+
+    /// x'<64 hex digits>': a key used as is, without a KDF.
+    static func randomRawKey() -> String {
+        "x'" + ServeCommand.randomToken() + ServeCommand.randomToken() + "'"
+    }
+
+    /// How often `text` occurs in the bytes of a store's file and its WAL or journal.
+    static func occurrences(of text: String, inStore path: String) -> Int {
+        let needle = Array(text.utf8)
+        var count = 0
+        for file in [path, path + "-wal", path + "-journal"] {
+            guard let data = FileManager.default.contents(atPath: file), data.count >= needle.count else { continue }
+            data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+                var i = 0
+                let last = bytes.count - needle.count
+                while i <= last {
+                    if bytes[i] == needle[0] && (1..<needle.count).allSatisfy({ bytes[i + $0] == needle[$0] }) { count += 1 }
+                    i += 1
+                }
+            }
+        }
+        return count
     }
 
     func summary(seconds: Double) {

@@ -8,9 +8,13 @@ struct StatusCommand: ParsableCommand {
         commandName: "status",
         abstract: "Show the syncs of a store and their last state.",
         discussion: """
+        The first line names the store's file and says whether it is encrypted (--json: \
+        the sync states only). An encrypted store needs its key: --key-file or $SYNCSTORE_KEY.
+
         Examples:
           syncstore-cli status --store main
           syncstore-cli status contacts-down --json
+          syncstore-cli status --store main --key-file main.key     # an encrypted store
         """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -31,6 +35,7 @@ struct StatusCommand: ParsableCommand {
             Console.out("[" + states.map(\.jsonText).joined(separator: ",") + "]")
             return
         }
+        Console.out(storeOptions.describe(opened))
         guard !states.isEmpty else {
             Console.out("No syncs in store '\(storeOptions.store)'.")
             return
@@ -53,9 +58,13 @@ struct SoupsCommand: ParsableCommand {
         commandName: "soups",
         abstract: "List the soups of a store: index specs, entries, entries with local changes.",
         discussion: """
+        The first line names the store's file and says whether it is encrypted (--json: \
+        the soups only). An encrypted store needs its key: --key-file or $SYNCSTORE_KEY.
+
         Examples:
           syncstore-cli soups --root ./stores --store main
           syncstore-cli soups --json
+          SYNCSTORE_KEY="$(cat main.key)" syncstore-cli soups --store main
         """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -83,6 +92,7 @@ struct SoupsCommand: ParsableCommand {
             Console.out(list.root.dump())
             return
         }
+        Console.out(storeOptions.describe(opened))
         guard !rows.isEmpty else {
             Console.out("Store '\(storeOptions.store)' has no soups.")
             return
@@ -109,6 +119,7 @@ struct QueryCommand: ParsableCommand {
           syncstore-cli query "select {contacts:LastName}, count(*) from {contacts} group by {contacts:LastName}"
           syncstore-cli query --soup contacts --spec '{"queryType":"exact","indexPath":"LastName","matchKey":"Smith","pageSize":50}'
           syncstore-cli query --soup contacts --spec '{"queryType":"range","indexPath":"LastName","pageSize":20}' --json
+          syncstore-cli query --key-file main.key --store main "select count(*) from {contacts}"
         """)
 
     @OptionGroup var storeOptions: StoreOptions

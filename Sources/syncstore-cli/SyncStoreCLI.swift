@@ -11,6 +11,10 @@ struct SyncStoreCLI: AsyncParsableCommand {
         Stores live under a root directory (--root, else $SYNCSTORE_ROOT, else
         ~/.local/share/syncstore): <root>/user/<store>.db, or global/ with --global.
 
+        An encrypted store opens with its key from --key-file PATH or $SYNCSTORE_KEY \
+        (never a key on the command line), and --kdf-iter N if it was not encrypted with \
+        256000 iterations; `rekey` encrypts a store, changes its key or decrypts it.
+
         Examples:
           syncstore-cli demo
           syncstore-cli serve --seed Contact=1000
@@ -21,6 +25,8 @@ struct SyncStoreCLI: AsyncParsableCommand {
           syncstore-cli soups
           syncstore-cli query "select {contacts:LastName} from {contacts} limit 5"
           syncstore-cli ghosts contacts-down --url URL --token T
+          syncstore-cli rekey --store main --new-key-file main.key
+          syncstore-cli soups --store main --key-file main.key
 
         Exit codes: 0 success; 3 a sync finished with record conflicts or errors;
         64 bad command line; 65 bad input (ARGUMENT); 66 not found; 69 network;
@@ -28,7 +34,7 @@ struct SyncStoreCLI: AsyncParsableCommand {
         76 server error; 77 authentication.
         """,
         subcommands: [DemoCommand.self, ServeCommand.self, SyncCommand.self, StatusCommand.self, SoupsCommand.self,
-                      QueryCommand.self, UpsertCommand.self, GhostsCommand.self])
+                      QueryCommand.self, UpsertCommand.self, GhostsCommand.self, RekeyCommand.self])
 
     /// Errors of the engine become a message on stderr and an exit code by class.
     static func main() async {

@@ -32,8 +32,10 @@ USERSYNCS = {"syncs": [
 
 
 def cli(*args, timeout=120, env=None):
+    # Keys only come from what a test gives: none from the environment pytest runs in.
+    base = {k: v for k, v in os.environ.items() if k not in ("SYNCSTORE_KEY", "SYNCSTORE_NEW_KEY")}
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, **(env or {})))
+                          env=dict(base, **(env or {})))
 
 
 class Served:
@@ -95,10 +97,10 @@ def synced(tmp_path, server, configs):
 def test_help_teaches_with_examples():
     r = cli("--help")
     assert r.returncode == 0
-    for sub in ["demo", "serve", "sync", "status", "soups", "query", "upsert", "ghosts"]:
+    for sub in ["demo", "serve", "sync", "status", "soups", "query", "upsert", "ghosts", "rekey"]:
         assert sub in r.stdout
     assert "Exit codes" in r.stdout
-    for sub in ["sync", "query", "upsert", "serve", "ghosts", "status", "soups", "demo"]:
+    for sub in ["sync", "query", "upsert", "serve", "ghosts", "status", "soups", "demo", "rekey"]:
         r = cli(sub, "--help")
         assert r.returncode == 0 and "Examples" in r.stdout, f"{sub} --help has no examples"
 
@@ -274,7 +276,7 @@ def test_demo_runs_every_step_and_cleans_up():
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     steps = ["1. Server", "2. Store", "3. Sync down", "4. Offline", "5. Local changes while offline", "6. Back online",
-             "7. Sync up", "8. Sync down again", "9. Clean ghosts", "Summary"]
+             "7. Sync up", "8. Sync down again", "9. Clean ghosts", "10. Encryption at rest", "Summary"]
     positions = [out.find(s) for s in steps]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), out
     assert "created 3, edited 2, deleted 1; the soup now has 6 dirty entries" in out
@@ -284,6 +286,13 @@ def test_demo_runs_every_step_and_cleans_up():
     values = summary[-1].split()
     down, up, conflicts, ghosts = (int(v) for v in values[:4])
     assert down >= 3000 + 5 and up == 5 and conflicts == 1 and ghosts == 1, summary
+    encryption = out[out.index("10. Encryption at rest"):out.index("Summary")]
+    before, after = (int(n) for n in re.search(r"'Okafor' in the bytes of demo\.db and its WAL: (\d+) times before, (\d+) after",
+                                               encryption).groups())
+    assert before > 0 and after == 0, encryption
+    assert "opened without the key: AUTH (the CLI exits 77)" in encryption
+    assert "opened with another key: AUTH (the CLI exits 77)" in encryption
+    assert re.search(r"opened with the key: \d+ entries, 1 dirty, the same as before", encryption), encryption
     assert elapsed < 30, f"the demo took {elapsed:.1f} s"
     store_path = re.search(r"^   (/\S+/user/demo\.db)$", out, re.M).group(1)
     assert not Path(store_path).parent.parent.exists(), "the demo left its temporary directory behind"
@@ -313,3 +322,258 @@ def test_status_reads_a_store_whose_syncs_another_process_runs(tmp_path, configs
         assert running.returncode == 0, running.stderr.read()
     finally:
         slow.stop()
+
+
+# ---- Encryption at rest: keys from a file or the environment, never the command line; rekey.
+
+KEY1 = "first passphrase, Kx7-q2"
+KEY2 = "x'" + "3f" * 32 + "'"          # a raw 256-bit key (no KDF)
+WRONG = "not-the-key-9v4Zt"
+SQLITE_HEADER = b"SQLite format 3\x00"
+STORE_OPENERS = [["status"], ["soups"], ["query", "select count(*) from {contacts}"],
+                 ["upsert", "--soup", "contacts", '{"LastName": "Added"}']]
+
+
+def key_file(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def count(root, *key_args, env=None):
+    r = cli("query", "--root", root, *key_args, "select count(*) from {contacts}", "--json", env=env)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    return json.loads(r.stdout)[0][0]
+
+
+def store_file(root):
+    return Path(root) / "user" / "smartstore.db"
+
+
+def store_bytes(root):
+    """The store's file and its WAL, if any."""
+    wal = Path(str(store_file(root)) + "-wal")
+    return store_file(root).read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def rekey(root, *args, env=None):
+    r = cli("rekey", "--root", root, *args, "--json", env=env)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    return json.loads(r.stdout)
+
+
+def test_a_key_from_the_environment_or_a_key_file_opens_an_encrypted_store(tmp_path, server, configs):
+    root = synced(tmp_path, server, configs)
+    last_name = json.loads(cli("query", "--root", root, "select {contacts:LastName} from {contacts} limit 1",
+                               "--json").stdout)[0][0]
+    assert last_name.encode() in store_bytes(root)
+    k1 = key_file(tmp_path, "k1", KEY1 + "\n")   # one trailing newline: not part of the key
+    done = rekey(root, "--new-key-file", k1)
+    assert done == {"store": "smartstore", "global": False, "path": str(store_file(root)), "wasEncrypted": False,
+                    "encrypted": True, "kdfIter": 256000, "changed": True, "seconds": done["seconds"]}
+
+    data = store_bytes(root)
+    assert not data.startswith(SQLITE_HEADER) and last_name.encode() not in data and b"contacts" not in data
+
+    assert count(root, env={"SYNCSTORE_KEY": KEY1}) == 30
+    assert count(root, "--key-file", k1) == 30
+    assert count(root, "--key-file", key_file(tmp_path, "k1crlf", KEY1 + "\r\n")) == 30
+    # --key-file wins over $SYNCSTORE_KEY.
+    assert count(root, "--key-file", k1, env={"SYNCSTORE_KEY": WRONG}) == 30
+    for args in STORE_OPENERS:
+        r = cli(*args, "--root", root, env={"SYNCSTORE_KEY": KEY1})
+        assert r.returncode == 0, (args, r.stderr)
+    r = cli("status", "--root", root, "--key-file", k1)
+    assert "encrypted: yes (kdfIter 256000)" in r.stdout.splitlines()[0] and "contacts-down" in r.stdout
+    assert "encrypted: yes" in cli("soups", "--root", root, "--key-file", k1).stdout.splitlines()[0]
+    # --json stays what it was: the states and the soups only.
+    assert isinstance(json.loads(cli("status", "--root", root, "--key-file", k1, "--json").stdout), list)
+
+    # Syncs run on the encrypted store; a new store created by a sync with a key is encrypted from the start.
+    r = cli("sync", "--root", root, *remote(server), "contacts-up", "contacts-down", env={"SYNCSTORE_KEY": KEY1})
+    assert r.returncode == 0, r.stderr
+    other = str(tmp_path / "other")
+    r = cli("sync", "--root", other, *remote(server), "--store-config", configs[0], "--sync-config", configs[1],
+            "--key-file", k1, "--kdf-iter", "4000")
+    assert r.returncode == 0, r.stderr
+    assert not store_file(other).read_bytes().startswith(SQLITE_HEADER)
+    assert count(other, "--key-file", k1, "--kdf-iter", "4000") == 30
+    assert "encrypted: yes (kdfIter 4000)" in cli("soups", "--root", other, "--key-file", k1, "--kdf-iter", "4000").stdout
+    assert cli("soups", "--root", other, "--key-file", k1).returncode == 77, "the wrong kdfIter opened the store"
+
+
+def test_a_key_that_does_not_open_the_store_exits_77_and_is_never_shown(tmp_path, server, configs):
+    root = synced(tmp_path, server, configs)
+    plain = str(tmp_path / "plain")
+    assert cli("sync", "--root", plain, *remote(server), "--store-config", configs[0], "--sync-config", configs[1]).returncode == 0
+    rekey(root, env={"SYNCSTORE_NEW_KEY": KEY1})
+    before = store_file(root).read_bytes()
+    wrong = key_file(tmp_path, "wrong", WRONG + "\n")
+    commands = STORE_OPENERS + [["sync", *remote(server), "contacts-down"], ["ghosts", *remote(server), "contacts-down"],
+                                ["rekey", "--decrypt"], ["rekey", "--new-key-file", wrong]]
+    variants = [([], {"SYNCSTORE_KEY": WRONG}), (["--key-file", wrong], {}), ([], {}),
+                (["--kdf-iter", "4000"], {"SYNCSTORE_KEY": KEY1})]
+    for args in commands:
+        json_variant = [] if args[0] == "upsert" else [(["--json"], {"SYNCSTORE_KEY": WRONG})]
+        for key_args, env in variants + json_variant:
+            r = cli(*args, "--root", root, *key_args, env=env)
+            assert r.returncode == 77, (args, key_args, r.returncode, r.stdout, r.stderr)
+            assert r.stdout == "", (args, r.stdout)
+            assert r.stderr.startswith("syncstore-cli: ") and "Traceback" not in r.stderr
+            for secret in (WRONG, KEY1):
+                assert secret not in r.stdout + r.stderr, (args, key_args, r.stderr)
+            if env or "--key-file" in key_args:
+                assert "does not open" in r.stderr and "--kdf-iter" in r.stderr, r.stderr
+            else:
+                assert "is encrypted" in r.stderr and "--key-file" in r.stderr, r.stderr
+    # A key for a store that is not encrypted is refused too, saying so.
+    r = cli("soups", "--root", plain, env={"SYNCSTORE_KEY": WRONG})
+    assert r.returncode == 77 and "not encrypted" in r.stderr and "$SYNCSTORE_KEY" in r.stderr and WRONG not in r.stderr
+    assert store_file(root).read_bytes() == before, "a refused key changed the store file"
+    assert count(root, env={"SYNCSTORE_KEY": KEY1}) == 30
+
+
+def test_rekey_plaintext_to_k1_to_k2_to_decrypted_keeps_every_entry(tmp_path, server, configs):
+    root = synced(tmp_path, server, configs)
+    entry = {"LastName": "Offline", "__local__": True, "__locally_created__": True}
+    assert cli("upsert", "--root", root, "--soup", "contacts", json.dumps(entry)).returncode == 0
+    dirty = "select count(*) from {contacts} where {contacts:__local__} in ('1', 'true')"
+
+    def check(*key_args, env=None):
+        assert count(root, *key_args, env=env) == 31
+        r = cli("query", "--root", root, *key_args, dirty, "--json", env=env)
+        assert r.returncode == 0 and json.loads(r.stdout) == [[1]], r.stderr
+        r = cli("status", "--root", root, *key_args, "--json", env=env)
+        assert {s["name"] for s in json.loads(r.stdout)} == {"contacts-down", "contacts-up"}
+
+    k1 = key_file(tmp_path, "k1", KEY1 + "\n")
+    k2 = key_file(tmp_path, "k2", KEY2)
+    # --decrypt on a store that is not encrypted changes nothing.
+    r = cli("rekey", "--root", root, "--decrypt")
+    assert r.returncode == 0 and "not encrypted, nothing to decrypt; encrypted: no" in r.stdout, r.stdout + r.stderr
+
+    # plaintext -> K1 (4000 iterations, as the Mobile SDK)
+    r = cli("rekey", "--root", root, "--new-key-file", k1, "--new-kdf-iter", "4000")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"encrypted in \d+\.\d\d s; encrypted: yes \(kdfIter 4000\)$", r.stdout.strip()), r.stdout
+    assert cli("soups", "--root", root).returncode == 77
+    assert cli("soups", "--root", root, "--key-file", k1).returncode == 77, "4000 iterations are not the default"
+    check("--key-file", k1, "--kdf-iter", "4000")
+
+    # K1 -> K2 (a raw key), the new key from the environment
+    done = rekey(root, "--kdf-iter", "4000", env={"SYNCSTORE_KEY": KEY1, "SYNCSTORE_NEW_KEY": KEY2})
+    assert done["wasEncrypted"] and done["encrypted"] and "kdfIter" not in done, done
+    assert cli("soups", "--root", root, "--key-file", k1, "--kdf-iter", "4000").returncode == 77, "the old key still opens it"
+    check("--key-file", k2)
+    assert "encrypted: yes (raw 256-bit key)" in cli("soups", "--root", root, "--key-file", k2).stdout
+
+    # K2 -> decrypted: a plain SQLite file again, which a key no longer opens
+    r = cli("rekey", "--root", root, "--key-file", k2, "--decrypt")
+    assert r.returncode == 0 and re.search(r"decrypted in \d+\.\d\d s; encrypted: no$", r.stdout.strip()), r.stdout + r.stderr
+    assert store_file(root).read_bytes().startswith(SQLITE_HEADER)
+    assert cli("soups", "--root", root, "--key-file", k2).returncode == 77
+    check()
+    assert "encrypted: no" in cli("status", "--root", root).stdout.splitlines()[0]
+    assert not list(Path(root, "user").glob("*.rekey*")), "rekey left its temporary copy"
+    for secret in (KEY1, KEY2):
+        assert secret not in r.stdout + r.stderr
+
+
+def test_rekey_usage_errors_and_unreadable_key_files(tmp_path, server, configs):
+    root = synced(tmp_path, server, configs)
+    k1 = key_file(tmp_path, "k1", KEY1)
+    cases = [
+        (["rekey"], 64, "--new-key-file"),
+        (["rekey", "--decrypt", "--new-key-file", k1], 64, "not both"),
+        (["rekey", "--decrypt", "--new-kdf-iter", "4000"], 64, "--new-kdf-iter"),
+        (["rekey", "--new-key-file", k1, "--new-kdf-iter", "0"], 64, "--new-kdf-iter"),
+        (["soups", "--kdf-iter", "4000"], 64, "--kdf-iter"),
+        (["soups", "--key-file", str(tmp_path / "missing")], 66, "no such file"),
+        (["soups", "--key-file", key_file(tmp_path, "empty", "\n")], 65, "empty"),
+        (["rekey", "--new-key-file", str(tmp_path)], 66, "directory"),
+        (["status", "--store", "nope", "--key-file", k1], 66, "No user store 'nope'"),
+    ]
+    for args, code, words in cases:
+        r = cli(*args, "--root", root)
+        assert r.returncode == code, (args, r.returncode, r.stderr)
+        assert words in r.stderr, (args, r.stderr)
+        assert KEY1 not in r.stdout + r.stderr
+    r = cli("rekey", "--root", root, "--decrypt", env={"SYNCSTORE_NEW_KEY": KEY1})
+    assert r.returncode == 64 and "SYNCSTORE_NEW_KEY" in r.stderr and KEY1 not in r.stderr
+    assert store_file(root).read_bytes().startswith(SQLITE_HEADER), "a refused rekey changed the store"
+
+
+def test_no_key_is_accepted_on_the_command_line(tmp_path, server, configs):
+    root = synced(tmp_path, server, configs)
+    secret = "cmdline-secret-Q81"
+    attempts = [[*sub, "--key", secret] for sub in STORE_OPENERS] + [[*sub, f"--key={secret}"] for sub in STORE_OPENERS]
+    attempts += [["sync", *remote(server), "contacts-down", "--key", secret],
+                 ["rekey", "--key", secret, "--decrypt"],
+                 ["rekey", "--new-key", secret], [f"--new-key={secret}", "rekey"]]
+    for args in attempts:
+        r = cli(*args, "--root", root)
+        assert r.returncode == 64, (args, r.returncode, r.stderr)
+        assert secret not in r.stdout + r.stderr, (args, r.stderr)
+    r = cli("soups", "--root", root, "--key", secret)
+    assert "--key is not accepted" in r.stderr and "--key-file" in r.stderr
+    r = cli("rekey", "--root", root, "--new-key", secret)
+    assert "--new-key is not accepted" in r.stderr and "--new-key-file" in r.stderr
+    assert store_file(root).read_bytes().startswith(SQLITE_HEADER)
+    for sub in ("soups", "rekey", "sync"):
+        assert "--key <" not in cli(sub, "--help").stdout and "--key-file" in cli(sub, "--help").stdout
+
+
+def test_rekey_is_busy_while_another_process_has_the_store_open(tmp_path, configs):
+    slow = Served("--seed", "Contact=10", "--faults", "GET */query* latency=4000")
+    try:
+        root = str(tmp_path / "stores")
+        k1 = key_file(tmp_path, "k1", KEY1)
+        running = subprocess.Popen([CLI, "sync", "--root", root, "--url", slow.url, "--token", TOKEN,
+                                    "--store-config", configs[0], "--sync-config", configs[1]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 20
+        while time.time() < deadline and running.poll() is None:
+            r = cli("status", "--root", root, "--json")
+            if r.returncode == 0 and any(s["status"] == "RUNNING" for s in json.loads(r.stdout or "[]")):
+                break
+            time.sleep(0.2)
+        assert running.poll() is None, "the sync ended before rekey could race it"
+        r = cli("rekey", "--root", root, "--new-key-file", k1)
+        assert r.returncode == 75, (r.returncode, r.stdout, r.stderr)
+        assert "another process" in r.stderr.lower() and KEY1 not in r.stderr
+        assert store_file(root).read_bytes().startswith(SQLITE_HEADER), "a busy rekey changed the store"
+        running.wait(timeout=60)
+        assert running.returncode == 0, running.stderr.read()
+        assert count(root) == 10
+    finally:
+        slow.stop()
+    # Another process with a plain SQLite connection to the file: busy as well, until it closes.
+    import sqlite3
+    reader = sqlite3.connect(str(store_file(root)))
+    try:
+        reader.execute("select count(*) from sqlite_master").fetchall()
+        r = cli("rekey", "--root", root, "--new-key-file", k1)
+        assert r.returncode == 75, (r.returncode, r.stderr)
+    finally:
+        reader.close()
+    assert rekey(root, "--new-key-file", k1)["encrypted"] is True
+    assert count(root, "--key-file", k1) == 10
+
+
+def test_demo_keep_leaves_an_encrypted_store_and_its_key_file():
+    r = cli("demo", "--records", "50", "--keep", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    kept = re.search(r"^Kept (\S+) ", r.stdout, re.M).group(1)
+    try:
+        key_path = Path(kept) / "demo.key"
+        assert key_path.stat().st_mode & 0o777 == 0o600
+        key = key_path.read_text().strip()
+        assert key not in r.stdout + r.stderr, "the demo printed its key"
+        assert f"--key-file {key_path}" in r.stdout
+        db = Path(kept) / "user" / "demo.db"
+        assert not db.read_bytes().startswith(SQLITE_HEADER) and b"Okafor" not in db.read_bytes()
+        assert cli("soups", "--root", kept, "--store", "demo").returncode == 77
+        s = cli("soups", "--root", kept, "--store", "demo", "--key-file", str(key_path))
+        assert s.returncode == 0 and "encrypted: yes (raw 256-bit key)" in s.stdout, s.stderr
+    finally:
+        subprocess.run(["rm", "-rf", kept], check=True)
