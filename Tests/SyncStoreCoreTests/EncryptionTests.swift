@@ -119,9 +119,14 @@ final class EncryptionTests: StoreTestCase {
         XCTAssertThrowsError(try store.changeKey(to: try key("b"))) { error in
             XCTAssertEqual((error as? StoreError)?.code, .busy, "\(error)")
         }
-        // Nothing changed: both still work with the old key.
+        // Nothing changed and no lock is left behind: both still read and write with the old key,
+        // and the file opens anew.
         _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id": "x"}]"#)
+        XCTAssertEqual(try count(store), 4)
         XCTAssertEqual(try count(other), 4)
+        XCTAssertEqual(try count(try SmartStore(path: dbPath, key: try key("a"))), 4)
+        _ = try other.upsert(soup: "contacts", entriesJSON: #"[{"Id": "y"}]"#)
+        XCTAssertEqual(try count(store), 5)
     }
 
     func testFlippedBitInAnyPageIsStorageNeverData() throws {

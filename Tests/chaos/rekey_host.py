@@ -7,7 +7,7 @@ KEYS_JSON: {"A": "x'<64 hex>'", "B": "<passphrase>", "kdfIter": 1000, "entries":
 store opens with now ("A", "B" or "none"). Prints "ready" once the store is open, then loops:
 sometimes edits one entry (read, new "val", upsert), then changes the key: A -> B or B -> A
 mostly, A or B -> none (plaintext) sometimes, none -> A (and reopens the store with A and its
-kdfIter: a key set on a plaintext store takes the default kdfIter, see the README). Every step is
+kdfIter, as an app would). Every step is
 appended to LOG (JSON lines) and fsynced *before* it is made ("edit", "intent" with from/to),
 and "done" after a change returned, so the checker knows which keys the store may have and which
 edits happened. Exit code 4 = an unexpected error (traceback on stderr).

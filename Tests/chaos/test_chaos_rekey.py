@@ -63,8 +63,6 @@ INDEXES = [{"path": "k", "type": "integer"}, {"path": "name", "type": "string"},
 CONTENT = ["k", "name", "grp", "note", "tag", "val", "pad", "__local__", "__locally_created__", "__locally_updated__",
            "__locally_deleted__"]
 KEY_NAMES = ["A", "B", "none"]
-# Known core issues fail the test too (see the README's "Known issues").
-STRICT = os.environ.get("CHAOS_STRICT", "") not in ("", "0")
 
 
 def build_entries(rng, n, canary):
@@ -126,7 +124,7 @@ def test_rekey_kills(tmp_path):
     counts = {"kills": 0, "host_exits": 0, "between": 0, "mid_rekey_file": 0, "mid_old_key": 0, "mid_new_key": 0,
               "opened_A": 0, "opened_B": 0, "opened_none": 0, "auth_refusals": 0, "scans": 0, "canary_seen": 0,
               "edits": 0, "changes_done": 0, "mode_uniform": 0, "mode_copy": 0, "mode_rename": 0,
-              "rekey_file_at_kill": 0, "known_plaintext_journal": 0}
+              "rekey_file_at_kill": 0}
     started = time.time()
 
     # The store: built under A, then T measured on it (A -> B -> A -> none -> A: every kind of change).
@@ -197,7 +195,7 @@ def test_rekey_kills(tmp_path):
           f"opened with A/B/none {counts['opened_A']}/{counts['opened_B']}/{counts['opened_none']}, "
           f"{counts['auth_refusals']} AUTH refusals, {counts['changes_done']} changes and {counts['edits']} edits "
           f"logged, {counts['scans']} scans, canary seen in {counts['canary_seen']} plaintext files/images; "
-          f"T={change_s * 1000:.0f} ms; known plaintext journal after {counts['known_plaintext_journal']} kills; "
+          f"T={change_s * 1000:.0f} ms; "
           f"{len(problems)} problems in {elapsed:.0f} s")
     assert not len(problems), (f"CHAOS_SEED={seed}: {len(problems)} problems (log {log_path}):\n"
                                f"{fmt_problems(problems.messages())}")
@@ -251,8 +249,6 @@ def check_store(i, tag, root, keys, model, records, rekey_at_kill, needles, cana
 
     # Right after the kill: which files hold something in clear (judged once the key is known).
     at_kill = chaos_cipher.scan(root, needles)
-    journal = Path(str(db_file(root)) + "-journal")
-    journal_head = journal.read_bytes()[:28] if journal.exists() else None
 
     # Exactly one of A, B, none opens it; the others are AUTH.
     opened = []
@@ -305,16 +301,6 @@ def check_store(i, tag, root, keys, model, records, rekey_at_kill, needles, cana
         if is_copy and intent and intent["to"] == "none":
             continue
         if not is_copy and key == "none":
-            continue
-        if (path.endswith(".db-journal") and intent and intent["from"] == "none" and key == intent["to"]
-                and hits == [chaos_cipher.SQLITE_HEADER] and journal_head == bytes(28) and not STRICT):
-            # KNOWN ISSUE (README): a change from no key leaves the old connection's journal (kept,
-            # header zeroed, in exclusive locking mode) with the plaintext page 1 of the old store
-            # beside the new encrypted file after the rename; a kill there leaves it until the next
-            # open. Counted, and a failure with CHAOS_STRICT=1.
-            counts["known_plaintext_journal"] += 1
-            Summary.note(f"rekey {tag}: KNOWN ISSUE: {path} holds the plaintext page 1 of the store before its "
-                         f"change {intent['from']} -> {intent['to']} (killed after the rename; the next open removed it)")
             continue
         problems.add(tag, "CLEARTEXT", path, f"right after the kill {path} holds {describe(hits, canary)} in clear "
                      f"(store key {key}, {'change ' + intent['from'] + ' -> ' + intent['to'] if intent else 'no change'})")
@@ -431,8 +417,7 @@ def check_entries(tag, store, model, edits, last, rng, problems):
 
 
 # ---------------------------------------------------------------------------------------------
-# Known issues, one targeted repro each (README, "Known issues"): xfail while the issue is there
-# (a failure with CHAOS_STRICT=1), a pass once it is fixed.
+# Targeted repros of two problems the kill loop found (both fixed; README).
 
 STOP_AFTER_RENAME = r'''
 import os, signal, sys, threading
@@ -454,11 +439,6 @@ chaos_lib.change_key(store, key)
 '''
 
 
-def known_issue(message):
-    Summary.note("KNOWN ISSUE: " + message)
-    if STRICT:
-        pytest.fail(message)
-    pytest.xfail(message)
 
 
 def test_rekey_plaintext_journal_after_rename(tmp_path):
@@ -497,7 +477,7 @@ def test_rekey_plaintext_journal_after_rename(tmp_path):
         assert not chaos_cipher.scan(root, [chaos_cipher.SQLITE_HEADER, b"journal-canary-"])
         assert chaos_cipher.integrity_encrypted(db_file(root), key, KDF_ITER) == ["ok"]
         if found:
-            known_issue(f"change_key from no key to a key, killed right after its rename (try {attempt}): "
+            pytest.fail(f"change_key from no key to a key, killed right after its rename (try {attempt}): "
                         f"{sorted(found)} hold {sorted({h.decode(errors='replace') for v in found.values() for h in v})!r} "
                         f"in clear beside the encrypted store (the old connection's journal, kept in exclusive "
                         f"locking mode, with the plaintext page 1 of the old store)")
@@ -512,12 +492,7 @@ def test_rekey_kdf_iter_kept_through_plaintext(tmp_path):
         store.upsert(SOUP, [{"k": 1}], return_entries=False)
         chaos_lib.change_key(store, None)
         chaos_lib.change_key(store, "second passphrase")
-    try:
-        syncstore.Store(root, {"storeName": "rekey", "key": "second passphrase", "kdfIter": KDF_ITER}).close()
-    except syncstore.SyncStoreError as e:
-        if e.code != AUTH:
-            raise
-        with syncstore.Store(root, {"storeName": "rekey", "key": "second passphrase"}):
-            pass   # it opens with the default kdfIter (256000)
-        known_issue(f"a store opened with kdfIter {KDF_ITER}, decrypted with change_key(NULL) and given a "
-                    f"passphrase by change_key opens only with kdfIter 256000, not {KDF_ITER}")
+    syncstore.Store(root, {"storeName": "rekey", "key": "second passphrase", "kdfIter": KDF_ITER}).close()
+    with pytest.raises(syncstore.SyncStoreError) as refused:
+        syncstore.Store(root, {"storeName": "rekey", "key": "second passphrase"}).close()
+    assert refused.value.code == AUTH

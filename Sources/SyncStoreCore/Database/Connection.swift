@@ -35,6 +35,23 @@ final class Connection {
             _ = sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
             try execute("PRAGMA temp_store=MEMORY")
         }
+        do {
+            try configure(readOnly: readOnly)
+        } catch {
+            if sqlite3_extended_errcode(db) == SQLITE_READONLY | (4 << 8) || hasMoved { throw DatabaseFileReplaced() }
+            throw error
+        }
+        if hasMoved { throw DatabaseFileReplaced() }
+    }
+
+    /// Whether the file this connection opened is no longer at its path: another process's change
+    /// of key renamed the new store over it while this connection waited for its first lock.
+    var hasMoved: Bool {
+        var moved: Int32 = 0
+        return sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
+    }
+
+    private func configure(readOnly: Bool) throws {
         if !readOnly {
             try execute("PRAGMA journal_mode=WAL")
             try execute("PRAGMA synchronous=NORMAL")
@@ -140,6 +157,9 @@ final class Connection {
         return statement.isNull(0) ? nil : statement.int64(0)
     }
 }
+
+/// The file was replaced while the connection opened (see `Connection.hasMoved`): open again.
+struct DatabaseFileReplaced: Error {}
 
 /// A value bound to or read from SQLite.
 enum SQLValue {

@@ -14,9 +14,11 @@ enum StoreRekey {
     static let exclusiveWaitMs: Int32 = 2000
 
     /// Writes the store that `writer` holds under `newKey` and puts it in place of the file.
-    /// `writer` must be the only connection of this process to the file; it is left holding the
-    /// old, replaced file (in rollback-journal mode) and must be closed, then the returned file
-    /// opened. On error nothing changed: the old file is in place and `writer` usable again.
+    /// `writer` must be the only connection of this process to the file. Either way it must be
+    /// closed afterwards: on success it holds the old, replaced file (in rollback-journal mode)
+    /// and the returned file is the store's; on error the old file is in place, unchanged, but
+    /// `writer` may still hold SQLite's locks from the refused attempt (a PENDING lock blocks
+    /// every reader), so a new connection must take its place.
     static func rewrite(_ writer: Connection, to newKey: StoreKey?) throws -> DatabaseFile {
         let path = writer.file.path
         let temp = path + suffix
@@ -26,6 +28,10 @@ enum StoreRekey {
             // Rollback mode first: it checkpoints the WAL into the file and deletes it (and the
             // -shm), so the old connection, closed after the rename, removes nothing by name.
             try writer.execute("PRAGMA journal_mode=DELETE")
+            // In exclusive locking mode SQLite keeps the journal of that switch (its header
+            // zeroed, page 1's old image still in it): it must not outlive the old file. Nothing
+            // else writes to the old file, so the journal is not needed again.
+            unlink(path + "-journal")
             let next = try DatabaseFile(path: path, key: newKey, keyFrom: temp, kdfIter: writer.file.kdfIter)
             var reserve = Int32(next.isEncrypted ? SS_CIPHER_RESERVE : 0)
             _ = sqlite3_file_control(writer.db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
@@ -39,7 +45,6 @@ enum StoreRekey {
             return next
         } catch {
             removeLeftovers(of: path)
-            release(writer)
             throw error
         }
     }
@@ -61,20 +66,11 @@ enum StoreRekey {
             try writer.execute("BEGIN EXCLUSIVE")
             try writer.execute("COMMIT")
         } catch let error as StoreError {
-            release(writer)
             if error.code == .busy {
                 throw StoreError(.busy, "Another process has this store open: close it there, then change the key", retryable: true)
             }
             throw error
         }
-    }
-
-    /// Back to how the store's connections run: WAL, normal locking (the lock goes with the next
-    /// read).
-    private static func release(_ writer: Connection) {
-        _ = try? writer.execute("PRAGMA journal_mode=WAL")
-        _ = try? writer.execute("PRAGMA locking_mode=NORMAL")
-        _ = try? writer.scalarInt("SELECT count(*) FROM sqlite_master")
     }
 }
 

@@ -43,14 +43,34 @@ public final class SmartStore: @unchecked Sendable {
     /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
     public init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
         self.path = path
+        (currentFile, writer) = try SmartStore.openWriter(path: path, key: key, kdfIter: kdfIter)
+        let file = currentFile
+        // The writer now holds a shared lock on the file, which a change of key in another
+        // process would have to break first (it holds an exclusive one from start to end): a
+        // .rekey file here is a crash's leftover, not another process's work in progress.
         StoreRekey.removeLeftovers(of: path)
-        let file = try DatabaseFile(path: path, key: key, kdfIter: kdfIter)
-        currentFile = file
-        writer = try Connection(file: file, readOnly: false)
         try SoupCatalog.createMetadataTables(writer)
         soups = try SoupCatalog.loadAll(writer)
         dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
         readers = ReaderPool(file: file)
+    }
+
+    /// The file (checked against `key`) and the writer. A change of key in another process may
+    /// rename a new file over the one the writer opened while it waited for its first lock; then
+    /// the file is checked and opened again (with a key that may no longer fit: AUTH).
+    private static func openWriter(path: String, key: StoreKey?, kdfIter: Int) throws -> (DatabaseFile, Connection) {
+        var attempts = 0
+        while true {
+            let file = try DatabaseFile(path: path, key: key, kdfIter: kdfIter)
+            do {
+                return (file, try Connection(file: file, readOnly: false))
+            } catch is DatabaseFileReplaced {
+                attempts += 1
+                if attempts == 5 {
+                    throw StoreError(.busy, "The store's file kept being replaced while it opened (changes of key in another process); open it again", retryable: true)
+                }
+            }
+        }
     }
 
     /// The file (and key) connections open now.
@@ -201,20 +221,36 @@ public final class SmartStore: @unchecked Sendable {
             if let writerFailure { throw writerFailure }
             if newKey == nil && !writer.file.isEncrypted { return }
             try readers.replacingFile { () -> DatabaseFile? in
-                let next = try StoreRekey.rewrite(writer, to: newKey)
-                // The old connection goes first: it must not touch the new file's -wal or -shm.
-                writer.close()
-                fileLock.withLock { currentFile = next }
+                let old = writer.file
+                let next: DatabaseFile
                 do {
-                    writer = try Connection(file: next, readOnly: false)
-                    dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
-                    nextIds.removeAll()
-                } catch let error as StoreError {
-                    writerFailure = StoreError(error.code, "The key was changed but the store could not be opened again for writing (\(error.message)); close every handle and open the store with the new key")
-                    throw writerFailure ?? error
+                    next = try StoreRekey.rewrite(writer, to: newKey)
+                } catch {
+                    // Nothing changed, but the refused attempt may have left SQLite's locks on
+                    // the writer: a new connection drops them.
+                    try reopenWriter(old, after: "The key was not changed")
+                    throw error
                 }
+                // The old connection goes first: it must not touch the new file's -wal or -shm.
+                fileLock.withLock { currentFile = next }
+                try reopenWriter(next, after: "The key was changed")
                 return next
             }
+        }
+    }
+
+    /// Closes the writer and opens `file` in its place (under writeLock). When that fails, writes
+    /// fail from then on with a message saying what happened.
+    private func reopenWriter(_ file: DatabaseFile, after what: String) throws {
+        writer.close()
+        do {
+            writer = try Connection(file: file, readOnly: false)
+            dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
+            nextIds.removeAll()
+        } catch let error as StoreError {
+            let failure = StoreError(error.code, "\(what), but the store could not be opened again for writing (\(error.message)); close every handle and open the store again")
+            writerFailure = failure
+            throw failure
         }
     }
 

@@ -658,10 +658,6 @@ store.close()
 """
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a change_key refused with BUSY because another process has the "
-                                       "store open leaves this process's writer connection holding SQLite's "
-                                       "PENDING lock, so every new read of the store (in this process and others) "
-                                       "fails with 'database is locked' until the store is closed")
 def test_a_change_key_refused_as_busy_leaves_the_store_readable(tmp_path: Path) -> None:
     config = {"storeName": "refused", "key": RAW}
     seed_store(tmp_path, config, 20)
