@@ -43,14 +43,12 @@ public final class SmartStore: @unchecked Sendable {
     /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
     public init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
         self.path = path
-        (currentFile, writer) = try SmartStore.openWriter(path: path, key: key, kdfIter: kdfIter)
+        (currentFile, writer, soups) = try SmartStore.openWriter(path: path, key: key, kdfIter: kdfIter)
         let file = currentFile
         // The writer now holds a shared lock on the file, which a change of key in another
         // process would have to break first (it holds an exclusive one from start to end): a
         // .rekey file here is a crash's leftover, not another process's work in progress.
         StoreRekey.removeLeftovers(of: path)
-        try SoupCatalog.createMetadataTables(writer)
-        soups = try SoupCatalog.loadAll(writer)
         dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
         readers = ReaderPool(file: file)
     }
@@ -58,12 +56,19 @@ public final class SmartStore: @unchecked Sendable {
     /// The file (checked against `key`) and the writer. A change of key in another process may
     /// rename a new file over the one the writer opened while it waited for its first lock; then
     /// the file is checked and opened again (with a key that may no longer fit: AUTH).
-    private static func openWriter(path: String, key: StoreKey?, kdfIter: Int) throws -> (DatabaseFile, Connection) {
+    private static func openWriter(path: String, key: StoreKey?, kdfIter: Int) throws -> (DatabaseFile, Connection, [String: SoupInfo]) {
         var attempts = 0
         while true {
             let file = try DatabaseFile(path: path, key: key, kdfIter: kdfIter)
             do {
-                return (file, try Connection(file: file, readOnly: false))
+                let writer = try Connection(file: file, readOnly: false)
+                do {
+                    try SoupCatalog.createMetadataTables(writer)
+                    return (file, writer, try SoupCatalog.loadAll(writer))
+                } catch {
+                    if writer.hasMoved { throw DatabaseFileReplaced() }
+                    throw error
+                }
             } catch is DatabaseFileReplaced {
                 attempts += 1
                 if attempts == 5 {
