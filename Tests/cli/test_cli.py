@@ -577,3 +577,25 @@ def test_demo_keep_leaves_an_encrypted_store_and_its_key_file():
         assert s.returncode == 0 and "encrypted: yes (raw 256-bit key)" in s.stdout, s.stderr
     finally:
         subprocess.run(["rm", "-rf", kept], check=True)
+
+
+def test_readers_racing_changes_of_key_get_data_auth_or_busy_never_storage(tmp_path, server, configs):
+    """One process flips a store between plaintext and encrypted with `rekey` while another keeps
+    opening it without a key: each read is the data (plaintext), 77 (encrypted) or 75 (busy),
+    never a storage error from a file renamed over it while it opened, and no change fails."""
+    root = synced(tmp_path, server, configs)
+    k = key_file(tmp_path, "k", KEY1)
+    flips = subprocess.Popen(["sh", "-c", f'for i in 1 2 3 4 5 6 7 8; do "$0" rekey --root "$1" --new-key-file "$2" >/dev/null || exit 1;'
+                              f' "$0" rekey --root "$1" --key-file "$2" --decrypt >/dev/null || exit 2; done',
+                              CLI, root, k], stderr=subprocess.PIPE, text=True,
+                             env={k2: v for k2, v in os.environ.items() if k2 not in ("SYNCSTORE_KEY", "SYNCSTORE_NEW_KEY")})
+    codes = {}
+    while flips.poll() is None:
+        r = cli("query", "--root", root, "select count(*) from {contacts}", "--json")
+        codes[r.returncode] = codes.get(r.returncode, 0) + 1
+        assert r.returncode in (0, 75, 77), (r.returncode, r.stderr)
+        if r.returncode == 0:
+            assert json.loads(r.stdout)[0][0] == 30
+    assert flips.wait() == 0, flips.stderr.read()
+    assert sum(codes.values()) > 5, codes
+    assert count(root) == 30
