@@ -5,7 +5,14 @@
  *   exact    exact query on an indexed path (cursor open + first page + close), p50/p99
  *   smart    a Smart SQL aggregate (group by LastName)
  *
- * Usage: bench-store [work_dir] [entries=100000]. Prints rows/s, latencies and ratios. */
+ * Usage: bench-store [work_dir] [entries=100000] [--key K] [--kdf-iter N] [--encryption]
+ *   --key K, --kdf-iter N   the engine's store is encrypted with "key": K, "kdfIter": N
+ *                           (K a passphrase or x'<64 hex>'); the baseline stays plain SQLite
+ *   --encryption            instead of the above: the engine against itself, plaintext vs
+ *                           encrypted (K, default a passphrase at kdfIter N, default 256000), in
+ *                           the same run: upsert, exact query by Id, store open (see
+ *                           encryption_bench below); --rounds R (default 3), --queries Q
+ * Prints rows/s, latencies and ratios. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <sqlite3.h>
@@ -13,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syncstore.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define BATCH 1000
@@ -50,6 +58,17 @@ static char **make_batches(int entries, int *count) {
     }
     *count = batches;
     return texts;
+}
+
+/* Store config JSON for storeName `name`, with "key" and "kdfIter" when key is not NULL
+ * (kdf_iter 0: the library's default). Free with free(). */
+static char *store_config(const char *name, const char *key, int kdf_iter) {
+    json_t *config = json_pack("{s:s}", "storeName", name);
+    if (key) json_object_set_new(config, "key", json_string(key));
+    if (key && kdf_iter > 0) json_object_set_new(config, "kdfIter", json_integer(kdf_iter));
+    char *text = json_dumps(config, JSON_COMPACT);
+    json_decref(config);
+    return text;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -139,9 +158,34 @@ static void baseline_exact(sqlite3_stmt *count, sqlite3_stmt *page, const char *
     (void)total;
 }
 
+static int encryption_bench(const char *dir, int entries, const char *key, int kdf_iter, int rounds, int queries);
+
 int main(int argc, char **argv) {
-    const char *dir = argc > 1 ? argv[1] : "bench-work";
-    int entries = argc > 2 ? atoi(argv[2]) : 100000;
+    const char *dir = "bench-work", *store_key = NULL;
+    int entries = 100000, kdf_iter = 0, encryption = 0, enc_rounds = 3, enc_queries = 20000, positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--encryption")) { encryption = 1; continue; }
+        if (!strncmp(a, "--", 2)) {
+            if (i + 1 >= argc) { fprintf(stderr, "bench-store: missing value for %s\n", a); return 2; }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--key")) store_key = v;
+            else if (!strcmp(a, "--kdf-iter")) kdf_iter = atoi(v);
+            else if (!strcmp(a, "--rounds")) enc_rounds = atoi(v);
+            else if (!strcmp(a, "--queries")) enc_queries = atoi(v);
+            else { fprintf(stderr, "bench-store: unknown option %s\n", a); return 2; }
+            continue;
+        }
+        if (positional == 0) dir = a;
+        else if (positional == 1) entries = atoi(a);
+        else { fprintf(stderr, "bench-store: extra argument %s\n", a); return 2; }
+        positional++;
+    }
+    if (entries <= 0 || enc_rounds < 1 || enc_rounds > 50 || enc_queries < 1) {
+        fprintf(stderr, "bench-store: entries > 0, --rounds 1..50, --queries > 0\n");
+        return 2;
+    }
+    if (encryption) return encryption_bench(dir, entries, store_key ? store_key : "bench passphrase", kdf_iter, enc_rounds, enc_queries);
     int queries = 20000;
     char path[1024], command[1200];
     snprintf(command, sizeof command, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
@@ -149,8 +193,8 @@ int main(int argc, char **argv) {
 
     int batches = 0;
     char **texts = make_batches(entries, &batches);
-    printf("store benchmark: %d Contact entries (3 string indexes), batches of %d, libsyncstore %s\n",
-           entries, BATCH, syncstore_version());
+    printf("store benchmark: %d Contact entries (3 string indexes), batches of %d, libsyncstore %s%s\n",
+           entries, BATCH, syncstore_version(), store_key ? ", engine store ENCRYPTED (--key)" : "");
 
     /* ---- upsert: alternate engine and baseline rounds on fresh databases, keep each best ---- */
     syncstore_error err;
@@ -161,9 +205,11 @@ int main(int argc, char **argv) {
     for (int round = 0; round < rounds_upsert; round++) {
         if (store) syncstore_close(store, NULL);
         if (base.db) { sqlite3_finalize(base.insert); sqlite3_close(base.db); }
-        char config[64];
-        snprintf(config, sizeof config, "{\"storeName\":\"bench%d\"}", round);
+        char name[32];
+        snprintf(name, sizeof name, "bench%d", round);
+        char *config = store_config(name, store_key, kdf_iter);
         if (syncstore_open(dir, config, &store, &err)) die("open", &err);
+        free(config);
         if (syncstore_register_soup(store, "contacts",
                 "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"LastName\",\"type\":\"string\"},{\"path\":\"Email\",\"type\":\"string\"}]", &err))
             die("register", &err);
@@ -255,5 +301,299 @@ int main(int argc, char **argv) {
     for (int b = 0; b < batches; b++) free(texts[b]);
     free(texts);
     free(samples);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * --encryption: the engine against itself, plaintext store vs encrypted store, in one run.
+ *
+ *   upsert   `entries` entries into a fresh store per round; rounds alternate the order
+ *            (P E, E P, P E, ...); rows/s of the best and the median round, and CPU seconds
+ *   exact    exact query on the indexed Id (query_soup + cursor close, as above), Q queries a
+ *            pass, passes alternating between the two stores of the last upsert round (both
+ *            open, one warm-up pass each first): keys in a pseudo-random order (most pages not
+ *            in SQLite's 2 MB page cache: each miss is a page read, HMAC check and decryption),
+ *            and keys in order with stride 7 as the default run does (pages mostly cached)
+ *   open     syncstore_open of an existing closed store (1000 entries) then close, timed to the
+ *            open's return: plaintext, raw key x'<64 hex>' (no KDF), passphrase at kdfIter
+ *            256000 (the default) and at 4000 (the Mobile SDK's); 2 x rounds + 1 alternating
+ *            opens each, median and best in ms
+ * Lines starting with "ENC|" are the summary (scripts/bench-encryption.sh collects them).
+ * ------------------------------------------------------------------------------------------- */
+
+static double cpu_s(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
+static double median_of(const double *v, int n) {
+    double *c = malloc(sizeof *c * (size_t)n);
+    memcpy(c, v, sizeof *c * (size_t)n);
+    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    free(c);
+    return m;
+}
+
+static double min_of(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) if (v[i] < m) m = v[i];
+    return m;
+}
+
+static void print_load(const char *when) {
+    char line[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; fclose(f); }
+    line[strcspn(line, "\n")] = 0;
+    printf("  load average %s: %s\n", when, line);
+    fflush(stdout);
+}
+
+typedef struct { const char *label; const char *key; int kdf_iter; } enc_mode;
+
+static syncstore_store *enc_open(const char *dir, const char *name, const enc_mode *m, double *seconds) {
+    char *config = store_config(name, m->key, m->kdf_iter);
+    syncstore_error err;
+    syncstore_store *store = NULL;
+    double t0 = now_s();
+    if (syncstore_open(dir, config, &store, &err)) die("open", &err);
+    if (seconds) *seconds = now_s() - t0;
+    free(config);
+    return store;
+}
+
+static void enc_remove(const char *dir, const char *name, const enc_mode *m) {
+    char *config = store_config(name, m->key, m->kdf_iter);
+    syncstore_error err;
+    if (syncstore_remove_store(dir, config, &err)) die("remove_store", &err);
+    free(config);
+}
+
+static void enc_register(syncstore_store *store) {
+    syncstore_error err;
+    if (syncstore_register_soup(store, "contacts",
+            "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"LastName\",\"type\":\"string\"},{\"path\":\"Email\",\"type\":\"string\"}]", &err))
+        die("register", &err);
+}
+
+static void enc_upsert(syncstore_store *store, char **texts, int batches) {
+    syncstore_error err;
+    for (int b = 0; b < batches; b++) {
+        char *out = NULL;
+        if (syncstore_upsert(store, "contacts", texts[b], NULL, &out, &err)) die("upsert", &err);
+        syncstore_free(out);
+    }
+}
+
+static void enc_query(syncstore_store *store, int index) {
+    char spec[256], key[32];
+    syncstore_error err;
+    snprintf(key, sizeof key, "003%015d", index);
+    snprintf(spec, sizeof spec, "{\"queryType\":\"exact\",\"indexPath\":\"Id\",\"matchKey\":\"%s\",\"pageSize\":10}", key);
+    char *cursor = NULL;
+    if (syncstore_query_soup(store, "contacts", spec, &cursor, &err)) die("query", &err);
+    const char *at = strstr(cursor, "\"cursorId\":");
+    if (!at || !strstr(cursor, key)) { fprintf(stderr, "bench-store: query for %s found nothing: %s\n", key, cursor); exit(1); }
+    long long id = strtoll(at + 11, NULL, 10);
+    syncstore_free(cursor);
+    syncstore_cursor_close(store, id, NULL);
+}
+
+/* One pass of `n` queries over keys[]; per-query latencies go to samples (may be NULL). */
+static double enc_query_pass(syncstore_store *store, const int *keys, int n, double *samples, double *cpu) {
+    double c0 = cpu_s(), t0 = now_s();
+    for (int q = 0; q < n; q++) {
+        double s = samples ? now_s() : 0;
+        enc_query(store, keys[q]);
+        if (samples) samples[q] = now_s() - s;
+    }
+    double t = now_s() - t0;
+    if (cpu) *cpu = cpu_s() - c0;
+    return t;
+}
+
+static const char *verdict_of(double ratio, double target) { return target <= 0 ? "-" : ratio >= target ? "MET" : "MISSED"; }
+
+static void enc_summary(const char *figure, const char *plain, const char *enc, double ratio, double target) {
+    char t[32] = "-", r[32];
+    if (target > 0) snprintf(t, sizeof t, ">= %.2fx", target);
+    snprintf(r, sizeof r, "%.3fx", ratio);
+    printf("ENC| %-50s | %-22s | %-22s | %-8s | %-8s | %s\n", figure, plain, enc, r, t, verdict_of(ratio, target));
+}
+
+static int encryption_bench(const char *dir, int entries, const char *key, int kdf_iter, int rounds, int queries) {
+    char command[2200];
+    snprintf(command, sizeof command, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    if (system(command) != 0) return 1;
+    int batches = 0;
+    char **texts = make_batches(entries, &batches);
+    int raw = key[0] == 'x' || key[0] == 'X';
+    printf("encryption benchmark (store): libsyncstore %s, %d Contact entries (3 string indexes), batches of %d,\n"
+           "  encrypted = \"key\": %s, kdfIter %d; %d alternating rounds, %d queries a pass\n",
+           syncstore_version(), entries, BATCH, raw ? "raw x'...'" : "a passphrase", kdf_iter > 0 ? kdf_iter : 256000,
+           rounds, queries);
+    print_load("at start");
+    enc_mode modes[2] = {{"plaintext", NULL, 0}, {"encrypted", key, kdf_iter}};
+
+    /* ---- upsert ---- */
+    printf("\n[upsert] %d entries into a fresh store, %d rounds (order alternates)\n", entries, rounds);
+    double *up_wall[2], *up_cpu[2];
+    syncstore_store *last[2] = {NULL, NULL};
+    char last_name[2][32] = {"", ""};
+    for (int m = 0; m < 2; m++) {
+        up_wall[m] = calloc((size_t)rounds, sizeof(double));
+        up_cpu[m] = calloc((size_t)rounds, sizeof(double));
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (int j = 0; j < 2; j++) {
+            int m = r % 2 ? 1 - j : j;
+            if (last[m]) {
+                syncstore_close(last[m], NULL);
+                enc_remove(dir, last_name[m], &modes[m]);
+            }
+            snprintf(last_name[m], sizeof last_name[m], "%s%d", m ? "enc" : "plain", r);
+            last[m] = enc_open(dir, last_name[m], &modes[m], NULL);
+            enc_register(last[m]);
+            double c0 = cpu_s(), t0 = now_s();
+            enc_upsert(last[m], texts, batches);
+            up_wall[m][r] = now_s() - t0;
+            up_cpu[m][r] = cpu_s() - c0;
+        }
+        printf("  round %d: plaintext %.3f s (CPU %.2f s, %.0f rows/s)   encrypted %.3f s (CPU %.2f s, %.0f rows/s)\n", r + 1,
+               up_wall[0][r], up_cpu[0][r], entries / up_wall[0][r], up_wall[1][r], up_cpu[1][r], entries / up_wall[1][r]);
+        fflush(stdout);
+    }
+
+    /* ---- exact query by Id ---- */
+    int *random_keys = malloc(sizeof(int) * (size_t)queries), *ordered_keys = malloc(sizeof(int) * (size_t)queries);
+    uint32_t x = 2463534242u;
+    for (int q = 0; q < queries; q++) {
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        random_keys[q] = (int)(x % (uint32_t)entries);
+        ordered_keys[q] = (q * 7) % entries;
+    }
+    const char *pattern_name[2] = {"random keys", "keys in order, stride 7"};
+    const int *pattern_keys[2] = {random_keys, ordered_keys};
+    int passes = rounds;
+    double *q_wall[2][2], *q_cpu[2][2], *q_lat[2][2];
+    for (int p = 0; p < 2; p++)
+        for (int m = 0; m < 2; m++) {
+            q_wall[p][m] = calloc((size_t)passes, sizeof(double));
+            q_cpu[p][m] = calloc((size_t)passes, sizeof(double));
+            q_lat[p][m] = calloc((size_t)passes * (size_t)queries, sizeof(double));
+        }
+    for (int p = 0; p < 2; p++) {
+        printf("\n[exact query by Id, %s] %d queries a pass, %d passes each (order alternates), after a warm-up pass each\n",
+               pattern_name[p], queries, passes);
+        for (int m = 0; m < 2; m++) enc_query_pass(last[m], pattern_keys[p], queries, NULL, NULL);
+        for (int r = 0; r < passes; r++) {
+            for (int j = 0; j < 2; j++) {
+                int m = r % 2 ? 1 - j : j;
+                q_wall[p][m][r] = enc_query_pass(last[m], pattern_keys[p], queries, q_lat[p][m] + (size_t)r * (size_t)queries,
+                                                 &q_cpu[p][m][r]);
+            }
+            printf("  pass %d: plaintext %.0f queries/s (CPU %.2f s)   encrypted %.0f queries/s (CPU %.2f s)\n", r + 1,
+                   queries / q_wall[p][0][r], q_cpu[p][0][r], queries / q_wall[p][1][r], q_cpu[p][1][r]);
+            fflush(stdout);
+        }
+    }
+    for (int m = 0; m < 2; m++) {
+        syncstore_close(last[m], NULL);
+        enc_remove(dir, last_name[m], &modes[m]);
+    }
+
+    /* ---- store open ---- */
+    char raw_key[80];
+    if (raw) snprintf(raw_key, sizeof raw_key, "%s", key);
+    else {
+        strcpy(raw_key, "x'");
+        for (int i = 0; i < 32; i++) snprintf(raw_key + 2 + 2 * i, 3, "%02x", (unsigned)((i * 37 + 11) & 0xff));
+        strcat(raw_key, "'");
+    }
+    const char *pass = raw ? "bench passphrase" : key;
+    enc_mode open_modes[4] = {{"plaintext", NULL, 0}, {"raw key x'<64 hex>'", raw_key, 0},
+                              {"passphrase, kdfIter 256000", pass, 256000}, {"passphrase, kdfIter 4000", pass, 4000}};
+    const char *open_names[4] = {"open-plain", "open-raw", "open-kdf256000", "open-kdf4000"};
+    int open_rounds = 2 * rounds + 1;
+    double *open_ms[4];
+    printf("\n[store open] existing store with 1000 entries, closed; %d opens each, order rotates\n", open_rounds);
+    for (int m = 0; m < 4; m++) {
+        open_ms[m] = calloc((size_t)open_rounds, sizeof(double));
+        syncstore_store *s = enc_open(dir, open_names[m], &open_modes[m], NULL);
+        enc_register(s);
+        enc_upsert(s, texts, 1);
+        syncstore_close(s, NULL);
+    }
+    for (int r = 0; r < open_rounds; r++) {
+        for (int j = 0; j < 4; j++) {
+            int m = (j + r) % 4;
+            double t = 0;
+            syncstore_store *s = enc_open(dir, open_names[m], &open_modes[m], &t);
+            open_ms[m][r] = t * 1e3;
+            syncstore_close(s, NULL);
+        }
+    }
+    for (int m = 0; m < 4; m++)
+        printf("  %-28s median %8.2f ms   best %8.2f ms\n", open_modes[m].label, median_of(open_ms[m], open_rounds),
+               min_of(open_ms[m], open_rounds));
+    print_load("at end");
+
+    /* ---- summary ---- */
+    char a[64], b[64];
+    printf("\nENC| %-50s | %-22s | %-22s | %-8s | %-8s | %s\n", "figure (store)", "plaintext", "encrypted", "enc/plain", "target",
+           "verdict");
+    double pb = entries / min_of(up_wall[0], rounds), eb = entries / min_of(up_wall[1], rounds);
+    double pm = entries / median_of(up_wall[0], rounds), em = entries / median_of(up_wall[1], rounds);
+    snprintf(a, sizeof a, "%.0f rows/s", pb);
+    snprintf(b, sizeof b, "%.0f rows/s", eb);
+    enc_summary("upsert, best round", a, b, eb / pb, 0.75);
+    snprintf(a, sizeof a, "%.0f rows/s", pm);
+    snprintf(b, sizeof b, "%.0f rows/s", em);
+    enc_summary("upsert, median round", a, b, em / pm, 0.75);
+    double pc = median_of(up_cpu[0], rounds), ec = median_of(up_cpu[1], rounds);
+    snprintf(a, sizeof a, "%.2f s", pc);
+    snprintf(b, sizeof b, "%.2f s", ec);
+    enc_summary("upsert CPU s (median; plain/enc = speed)", a, b, pc / ec, 0);
+    for (int p = 0; p < 2; p++) {
+        char figure[96];
+        double qpb = queries / min_of(q_wall[p][0], passes), qeb = queries / min_of(q_wall[p][1], passes);
+        double qpm = queries / median_of(q_wall[p][0], passes), qem = queries / median_of(q_wall[p][1], passes);
+        double target = p == 0 ? 0.75 : 0;
+        snprintf(figure, sizeof figure, "exact query by Id, %s, best", pattern_name[p]);
+        snprintf(a, sizeof a, "%.0f q/s", qpb);
+        snprintf(b, sizeof b, "%.0f q/s", qeb);
+        enc_summary(figure, a, b, qeb / qpb, target);
+        snprintf(figure, sizeof figure, "exact query by Id, %s, median", pattern_name[p]);
+        snprintf(a, sizeof a, "%.0f q/s", qpm);
+        snprintf(b, sizeof b, "%.0f q/s", qem);
+        enc_summary(figure, a, b, qem / qpm, target);
+        double l50p, l99p, l50e, l99e;
+        percentiles(q_lat[p][0], passes * queries, &l50p, &l99p);
+        percentiles(q_lat[p][1], passes * queries, &l50e, &l99e);
+        snprintf(figure, sizeof figure, "  latency p50 / p99 (us; plain/enc = speed)");
+        snprintf(a, sizeof a, "%.1f / %.1f us", l50p * 1e6, l99p * 1e6);
+        snprintf(b, sizeof b, "%.1f / %.1f us", l50e * 1e6, l99e * 1e6);
+        enc_summary(figure, a, b, l50p / l50e, 0);
+    }
+    double plain_open = median_of(open_ms[0], open_rounds);
+    for (int m = 1; m < 4; m++) {
+        char figure[96];
+        snprintf(figure, sizeof figure, "store open ms, median, %s", open_modes[m].label);
+        snprintf(a, sizeof a, "%.2f ms", plain_open);
+        snprintf(b, sizeof b, "%.2f ms", median_of(open_ms[m], open_rounds));
+        enc_summary(figure, a, b, plain_open / median_of(open_ms[m], open_rounds), 0);
+    }
+    printf("(enc/plain: encrypted throughput / plaintext throughput; for times, plaintext time / encrypted time)\n");
+
+    for (int m = 0; m < 4; m++) { enc_remove(dir, open_names[m], &open_modes[m]); free(open_ms[m]); }
+    for (int m = 0; m < 2; m++) { free(up_wall[m]); free(up_cpu[m]); }
+    for (int p = 0; p < 2; p++)
+        for (int m = 0; m < 2; m++) { free(q_wall[p][m]); free(q_cpu[p][m]); free(q_lat[p][m]); }
+    free(random_keys);
+    free(ordered_keys);
+    for (int b2 = 0; b2 < batches; b2++) free(texts[b2]);
+    free(texts);
     return 0;
 }

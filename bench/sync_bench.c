@@ -22,11 +22,21 @@
  *    (one request per record). The per-record run pushes S records (default 1,000) and is
  *    scaled to U linearly unless S = U; the output says which.
  *
+ * 4. (--encryption, instead of 1-3) Encryption at rest: sync down N Contacts into a plaintext
+ *    store and into an encrypted one ("key": K, default a passphrase; "kdfIter": N, default
+ *    256000; the store is opened before the timer starts, so the KDF is not in the figure), in
+ *    alternating rounds (P E, E P, ...), over HTTPS and over plain HTTP (--no-http: HTTPS only),
+ *    with fetch only beside them; best and median records/s, CPU seconds of the sync itself, and
+ *    encrypted/plaintext ratios. Lines starting with "ENC|" are the summary.
+ *
  * Usage: bench-sync [--devserver PATH] [--work DIR] [--python PATH|none] [--records N]
  *                   [--rounds R] [--rss-records M|0] [--up-records U|0] [--single-records S]
- *                   [--latency MS] [--no-http]
+ *                   [--latency MS] [--no-http] [--key K] [--kdf-iter N] [--encryption]
+ *   --key K, --kdf-iter N: the engine's stores are encrypted (in 1-3: every engine run).
  * Internal (the children): bench-sync engine-down URL TOKEN DIR CAFILE|- SOQL
- *                          bench-sync engine-up URL TOKEN DIR MODE N TAG */
+ *                          bench-sync engine-up URL TOKEN DIR MODE N TAG
+ *   with the store config JSON in the environment variable SYNCSTORE_BENCH_STORE_CONFIG
+ *   (default {"storeName":"bench"}). */
 #define _GNU_SOURCE
 #include "../tests/c/devserver.h"
 #include <errno.h>
@@ -86,6 +96,14 @@ static long vm_hwm_kb(void) {
     return kb;
 }
 
+static double cpu_self(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
+#define STORE_CONFIG_ENV "SYNCSTORE_BENCH_STORE_CONFIG"
+
 static syncstore_store *engine_open(const char *dir, const char *url, const char *token, const char *cafile,
                                     const char *indexes) {
     char command[2048];
@@ -93,7 +111,8 @@ static syncstore_store *engine_open(const char *dir, const char *url, const char
     if (system(command) != 0) fail("work dir", dir);
     syncstore_error err;
     syncstore_store *store = NULL;
-    check(syncstore_open(dir, "{\"storeName\":\"bench\"}", &store, &err), "open", &err);
+    const char *config = getenv(STORE_CONFIG_ENV);
+    check(syncstore_open(dir, config && *config ? config : "{\"storeName\":\"bench\"}", &store, &err), "open", &err);
     check(syncstore_register_soup(store, "contacts", indexes, &err), "register_soup", &err);
     json_t *remote = json_pack("{s:s,s:s}", "instanceUrl", url, "accessToken", token);
     if (cafile && strcmp(cafile, "-") != 0) json_object_set_new(remote, "caBundle", json_string(cafile));
@@ -150,15 +169,17 @@ static int engine_down(char **argv) {
     char *target = soql_target(soql);
     syncstore_error err;
     int64_t id = 0;
+    double c0 = cpu_self();
     double t0 = now_s();
     check(syncstore_sync_down(store, target, "contacts", NULL, NULL, NULL, NULL, &id, &err), "sync_down", &err);
     wait_done(store, id, "sync down");
     double elapsed = now_s() - t0;
+    double cpu = cpu_self() - c0;
     long long n = count_where(store, NULL);
     long hwm = vm_hwm_kb();
     check(syncstore_close(store, &err), "close", &err);
     free(target);
-    printf("records=%lld seconds=%.6f hwm_kb=%ld\n", n, elapsed, hwm);
+    printf("records=%lld seconds=%.6f hwm_kb=%ld sync_cpu=%.6f\n", n, elapsed, hwm, cpu);
     return 0;
 }
 
@@ -389,6 +410,9 @@ typedef struct {
     const char *devserver, *work, *python;
     long long records, rss_records, up_records, single_records;
     int rounds, latency, http;
+    const char *key;  /* --key: the engine's stores are encrypted */
+    int kdf_iter;     /* --kdf-iter (0: the library's default) */
+    int encryption;   /* --encryption: section 4 only */
 } options;
 
 /* One sync-down comparison against one server. */
@@ -435,14 +459,156 @@ static down_results bench_down(const options *o, const devserver *server, const 
 
 static const char *verdict(int ok) { return ok ? "MET" : "MISSED"; }
 
+/* ---------------------------------------------------------------------------------------------
+ * 4. --encryption: plaintext vs encrypted engine stores, same server, alternating rounds
+ * ------------------------------------------------------------------------------------------- */
+
+/* The store config JSON {"storeName":"bench","key":K,"kdfIter":N} (no key: plaintext). */
+static char *bench_store_config(const char *key, int kdf_iter) {
+    json_t *config = json_pack("{s:s}", "storeName", "bench");
+    if (key) json_object_set_new(config, "key", json_string(key));
+    if (key && kdf_iter > 0) json_object_set_new(config, "kdfIter", json_integer(kdf_iter));
+    char *text = json_dumps(config, JSON_COMPACT);
+    json_decref(config);
+    return text;
+}
+
+typedef struct { int n; long long records; double secs[20], cpus[20]; } enc_series;
+
+static void enc_add(enc_series *s, child_result r, long long expected, const char *what) {
+    if (r.records != expected) {
+        fprintf(stderr, "bench-sync: %s stored %lld records, expected %lld\n", what, r.records, expected);
+        exit(1);
+    }
+    const char *c = strstr(r.out, "sync_cpu=");
+    s->secs[s->n] = r.seconds;
+    s->cpus[s->n] = c ? atof(c + 9) : r.cpu; /* the sync's own CPU (not the open's KDF) when the child says */
+    s->records = r.records;
+    s->n++;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double med(const double *v, int n) {
+    double c[20];
+    memcpy(c, v, sizeof *c * (size_t)n);
+    qsort(c, (size_t)n, sizeof *c, cmp_dbl);
+    return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+}
+
+static double lowest(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) if (v[i] < m) m = v[i];
+    return m;
+}
+
+typedef struct { enc_series plain, enc, fetch; } enc_results;
+
+static enc_results bench_encryption(const options *o, const devserver *server, const char *cafile, const char *enc_config) {
+    enc_results d;
+    memset(&d, 0, sizeof d);
+    char engine_dir[2048], fetch_db[2048];
+    snprintf(engine_dir, sizeof engine_dir, "%s/engine", o->work);
+    snprintf(fetch_db, sizeof fetch_db, "%s/unused.db", o->work);
+    const char *ca = cafile ? cafile : "-";
+    for (int r = 0; r < o->rounds; r++) {
+        for (int j = 0; j < 2; j++) {
+            int m = r % 2 ? 1 - j : j;
+            if (m) setenv(STORE_CONFIG_ENV, enc_config, 1);
+            else unsetenv(STORE_CONFIG_ENV);
+            char *engine_argv[] = {self_path, "engine-down", (char *)server->url, DEVSERVER_TOKEN, engine_dir, (char *)ca, SOQL, NULL};
+            enc_add(m ? &d.enc : &d.plain, run_child(engine_argv), o->records, m ? "engine (encrypted)" : "engine (plaintext)");
+        }
+        unsetenv(STORE_CONFIG_ENV);
+        char *f_argv[] = {baseline_path, (char *)server->url, DEVSERVER_TOKEN, fetch_db, "--fetch-only", "--soql", SOQL,
+                          cafile ? "--cafile" : NULL, (char *)cafile, NULL};
+        enc_add(&d.fetch, run_child(f_argv), o->records, "fetch only");
+        printf("  round %d (%s first): plaintext %.3f s (sync CPU %.2f s)   encrypted %.3f s (sync CPU %.2f s)   fetch only %.3f s\n",
+               r + 1, r % 2 ? "encrypted" : "plaintext", d.plain.secs[r], d.plain.cpus[r], d.enc.secs[r], d.enc.cpus[r],
+               d.fetch.secs[r]);
+        fflush(stdout);
+    }
+    return d;
+}
+
+static void print_load(const char *when) {
+    char line[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; fclose(f); }
+    line[strcspn(line, "\n")] = 0;
+    printf("  load average %s: %s\n", when, line);
+    fflush(stdout);
+}
+
+static void enc_line(const char *figure, double plain, double enc, const char *unit, double ratio, double target) {
+    char a[48], b[48], r[24], t[24] = "-";
+    snprintf(a, sizeof a, "%.0f %s", plain, unit);
+    snprintf(b, sizeof b, "%.0f %s", enc, unit);
+    if (unit[0] == 's') { snprintf(a, sizeof a, "%.2f s", plain); snprintf(b, sizeof b, "%.2f s", enc); }
+    snprintf(r, sizeof r, "%.3fx", ratio);
+    if (target > 0) snprintf(t, sizeof t, ">= %.2fx", target);
+    printf("ENC| %-50s | %-22s | %-22s | %-8s | %-8s | %s\n", figure, a, b, r, t, target > 0 ? verdict(ratio >= target) : "-");
+}
+
+static void enc_summary(const char *transport, long long records, const enc_results *d) {
+    char figure[96];
+    double pb = records / lowest(d->plain.secs, d->plain.n), eb = records / lowest(d->enc.secs, d->enc.n);
+    double pm = records / med(d->plain.secs, d->plain.n), em = records / med(d->enc.secs, d->enc.n);
+    snprintf(figure, sizeof figure, "sync down %lld, %s, best", records, transport);
+    enc_line(figure, pb, eb, "rec/s", eb / pb, 0.80);
+    snprintf(figure, sizeof figure, "sync down %lld, %s, median", records, transport);
+    enc_line(figure, pm, em, "rec/s", em / pm, 0.80);
+    double pc = med(d->plain.cpus, d->plain.n), ec = med(d->enc.cpus, d->enc.n);
+    snprintf(figure, sizeof figure, "  sync CPU s, median (plain/enc = speed)");
+    enc_line(figure, pc, ec, "s", pc / ec, 0);
+    char fetch[48];
+    snprintf(fetch, sizeof fetch, "%.0f rec/s", records / lowest(d->fetch.secs, d->fetch.n));
+    printf("ENC| %-50s | %-22s | %-22s | %-8s | %-8s | %s\n", "  fetch only (server + curl, no store), best", fetch, "(same)", "-", "-", "-");
+}
+
+static int encryption_main(const options *o, const char *cert, const char *tls_key, const char *seed) {
+    const char *key = o->key ? o->key : "bench passphrase";
+    char *enc_config = bench_store_config(key, o->kdf_iter);
+    printf("\n[4] encryption at rest: sync down %lld Contacts into a plaintext and an encrypted store (\"key\": %s, kdfIter %d),\n"
+           "    %d alternating rounds; the store is opened (KDF) before each timer starts\n",
+           o->records, key[0] == 'x' || key[0] == 'X' ? "raw x'...'" : "a passphrase", o->kdf_iter > 0 ? o->kdf_iter : 256000, o->rounds);
+    static devserver tls, plain;
+    printf("\n[4a] over HTTPS\n");
+    start_server(&tls, o->devserver, seed, NULL, cert, tls_key);
+    enc_results https = bench_encryption(o, &tls, cert, enc_config);
+    stop_server(&tls);
+    print_load("after HTTPS");
+    enc_results http;
+    memset(&http, 0, sizeof http);
+    if (o->http) {
+        printf("\n[4b] over plain HTTP\n");
+        start_server(&plain, o->devserver, seed, NULL, NULL, NULL);
+        http = bench_encryption(o, &plain, NULL, enc_config);
+        stop_server(&plain);
+        print_load("after HTTP");
+    }
+    printf("\nENC| %-50s | %-22s | %-22s | %-8s | %-8s | %s\n", "figure (sync)", "plaintext", "encrypted", "enc/plain", "target",
+           "verdict");
+    enc_summary("HTTPS", o->records, &https);
+    if (o->http) enc_summary("HTTP", o->records, &http);
+    printf("(enc/plain: encrypted throughput / plaintext throughput; for CPU seconds, plaintext / encrypted)\n");
+    free(enc_config);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "engine-down") && argc == 7) return engine_down(argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "engine-up") && argc == 8) return engine_up(argv + 2);
 
-    options o = {SYNCSTORE_BENCH_DEVSERVER, "/tmp/syncstore-bench-sync", "python3", 100000, 1000000, 10000, 1000, 5, 20, 1};
+    options o = {SYNCSTORE_BENCH_DEVSERVER, "/tmp/syncstore-bench-sync", "python3", 100000, 1000000, 10000, 1000, 5, 20, 1,
+                 NULL, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-http")) { o.http = 0; continue; }
+        if (!strcmp(a, "--encryption")) { o.encryption = 1; continue; }
         if (!v) fail("missing value for", a);
         i++;
         if (!strcmp(a, "--devserver")) o.devserver = v;
@@ -454,10 +620,19 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--up-records")) o.up_records = atoll(v);
         else if (!strcmp(a, "--single-records")) o.single_records = atoll(v);
         else if (!strcmp(a, "--latency")) o.latency = atoi(v);
+        else if (!strcmp(a, "--key")) o.key = v;
+        else if (!strcmp(a, "--kdf-iter")) o.kdf_iter = atoi(v);
         else fail("unknown option", a);
     }
     if (o.records <= 0 || o.rounds <= 0 || o.rounds > 20) fail("options", "--records must be > 0 and --rounds 1..20");
     if (o.single_records > o.up_records) o.single_records = o.up_records;
+    if (o.kdf_iter < 0 || (o.kdf_iter > 0 && !o.key && !o.encryption)) fail("options", "--kdf-iter needs --key (or --encryption)");
+    if (o.key && !o.encryption) {
+        /* Sections 1-3 with encrypted engine stores: every engine child opens this config. */
+        char *config = bench_store_config(o.key, o.kdf_iter);
+        setenv(STORE_CONFIG_ENV, config, 1);
+        free(config);
+    }
     find_programs();
     if (access(o.devserver, X_OK) != 0) fail("no devserver binary (build it: swift build -c release --product syncstore-devserver --scratch-path .build-bench)", o.devserver);
     make_dir(o.work);
@@ -466,8 +641,9 @@ int main(int argc, char **argv) {
     char loadavg[128] = "?";
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) { if (!fgets(loadavg, sizeof loadavg, la)) loadavg[0] = 0; fclose(la); loadavg[strcspn(loadavg, "\n")] = 0; }
-    printf("sync benchmark: libsyncstore %s, devserver %s, %ld CPUs, load average at start %s\n", syncstore_version(),
-           o.devserver, sysconf(_SC_NPROCESSORS_ONLN), loadavg);
+    printf("sync benchmark: libsyncstore %s, devserver %s, %ld CPUs, load average at start %s%s\n", syncstore_version(),
+           o.devserver, sysconf(_SC_NPROCESSORS_ONLN), loadavg,
+           o.key && !o.encryption ? "\n  engine stores ENCRYPTED (--key)" : "");
 
     /* ---- 1. sync down N over HTTPS: engine, (a), (b), fetch only ---- */
     char cert[2048], key[2048], command[8192], seed[128];
@@ -478,6 +654,7 @@ int main(int argc, char **argv) {
              "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1", key, cert);
     if (system(command) != 0) fail("openssl", "cannot make a self-signed certificate");
     snprintf(seed, sizeof seed, "Account=1000,Contact=%lld", o.records);
+    if (o.encryption) return encryption_main(&o, cert, key, seed);
     printf("\n[1] sync down %lld Contacts over HTTPS (9 fields, 3 indexes, pages of 2000), %d alternating rounds\n", o.records, o.rounds);
     static devserver tls, plain, big, slow;
     start_server(&tls, o.devserver, seed, NULL, cert, key);

@@ -8,19 +8,32 @@
 #   scripts/bench-sync.sh [bench-sync options]
 #   e.g. scripts/bench-sync.sh --records 100000 --rounds 3 --rss-records 1000000 \
 #            --up-records 10000 --single-records 1000 --latency 20
-# Every option is passed to bench-sync (see the top of bench/sync_bench.c).
+# Every option is passed to bench-sync (see the top of bench/sync_bench.c); with --encryption
+# (plaintext vs encrypted engine stores only) no Python baseline is set up.
+# BENCH_BUILD_DIR: the CMake build directory (default build-bench). SYNCSTORE_BUILD_LOCK=FILE:
+# the builds run under flock FILE (machines shared by several builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=${BENCH_JOBS:-2}
+build=${BENCH_BUILD_DIR:-build-bench}
+lock=()
+[ -z "${SYNCSTORE_BUILD_LOCK:-}" ] || lock=(flock "$SYNCSTORE_BUILD_LOCK")
+encryption=0
+for arg in "$@"; do [ "$arg" != --encryption ] || encryption=1; done
 
 echo "== release devserver (swift build -c release --product syncstore-devserver --scratch-path .build-bench)"
-swift build -c release --product syncstore-devserver --scratch-path .build-bench -j "$jobs" 2>&1 | tail -n 1
+"${lock[@]}" swift build -c release --product syncstore-devserver --scratch-path .build-bench -j "$jobs" 2>&1 | tail -n 1
 
-echo "== release libsyncstore and the benchmark programs (CMake, build-bench/)"
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release \
+echo "== release libsyncstore and the benchmark programs (CMake, $build/)"
+"${lock[@]}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
       -DSYNCSTORE_BENCH_DEVSERVER="$PWD/.build-bench/release/syncstore-devserver" >/dev/null
-cmake --build build-bench --target bench-sync -j "$jobs" 2>&1 | tail -n 1
+"${lock[@]}" cmake --build "$build" --target bench-sync -j "$jobs" 2>&1 | tail -n 1
+
+if [ "$encryption" = 1 ]; then
+    echo "== bench-sync --encryption (tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources include || echo ', with uncommitted changes in Sources/include'))"
+    exec "./$build/bench-sync" --python none --work "${TMPDIR:-/tmp}/syncstore-bench-sync" "$@"
+fi
 
 echo "== Python baseline venv (bench/requirements.txt)"
 venv=build-bench/venv
@@ -33,4 +46,4 @@ fi
 "$venv/bin/python" -c 'import importlib.metadata as m, sys; print("simple-salesforce", m.version("simple-salesforce"), "requests", m.version("requests"), "python", sys.version.split()[0])'
 
 echo "== bench-sync (tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources include || echo ', with uncommitted changes in Sources/include'))"
-./build-bench/bench-sync --python "$venv/bin/python" --work "${TMPDIR:-/tmp}/syncstore-bench-sync" "$@"
+"./$build/bench-sync" --python "$venv/bin/python" --work "${TMPDIR:-/tmp}/syncstore-bench-sync" "$@"
