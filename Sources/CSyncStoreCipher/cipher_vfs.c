@@ -10,9 +10,9 @@
  * The HMAC is checked before decrypting; a mismatch is SQLITE_IOERR_DATA, never data.
  *
  * The WAL keeps SQLite's own header and frame headers; each frame's page image is encoded as
- * above (always without the salt: that is the database file's page 1 only) with the frame's number
- * (1-based) in place of N, binding the image to its place in the
- * log. Decrypted pages always carry zeros in the reserved bytes, so the WAL's checksums (which
+ * above with the page number of its frame header (always without the salt: that is the database
+ * file's page 1 only), so a checkpoint can copy it into the database as it is (see the page
+ * cache). Decrypted pages always carry zeros in the reserved bytes, so the WAL's checksums (which
  * SQLite computes over the pages it hands over) hold when the log is read back.
  * The rollback journal (only written while a new store is created, and then empty of pages) has
  * its page images encoded the same way with N = 0. Temporary files are encrypted with AES-256-CTR
@@ -62,7 +62,75 @@ typedef struct CipherKey {
     unsigned char salt[SALT_SIZE];
     /* Identifies the key text and kdfIter it was made from (see keyDigest). */
     unsigned char digest[32];
+    /* Pages this key encoded or decoded lately, shared by every connection of the store. */
+    pthread_mutex_t cacheLock;
+    struct CachedPage *cache;
 } CipherKey;
+
+/* ------------------------------------------------------------------------------------------
+ * The page cache: the codec's work is the cost of encryption (an HMAC-SHA512 of every page read
+ * and written, AES-CBC of every page written), and SQLite repeats it: it reads back the WAL
+ * frames it just wrote, a checkpoint reads each frame and writes the same page into the
+ * database, and each connection (the writer, the pooled readers) has its own page cache. So each
+ * store keeps its last pages as pairs (image on disk, plaintext), by page number:
+ *   - a read whose image equals the cached image byte for byte gets the cached plaintext: the
+ *     pair was made by this codec (or checked by it), so no check or decryption is needed, and
+ *     an image changed on disk never matches;
+ *   - a write of the cached plaintext writes the cached image (an image is bound to its page
+ *     number only, in the database and in the WAL alike), which is how a checkpoint copies a
+ *     frame into the database without encrypting it again.
+ * Page 1 stays out of it (its image in the database carries the salt, in the WAL not).
+ * ---------------------------------------------------------------------------------------- */
+
+#define CACHE_SLOTS 1024 /* 8 MB a store: raw and plain 4 KB pages */
+
+typedef struct CachedPage {
+    uint32_t pgno;
+    unsigned char raw[PAGE];
+    unsigned char plain[PAGE];
+} CachedPage;
+
+/* `page` holds an image read from disk: replaced by its plaintext when the cache has the pair. */
+static int cacheDecode(CipherKey *k, uint32_t pgno, unsigned char *page) {
+    if (!k->cache || pgno <= 1) return 0;
+    CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
+    pthread_mutex_lock(&k->cacheLock);
+    int hit = slot->pgno == pgno && memcmp(slot->raw, page, PAGE) == 0;
+    if (hit) memcpy(page, slot->plain, PAGE);
+    pthread_mutex_unlock(&k->cacheLock);
+    return hit;
+}
+
+/* `page` holds plaintext to write: replaced by its cached image when the cache has the pair. */
+static int cacheEncode(CipherKey *k, uint32_t pgno, unsigned char *page) {
+    if (!k->cache || pgno <= 1) return 0;
+    CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
+    pthread_mutex_lock(&k->cacheLock);
+    int hit = slot->pgno == pgno && memcmp(slot->plain, page, PAGE) == 0;
+    if (hit) memcpy(page, slot->raw, PAGE);
+    pthread_mutex_unlock(&k->cacheLock);
+    return hit;
+}
+
+static void cachePut(CipherKey *k, uint32_t pgno, const unsigned char *raw, const unsigned char *plain) {
+    if (!k->cache || pgno <= 1) return;
+    CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
+    pthread_mutex_lock(&k->cacheLock);
+    slot->pgno = pgno;
+    memcpy(slot->raw, raw, PAGE);
+    memcpy(slot->plain, plain, PAGE);
+    pthread_mutex_unlock(&k->cacheLock);
+}
+
+static void keyFree(CipherKey *k) {
+    if (k->cache) {
+        OPENSSL_cleanse(k->cache, sizeof(CachedPage) * CACHE_SLOTS);
+        free(k->cache);
+        pthread_mutex_destroy(&k->cacheLock);
+    }
+    OPENSSL_cleanse(k, sizeof *k);
+    free(k);
+}
 
 static pthread_mutex_t keysLock = PTHREAD_MUTEX_INITIALIZER;
 static CipherKey *keys;
@@ -72,10 +140,7 @@ static void keyUnref(CipherKey *k) {
     pthread_mutex_lock(&keysLock);
     int last = --k->refs == 0;
     pthread_mutex_unlock(&keysLock);
-    if (last) {
-        OPENSSL_cleanse(k, sizeof *k);
-        free(k);
-    }
+    if (last) keyFree(k);
 }
 
 static CipherKey *keyLookup(int64_t id) {
@@ -141,6 +206,9 @@ typedef struct Codec {
     EVP_CIPHER_CTX *enc;
     EVP_CIPHER_CTX *dec;
     EVP_MAC_CTX *mac;
+    /* Random IVs drawn 64 at a time (one RAND_bytes call each 64 page writes). */
+    unsigned char ivs[IV_SIZE * 64];
+    int ivsLeft;
 } Codec;
 
 static EVP_MAC *hmacAlg;
@@ -153,6 +221,8 @@ static EVP_MAC *hmacAlgorithm(void) {
 }
 
 static void codecFree(Codec *c) {
+    OPENSSL_cleanse(c->ivs, sizeof c->ivs);
+    c->ivsLeft = 0;
     EVP_CIPHER_CTX_free(c->enc);
     EVP_CIPHER_CTX_free(c->dec);
     EVP_MAC_CTX_free(c->mac);
@@ -202,7 +272,13 @@ static int encodePage(Codec *c, unsigned char *page, uint32_t pgno, int first) {
         return SQLITE_IOERR_WRITE;
     }
     unsigned char *iv = page + PAGE - RESERVE;
-    if (RAND_bytes(iv, IV_SIZE) != 1) return SQLITE_IOERR_WRITE;
+    if (c->ivsLeft == 0) {
+        if (RAND_bytes(c->ivs, sizeof c->ivs) != 1) return SQLITE_IOERR_WRITE;
+        c->ivsLeft = (int)(sizeof c->ivs / IV_SIZE);
+    }
+    c->ivsLeft--;
+    memcpy(iv, c->ivs + c->ivsLeft * IV_SIZE, IV_SIZE);
+    OPENSSL_cleanse(c->ivs + c->ivsLeft * IV_SIZE, IV_SIZE);
     int outl = 0, finl = 0;
     int len = (int)(PAGE - RESERVE - start);
     if (EVP_EncryptInit_ex(c->enc, NULL, NULL, NULL, iv) != 1
@@ -355,6 +431,8 @@ int ss_cipher_key_create(const char *path, const char *key, size_t key_len, int 
     }
     if (rc != SS_CIPHER_OK) goto wipe;
 
+    k->cache = calloc(CACHE_SLOTS, sizeof(CachedPage)); /* none: slower, still correct */
+    if (k->cache) pthread_mutex_init(&k->cacheLock, NULL);
     pthread_mutex_lock(&keysLock);
     k->id = nextKeyId++;
     k->refs = 1;
@@ -388,6 +466,11 @@ typedef struct CipherFile {
     Codec codec;
     unsigned char *scratch;
     size_t scratchSize;
+    /* A page's other form while it is encoded or decoded (for the page cache). */
+    unsigned char copy[PAGE];
+    /* KIND_WAL: the frame header this file wrote last (SQLite writes it just before the page). */
+    sqlite3_int64 lastHeaderAt;
+    uint32_t lastHeaderPgno;
     /* KIND_TEMP: AES-256-CTR under a key that lives as long as the file. */
     EVP_CIPHER_CTX *stream;
     unsigned char streamKey[KEY_SIZE];
@@ -408,20 +491,17 @@ static unsigned char *scratch(CipherFile *f, size_t size) {
     return f->scratch;
 }
 
-/* Where page images sit in a file: 1 and the image's start and number for the byte at `offset`. */
-static int pageAt(const CipherFile *f, sqlite3_int64 offset, sqlite3_int64 *start, uint32_t *pgno) {
+/* Where page images sit in a file: 1 and the start of the image holding the byte at `offset`. */
+static int pageAt(const CipherFile *f, sqlite3_int64 offset, sqlite3_int64 *start) {
     switch (f->kind) {
     case KIND_MAIN:
         *start = offset - offset % PAGE;
-        *pgno = (uint32_t)(offset / PAGE + 1);
         return 1;
     case KIND_WAL: {
         if (offset < WAL_HEADER) return 0;
-        sqlite3_int64 frame = (offset - WAL_HEADER) / WAL_FRAME;
-        sqlite3_int64 frameStart = WAL_HEADER + frame * WAL_FRAME;
+        sqlite3_int64 frameStart = WAL_HEADER + (offset - WAL_HEADER) / WAL_FRAME * WAL_FRAME;
         if (offset < frameStart + WAL_FRAME_HEADER) return 0;
         *start = frameStart + WAL_FRAME_HEADER;
-        *pgno = (uint32_t)(frame + 1);
         return 1;
     }
     default:
@@ -430,14 +510,43 @@ static int pageAt(const CipherFile *f, sqlite3_int64 offset, sqlite3_int64 *star
 }
 
 /* The extent of the non-page bytes at `offset` (WAL headers), up to `end`. */
-static sqlite3_int64 plainRunEnd(const CipherFile *f, sqlite3_int64 offset, sqlite3_int64 end) {
+static sqlite3_int64 plainRunEnd(sqlite3_int64 offset, sqlite3_int64 end) {
     sqlite3_int64 stop = WAL_HEADER;
-    if (offset >= WAL_HEADER) {
-        sqlite3_int64 frame = (offset - WAL_HEADER) / WAL_FRAME;
-        stop = WAL_HEADER + frame * WAL_FRAME + WAL_FRAME_HEADER;
-    }
-    (void)f;
+    if (offset >= WAL_HEADER) stop = WAL_HEADER + (offset - WAL_HEADER) / WAL_FRAME * WAL_FRAME + WAL_FRAME_HEADER;
     return stop < end ? stop : end;
+}
+
+static uint32_t bigEndian32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The database page number of the image at `start`: from its offset in the database file; in
+ * the WAL from the frame header before it, found in `buf` (the bytes at `bufAt`, `bufLen` long)
+ * when it is there, else (`writing`) the header this file wrote just before, else read from the
+ * file (another connection may have written the frame since). */
+static uint32_t imagePageNumber(CipherFile *f, sqlite3_int64 start, const unsigned char *buf, sqlite3_int64 bufAt,
+                                sqlite3_int64 bufLen, int writing) {
+    if (f->kind == KIND_MAIN) return (uint32_t)(start / PAGE + 1);
+    sqlite3_int64 header = start - WAL_FRAME_HEADER;
+    if (buf && header >= bufAt && header + 4 <= bufAt + bufLen) return bigEndian32(buf + (header - bufAt));
+    if (writing && header == f->lastHeaderAt) return f->lastHeaderPgno;
+    unsigned char n[4];
+    if (f->real->pMethods->xRead(f->real, n, 4, header) != SQLITE_OK) return 0; /* fails the HMAC check */
+    return bigEndian32(n);
+}
+
+/* A WAL frame whose page fails its HMAC check while SQLite reads the whole frame (recovery):
+ * torn rather than damaged when its header is not of the log's current generation (SQLite drops
+ * it by its salts) or when it is the generation's last frame (a crash between the header and the
+ * page: the image there is an older one, bound to another page). A bad frame followed by one of
+ * the same generation was written whole before the next: damaged, an error. */
+static int walFrameMayBeTorn(CipherFile *f, const unsigned char *header, sqlite3_int64 frameStart) {
+    unsigned char walSalts[8], next[16];
+    if (f->real->pMethods->xRead(f->real, walSalts, 8, 16) != SQLITE_OK) return 1;
+    if (memcmp(walSalts, header + 8, 8) != 0) return 1;
+    int rc = f->real->pMethods->xRead(f->real, next, 16, frameStart + WAL_FRAME);
+    if (rc != SQLITE_OK) return 1;
+    return memcmp(next + 8, header + 8, 8) != 0;
 }
 
 static int allZero(const unsigned char *p, size_t n) {
@@ -446,17 +555,33 @@ static int allZero(const unsigned char *p, size_t n) {
     return 1;
 }
 
+/* Decodes the image in `page` in place, through the page cache. */
+static int decodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
+    CipherKey *k = f->codec.key;
+    if (cacheDecode(k, pgno, page)) return SQLITE_OK;
+    memcpy(f->copy, page, PAGE);
+    int rc = decodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
+    if (rc == SQLITE_OK) cachePut(k, pgno, f->copy, page);
+    return rc;
+}
+
+/* Encodes the plaintext in `page` in place, through the page cache. */
+static int encodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
+    CipherKey *k = f->codec.key;
+    if (cacheEncode(k, pgno, page)) return SQLITE_OK;
+    memcpy(f->copy, page, PAGE);
+    int rc = encodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
+    if (rc == SQLITE_OK) cachePut(k, pgno, page, f->copy);
+    return rc;
+}
+
 /* Reads one whole page image at `start` and decodes it into `out`; zeros past the end of file. */
-static int readPage(CipherFile *f, sqlite3_int64 start, uint32_t pgno, unsigned char *out, int *beyondEnd) {
+static int readPage(CipherFile *f, sqlite3_int64 start, unsigned char *out) {
     int rc = f->real->pMethods->xRead(f->real, out, PAGE, start);
-    *beyondEnd = 0;
-    if (rc == SQLITE_IOERR_SHORT_READ && allZero(out, PAGE)) {
-        *beyondEnd = 1;
-        return SQLITE_OK;
-    }
+    if (rc == SQLITE_IOERR_SHORT_READ && allZero(out, PAGE)) return SQLITE_OK;
     if (rc == SQLITE_IOERR_SHORT_READ) return SQLITE_IOERR_DATA; /* a torn page */
     if (rc != SQLITE_OK) return rc;
-    return decodePage(&f->codec, out, pgno, f->kind == KIND_MAIN && pgno == 1);
+    return decodeImage(f, out, imagePageNumber(f, start, NULL, 0, 0, 0));
 }
 
 static void streamXor(CipherFile *f, unsigned char *buf, int amt, sqlite3_int64 offset) {
@@ -508,23 +633,29 @@ static int cipherRead(sqlite3_file *file, void *buf, int amt, sqlite3_int64 offs
     sqlite3_int64 at = offset;
     while (at < end) {
         sqlite3_int64 start;
-        uint32_t pgno;
-        if (!pageAt(f, at, &start, &pgno)) {
-            at = plainRunEnd(f, at, end);
+        if (!pageAt(f, at, &start)) {
+            at = plainRunEnd(at, end);
             continue;
         }
         sqlite3_int64 stop = start + PAGE < end ? start + PAGE : end;
         unsigned char *dst = out + (at - offset);
         if (start == at && stop == start + PAGE) {
             if (!(shortRead && allZero(dst, PAGE))) {
-                int drc = decodePage(&f->codec, dst, pgno, f->kind == KIND_MAIN && pgno == 1);
+                int drc = decodeImage(f, dst, imagePageNumber(f, start, out, offset, amt, 0));
+                if (drc == SQLITE_IOERR_DATA && f->kind == KIND_WAL && start - WAL_FRAME_HEADER >= offset
+                    && walFrameMayBeTorn(f, out + (start - WAL_FRAME_HEADER - offset), start - WAL_FRAME_HEADER)) {
+                    /* SQLite is reading the log to recover it: a frame whose page never made it
+                     * to the disk ends the log, as its checksum would tell SQLite. Zeros fail the
+                     * checksum (computed over the page that was to be written) just the same. */
+                    memset(dst, 0, PAGE);
+                    drc = SQLITE_OK;
+                }
                 if (drc != SQLITE_OK) return drc;
             }
         } else {
             unsigned char *page = scratch(f, PAGE);
             if (!page) return SQLITE_IOERR_NOMEM;
-            int beyond = 0;
-            int prc = readPage(f, start, pgno, page, &beyond);
+            int prc = readPage(f, start, page);
             if (prc != SQLITE_OK) return prc;
             memcpy(dst, page + (at - start), (size_t)(stop - at));
         }
@@ -555,10 +686,13 @@ static int cipherWrite(sqlite3_file *file, const void *buf, int amt, sqlite3_int
     sqlite3_int64 at = offset;
     while (at < end) {
         sqlite3_int64 start;
-        uint32_t pgno;
         int rc;
-        if (!pageAt(f, at, &start, &pgno)) {
-            sqlite3_int64 stop = plainRunEnd(f, at, end);
+        if (!pageAt(f, at, &start)) {
+            sqlite3_int64 stop = plainRunEnd(at, end);
+            if (f->kind == KIND_WAL && at >= WAL_HEADER && (at - WAL_HEADER) % WAL_FRAME == 0 && stop - at >= 4) {
+                f->lastHeaderAt = at; /* a frame header: its page comes next */
+                f->lastHeaderPgno = bigEndian32(in + (at - offset));
+            }
             rc = f->real->pMethods->xWrite(f->real, in + (at - offset), (int)(stop - at), at);
             if (rc != SQLITE_OK) return rc;
             at = stop;
@@ -568,12 +702,11 @@ static int cipherWrite(sqlite3_file *file, const void *buf, int amt, sqlite3_int
         unsigned char *page = scratch(f, PAGE);
         if (!page) return SQLITE_IOERR_NOMEM;
         if (start != at || stop != start + PAGE) {
-            int beyond = 0;
-            rc = readPage(f, start, pgno, page, &beyond);
+            rc = readPage(f, start, page);
             if (rc != SQLITE_OK) return rc;
         }
         memcpy(page + (at - start), in + (at - offset), (size_t)(stop - at));
-        rc = encodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
+        rc = encodeImage(f, page, imagePageNumber(f, start, in, offset, amt, 1));
         if (rc == SQLITE_OK) rc = f->real->pMethods->xWrite(f->real, page, PAGE, start);
         if (rc != SQLITE_OK) return rc;
         at = stop;
@@ -590,6 +723,7 @@ static int cipherClose(sqlite3_file *file) {
     EVP_CIPHER_CTX_free(f->stream);
     OPENSSL_cleanse(f->streamKey, sizeof f->streamKey);
     if (f->scratch) OPENSSL_cleanse(f->scratch, f->scratchSize);
+    OPENSSL_cleanse(f->copy, sizeof f->copy);
     free(f->scratch);
     f->scratch = NULL;
     return rc;
