@@ -82,7 +82,9 @@ typedef struct CipherKey {
  * Page 1 stays out of it (its image in the database carries the salt, in the WAL not).
  * ---------------------------------------------------------------------------------------- */
 
-#define CACHE_SLOTS 1024 /* 8 MB a store: raw and plain 4 KB pages */
+/* Up to 32 MB a store (an image and its plaintext a slot); calloc leaves untouched slots to the
+ * OS, so a small store costs about twice its size. */
+#define CACHE_SLOTS 4096
 
 typedef struct CachedPage {
     uint32_t pgno;
@@ -124,7 +126,9 @@ static void cachePut(CipherKey *k, uint32_t pgno, const unsigned char *raw, cons
 
 static void keyFree(CipherKey *k) {
     if (k->cache) {
-        OPENSSL_cleanse(k->cache, sizeof(CachedPage) * CACHE_SLOTS);
+        /* Only the slots in use: the others were never touched (nor given memory by the OS). */
+        for (int i = 0; i < CACHE_SLOTS; i++)
+            if (k->cache[i].pgno) OPENSSL_cleanse(&k->cache[i], sizeof(CachedPage));
         free(k->cache);
         pthread_mutex_destroy(&k->cacheLock);
     }
