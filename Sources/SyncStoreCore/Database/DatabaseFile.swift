@@ -83,7 +83,7 @@ final class DatabaseFile: @unchecked Sendable {
             case Int32(SS_CIPHER_NOT_PLAINTEXT):
                 throw StoreError(.auth, "Store file '\(path)' is encrypted: open it with its key (\"key\" in the store config). The file was not changed.")
             case Int32(SS_CIPHER_NOT_A_DATABASE):
-                throw StoreError(.storage, "Cannot open database '\(path)': file is not a database (neither a SyncStore store nor an encrypted one)")
+                throw DatabaseFile.notADatabase(path)
             case Int32(SS_CIPHER_IO):
                 throw StoreError(.storage, "Cannot read '\(path)': \(String(cString: strerror(errno)))")
             default:
@@ -102,7 +102,7 @@ final class DatabaseFile: @unchecked Sendable {
         case Int32(SS_CIPHER_WRONG_KEY):
             throw StoreError(.auth, "The key does not open store file '\(path)': it is not the key (or kdfIter) the store was encrypted with, or the file is not an encrypted store (page 1 failed its HMAC check). The file was not changed.")
         case Int32(SS_CIPHER_NOT_A_DATABASE):
-            throw StoreError(.storage, "Cannot open database '\(path)': file is not a database (neither a SyncStore store nor an encrypted one)")
+            throw DatabaseFile.notADatabase(path)
         case Int32(SS_CIPHER_DAMAGED):
             throw StoreError(.storage, "Page 1 of the encrypted store '\(path)' failed its integrity check (HMAC) while the key is right: the file is damaged or was changed outside SyncStore; restore it from a backup")
         case Int32(SS_CIPHER_BAD_KEY):
@@ -115,6 +115,10 @@ final class DatabaseFile: @unchecked Sendable {
     }
 
     deinit { if keyId != 0 { ss_cipher_key_release(keyId) } }
+
+    private static func notADatabase(_ path: String) -> StoreError {
+        StoreError(.storage, "Cannot open database '\(path)': file is not a database (neither a SyncStore store nor an encrypted one)")
+    }
 
     /// Whether `key` is the one this file was opened with (nil: a plaintext file).
     func matches(_ key: StoreKey?) -> Bool {

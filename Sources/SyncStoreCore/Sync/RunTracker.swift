@@ -50,8 +50,9 @@ final class RunTracker: @unchecked Sendable {
 
     func isActive(_ id: Int64) -> Bool { locked { active[id] != nil } }
 
-    /// Whether any run is queued, running or delivering its terminal callback.
-    var hasActive: Bool { locked { !active.isEmpty || !delivering.isEmpty } }
+    /// Whether any run is queued or running. A run delivering its terminal callback is over: its
+    /// work and its connections are done (a host may act on the callback at once).
+    var hasActive: Bool { locked { !active.isEmpty } }
 
     func cancelAll() { locked { for run in active.values { run.flag.cancel() } } }
 
