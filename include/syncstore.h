@@ -130,7 +130,9 @@ const char *syncstore_status_name(int status);
  * derived once per store open, never written, logged or put in a message, and wiped when the
  * store's last handle closes. A page that fails its HMAC check (a damaged or altered file) is
  * SYNCSTORE_ERR_STORAGE, never data. "key": null or no "key" is a plaintext store. Stores
- * created without a key stay plaintext until syncstore_change_key().
+ * created without a key stay plaintext until syncstore_change_key(). An open encrypted store
+ * keeps up to 32 MB of recently read or written pages (encrypted and decrypted, shared by its
+ * handles and threads; a smaller store uses about twice its size), wiped at the last close.
  * ------------------------------------------------------------------------------------------- */
 
 /**
