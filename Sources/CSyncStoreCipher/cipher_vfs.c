@@ -14,8 +14,8 @@
  * file's page 1 only), so a checkpoint can copy it into the database as it is (see the page
  * cache). Decrypted pages always carry zeros in the reserved bytes, so the WAL's checksums (which
  * SQLite computes over the pages it hands over) hold when the log is read back.
- * The rollback journal (only written while a new store is created, and then empty of pages) has
- * its page images encoded the same way with N = 0. Temporary files are encrypted with AES-256-CTR
+ * The rollback journal (SQLite writes one while a store switches to or from WAL mode, and for
+ * the copy a change of key writes) has its page images encoded the same way with N = 0. Temporary files are encrypted with AES-256-CTR
  * under a key drawn when the file opens and lost when it closes.
  */
 #include "cipher_vfs.h"
