@@ -153,6 +153,36 @@ final class EncryptionTests: StoreTestCase {
         }
     }
 
+    /// A crash between a WAL frame's header and its page leaves an image that fails the HMAC
+    /// check at the end of the log: recovery must end the log there (the last transaction is
+    /// lost, as without encryption), not fail. The same damage before other frames of the log is
+    /// damage: STORAGE.
+    func testTornLastWalFrameEndsTheLogButADamagedEarlierFrameIsStorage() throws {
+        let store = try SmartStore(path: dbPath, key: try key("k"))
+        try fill(store, count: 50)                       // first transactions
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id": "last", "Name": "x"}]"#)
+        XCTAssertEqual(try count(store), 51)
+        // A crash now: the database file and its WAL as they are (the store stays open).
+        let wal = try Data(contentsOf: URL(fileURLWithPath: dbPath + "-wal"))
+        let db = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        let frames = (wal.count - 32) / 4120
+        XCTAssertGreaterThan(frames, 2)
+        func crashCopy(_ name: String, damagingFrame frame: Int) throws -> String {
+            let dir = "\(root)/\(name)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            var damaged = wal
+            damaged[32 + frame * 4120 + 24 + 500] ^= 0x01
+            try db.write(to: URL(fileURLWithPath: "\(dir)/store.db"))
+            try damaged.write(to: URL(fileURLWithPath: "\(dir)/store.db-wal"))
+            return "\(dir)/store.db"
+        }
+        let torn = try SmartStore(path: try crashCopy("torn", damagingFrame: frames - 1), key: try key("k"))
+        XCTAssertEqual(try count(torn), 50, "the last transaction (its commit frame torn) is gone, the rest is there")
+        XCTAssertThrowsError(try SmartStore(path: try crashCopy("damaged", damagingFrame: 0), key: try key("k"))) { error in
+            XCTAssertEqual((error as? StoreError)?.code, .storage, "\(error)")
+        }
+    }
+
     func testKeyNeverInDescriptions() throws {
         let config = try StoreConfig.parse(#"{"storeName": "s", "key": "hunter2-secret", "kdfIter": 4000}"#)
         XCTAssertEqual(config.key?.kdfIter, 4000)
