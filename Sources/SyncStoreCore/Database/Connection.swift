@@ -34,6 +34,10 @@ final class Connection {
             var reserve = Int32(SS_CIPHER_RESERVE)
             _ = sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
             try execute("PRAGMA temp_store=MEMORY")
+            // A page SQLite reads again costs an HMAC check where a plaintext store gets it from
+            // the OS's cache: 8 MB of decrypted pages per connection instead of 2 (random lookups
+            // in a 100k-entry store +25%).
+            try execute("PRAGMA cache_size=-8192")
         }
         do {
             try configure(readOnly: readOnly)
