@@ -23,6 +23,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_stats.h"
+
 #define BATCH 1000
 
 static double now_s(void) {
@@ -71,10 +73,6 @@ static char *store_config(const char *name, const char *key, int kdf_iter) {
     return text;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void percentiles(double *samples, int n, double *p50, double *p99) {
     qsort(samples, (size_t)n, sizeof *samples, cmp_double);
@@ -327,29 +325,8 @@ static double cpu_s(void) {
     return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
 }
 
-static double median_of(const double *v, int n) {
-    double *c = malloc(sizeof *c * (size_t)n);
-    memcpy(c, v, sizeof *c * (size_t)n);
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
-    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-    free(c);
-    return m;
-}
 
-static double min_of(const double *v, int n) {
-    double m = v[0];
-    for (int i = 1; i < n; i++) if (v[i] < m) m = v[i];
-    return m;
-}
 
-static void print_load(const char *when) {
-    char line[128] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; fclose(f); }
-    line[strcspn(line, "\n")] = 0;
-    printf("  load average %s: %s\n", when, line);
-    fflush(stdout);
-}
 
 typedef struct { const char *label; const char *key; int kdf_iter; } enc_mode;
 

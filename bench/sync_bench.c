@@ -54,6 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
+
 #ifndef SYNCSTORE_BENCH_DEVSERVER
 #define SYNCSTORE_BENCH_DEVSERVER ".build-bench/release/syncstore-devserver"
 #endif
@@ -487,23 +489,8 @@ static void enc_add(enc_series *s, child_result r, long long expected, const cha
     s->n++;
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
-static double med(const double *v, int n) {
-    double c[20];
-    memcpy(c, v, sizeof *c * (size_t)n);
-    qsort(c, (size_t)n, sizeof *c, cmp_dbl);
-    return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-}
 
-static double lowest(const double *v, int n) {
-    double m = v[0];
-    for (int i = 1; i < n; i++) if (v[i] < m) m = v[i];
-    return m;
-}
 
 typedef struct { enc_series plain, enc, fetch; } enc_results;
 
@@ -534,14 +521,6 @@ static enc_results bench_encryption(const options *o, const devserver *server, c
     return d;
 }
 
-static void print_load(const char *when) {
-    char line[128] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) { if (!fgets(line, sizeof line, f)) line[0] = 0; fclose(f); }
-    line[strcspn(line, "\n")] = 0;
-    printf("  load average %s: %s\n", when, line);
-    fflush(stdout);
-}
 
 static void enc_line(const char *figure, double plain, double enc, const char *unit, double ratio, double target) {
     char a[48], b[48], r[24], t[24] = "-";
@@ -555,17 +534,17 @@ static void enc_line(const char *figure, double plain, double enc, const char *u
 
 static void enc_summary(const char *transport, long long records, const enc_results *d) {
     char figure[96];
-    double pb = records / lowest(d->plain.secs, d->plain.n), eb = records / lowest(d->enc.secs, d->enc.n);
-    double pm = records / med(d->plain.secs, d->plain.n), em = records / med(d->enc.secs, d->enc.n);
+    double pb = records / min_of(d->plain.secs, d->plain.n), eb = records / min_of(d->enc.secs, d->enc.n);
+    double pm = records / median_of(d->plain.secs, d->plain.n), em = records / median_of(d->enc.secs, d->enc.n);
     snprintf(figure, sizeof figure, "sync down %lld, %s, best", records, transport);
     enc_line(figure, pb, eb, "rec/s", eb / pb, 0.80);
     snprintf(figure, sizeof figure, "sync down %lld, %s, median", records, transport);
     enc_line(figure, pm, em, "rec/s", em / pm, 0.80);
-    double pc = med(d->plain.cpus, d->plain.n), ec = med(d->enc.cpus, d->enc.n);
+    double pc = median_of(d->plain.cpus, d->plain.n), ec = median_of(d->enc.cpus, d->enc.n);
     snprintf(figure, sizeof figure, "  sync CPU s, median (plain/enc = speed)");
     enc_line(figure, pc, ec, "s", pc / ec, 0);
     char fetch[48];
-    snprintf(fetch, sizeof fetch, "%.0f rec/s", records / lowest(d->fetch.secs, d->fetch.n));
+    snprintf(fetch, sizeof fetch, "%.0f rec/s", records / min_of(d->fetch.secs, d->fetch.n));
     printf("ENC| %-50s | %-22s | %-22s | %-8s | %-8s | %s\n", "  fetch only (server + curl, no store), best", fetch, "(same)", "-", "-", "-");
 }
 
