@@ -131,8 +131,9 @@ const char *syncstore_status_name(int status);
  * store's last handle closes. A page that fails its HMAC check (a damaged or altered file) is
  * SYNCSTORE_ERR_STORAGE, never data. "key": null or no "key" is a plaintext store. Stores
  * created without a key stay plaintext until syncstore_change_key(). An open encrypted store
- * keeps up to 32 MB of recently read or written pages (encrypted and decrypted, shared by its
- * handles and threads; a smaller store uses about twice its size), wiped at the last close, and
+ * keeps up to 64 MB of recently read or written pages decrypted (shared by its handles and
+ * threads; memory is taken only for pages read, so a smaller store uses about its own size),
+ * wiped at the last close, and
  * each of its SQLite connections (one writer, up to four idle readers) caches up to 8 MB of
  * decrypted pages (2 MB for a plaintext store).
  * ------------------------------------------------------------------------------------------- */

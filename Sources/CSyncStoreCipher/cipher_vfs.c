@@ -44,6 +44,9 @@
 #define WAL_FRAME_HEADER 24
 #define WAL_FRAME (WAL_FRAME_HEADER + PAGE)
 #define JOURNAL_RECORD (4 + PAGE + 4)
+/* The page cache (below): 16384 pages (64 MB of plaintext) a store; calloc leaves untouched slots
+ * to the OS, so a store smaller than that costs about its own size, and only for the pages read. */
+#define CACHE_SLOTS 16384
 
 static const char kVfsName[] = "syncstore-cipher";
 static const unsigned char kSqliteHeader[16] = "SQLite format 3";
@@ -65,62 +68,66 @@ typedef struct CipherKey {
     /* Pages this key encoded or decoded lately, shared by every connection of the store. */
     pthread_mutex_t cacheLock;
     struct CachedPage *cache;
+    unsigned char cacheUsed[CACHE_SLOTS / 8]; /* which slots hold a page */
 } CipherKey;
 
 /* ------------------------------------------------------------------------------------------
  * The page cache: the codec's work is the cost of encryption (an HMAC-SHA512 of every page read
  * and written, AES-CBC of every page written), and SQLite repeats it: it reads back the WAL
  * frames it just wrote, a checkpoint reads each frame and writes the same page into the
- * database, and each connection (the writer, the pooled readers) has its own page cache. So each
- * store keeps its last pages as pairs (image on disk, plaintext), by page number:
- *   - a read whose image equals the cached image byte for byte gets the cached plaintext: the
- *     pair was made by this codec (or checked by it), so no check or decryption is needed, and
- *     an image changed on disk never matches;
- *   - a write of the cached plaintext writes the cached image (an image is bound to its page
- *     number only, in the database and in the WAL alike), which is how a checkpoint copies a
- *     frame into the database without encrypting it again.
+ * database, each connection (the writer, the pooled readers) has its own page cache, and a store
+ * larger than those caches reads its pages again and again. So each store keeps the plaintext of
+ * its pages with the IV and HMAC of the image it came from (or went to), by page number:
+ *   - a read whose image carries the cached IV and HMAC gets the cached plaintext without a
+ *     check or decryption. IVs are random for every page written, so a legitimate image with
+ *     these bytes is the cached image; an image damaged on disk after it was checked is served
+ *     from the cache as it was (as SQLite's own page cache would), and reported as soon as it is
+ *     read while not cached (after an eviction, or in any other store handle or process);
+ *   - a write of the cached plaintext writes the cached image again: encrypted under the cached
+ *     IV, with the cached HMAC (an image is bound to its page number only, in the database and in
+ *     the WAL alike). That is how a checkpoint copies a frame into the database without
+ *     computing its HMAC again.
  * Page 1 stays out of it (its image in the database carries the salt, in the WAL not).
  * ---------------------------------------------------------------------------------------- */
 
-/* Up to 32 MB a store (an image and its plaintext a slot); calloc leaves untouched slots to the
- * OS, so a small store costs about twice its size. */
-#define CACHE_SLOTS 4096
-
 typedef struct CachedPage {
     uint32_t pgno;
-    unsigned char raw[PAGE];
+    unsigned char tail[RESERVE]; /* the image's IV and HMAC */
     unsigned char plain[PAGE];
 } CachedPage;
 
-/* `page` holds an image read from disk: replaced by its plaintext when the cache has the pair. */
+/* `page` holds an image read from disk: replaced by its plaintext when the cache has it. */
 static int cacheDecode(CipherKey *k, uint32_t pgno, unsigned char *page) {
     if (!k->cache || pgno <= 1) return 0;
     CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
     pthread_mutex_lock(&k->cacheLock);
-    int hit = slot->pgno == pgno && memcmp(slot->raw, page, PAGE) == 0;
+    int hit = slot->pgno == pgno && memcmp(slot->tail, page + PAGE - RESERVE, RESERVE) == 0;
     if (hit) memcpy(page, slot->plain, PAGE);
     pthread_mutex_unlock(&k->cacheLock);
     return hit;
 }
 
-/* `page` holds plaintext to write: replaced by its cached image when the cache has the pair. */
-static int cacheEncode(CipherKey *k, uint32_t pgno, unsigned char *page) {
+/* `page` holds plaintext to write: 1 and the IV and HMAC of its cached image in `tail` when the
+ * cache has it. */
+static int cacheEncode(CipherKey *k, uint32_t pgno, const unsigned char *page, unsigned char tail[RESERVE]) {
     if (!k->cache || pgno <= 1) return 0;
     CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
     pthread_mutex_lock(&k->cacheLock);
     int hit = slot->pgno == pgno && memcmp(slot->plain, page, PAGE) == 0;
-    if (hit) memcpy(page, slot->raw, PAGE);
+    if (hit) memcpy(tail, slot->tail, RESERVE);
     pthread_mutex_unlock(&k->cacheLock);
     return hit;
 }
 
-static void cachePut(CipherKey *k, uint32_t pgno, const unsigned char *raw, const unsigned char *plain) {
+static void cachePut(CipherKey *k, uint32_t pgno, const unsigned char *image, const unsigned char *plain) {
     if (!k->cache || pgno <= 1) return;
-    CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
+    uint32_t i = pgno % CACHE_SLOTS;
+    CachedPage *slot = &k->cache[i];
     pthread_mutex_lock(&k->cacheLock);
     slot->pgno = pgno;
-    memcpy(slot->raw, raw, PAGE);
+    memcpy(slot->tail, image + PAGE - RESERVE, RESERVE);
     memcpy(slot->plain, plain, PAGE);
+    k->cacheUsed[i / 8] |= (unsigned char)(1u << (i % 8));
     pthread_mutex_unlock(&k->cacheLock);
 }
 
@@ -128,7 +135,7 @@ static void keyFree(CipherKey *k) {
     if (k->cache) {
         /* Only the slots in use: the others were never touched (nor given memory by the OS). */
         for (int i = 0; i < CACHE_SLOTS; i++)
-            if (k->cache[i].pgno) OPENSSL_cleanse(&k->cache[i], sizeof(CachedPage));
+            if (k->cacheUsed[i / 8] & (1u << (i % 8))) OPENSSL_cleanse(&k->cache[i], sizeof(CachedPage));
         free(k->cache);
         pthread_mutex_destroy(&k->cacheLock);
     }
@@ -313,6 +320,19 @@ static int decodePage(Codec *c, unsigned char *page, uint32_t pgno, int first) {
         return SQLITE_IOERR_READ;
     memset(page + PAGE - RESERVE, 0, RESERVE);
     if (first) memcpy(page, kSqliteHeader, SALT_SIZE);
+    return SQLITE_OK;
+}
+
+/* Encrypts a plaintext page (not page 1) in place under the IV in `tail` and puts `tail` (that
+ * IV and the HMAC of the image it gives) in its reserved bytes: an image written before again. */
+static int encryptUnder(Codec *c, unsigned char *page, const unsigned char tail[RESERVE]) {
+    int outl = 0, finl = 0;
+    int len = PAGE - RESERVE;
+    if (EVP_EncryptInit_ex(c->enc, NULL, NULL, NULL, tail) != 1
+        || EVP_EncryptUpdate(c->enc, page, &outl, page, len) != 1
+        || EVP_EncryptFinal_ex(c->enc, page + outl, &finl) != 1 || outl + finl != len)
+        return SQLITE_IOERR_WRITE;
+    memcpy(page + PAGE - RESERVE, tail, RESERVE);
     return SQLITE_OK;
 }
 
@@ -572,7 +592,8 @@ static int decodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
 /* Encodes the plaintext in `page` in place, through the page cache. */
 static int encodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
     CipherKey *k = f->codec.key;
-    if (cacheEncode(k, pgno, page)) return SQLITE_OK;
+    unsigned char tail[RESERVE];
+    if (cacheEncode(k, pgno, page, tail)) return encryptUnder(&f->codec, page, tail);
     memcpy(f->copy, page, PAGE);
     int rc = encodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
     if (rc == SQLITE_OK) cachePut(k, pgno, page, f->copy);
