@@ -47,6 +47,7 @@
 /* The page cache (below): 16384 pages (64 MB of plaintext) a store; calloc leaves untouched slots
  * to the OS, so a store smaller than that costs about its own size, and only for the pages read. */
 #define CACHE_SLOTS 16384
+#define RECENT_IMAGES 8
 
 static const char kVfsName[] = "syncstore-cipher";
 static const unsigned char kSqliteHeader[16] = "SQLite format 3";
@@ -69,6 +70,9 @@ typedef struct CipherKey {
     pthread_mutex_t cacheLock;
     struct CachedPage *cache;
     unsigned char cacheUsed[CACHE_SLOTS / 8]; /* which slots hold a page */
+    /* The last WAL images read, whole: what a checkpoint writes into the database next. */
+    struct { uint32_t pgno; unsigned char image[PAGE]; } recent[RECENT_IMAGES];
+    int recentNext;
 } CipherKey;
 
 /* ------------------------------------------------------------------------------------------
@@ -83,10 +87,10 @@ typedef struct CipherKey {
  *     these bytes is the cached image; an image damaged on disk after it was checked is served
  *     from the cache as it was (as SQLite's own page cache would), and reported as soon as it is
  *     read while not cached (after an eviction, or in any other store handle or process);
- *   - a write of the cached plaintext writes the cached image again: encrypted under the cached
- *     IV, with the cached HMAC (an image is bound to its page number only, in the database and in
- *     the WAL alike). That is how a checkpoint copies a frame into the database without
- *     computing its HMAC again.
+ *   - a write of the cached plaintext writes the cached image again (an image is bound to its
+ *     page number only, in the database and in the WAL alike): copied when it is one of the last
+ *     WAL images read (a checkpoint reads each frame, then writes it into the database), else
+ *     encrypted under the cached IV, with the cached HMAC.
  * Page 1 stays out of it (its image in the database carries the salt, in the WAL not).
  * ---------------------------------------------------------------------------------------- */
 
@@ -115,6 +119,30 @@ static int cacheEncode(CipherKey *k, uint32_t pgno, const unsigned char *page, u
     pthread_mutex_lock(&k->cacheLock);
     int hit = slot->pgno == pgno && memcmp(slot->plain, page, PAGE) == 0;
     if (hit) memcpy(tail, slot->tail, RESERVE);
+    pthread_mutex_unlock(&k->cacheLock);
+    return hit;
+}
+
+/* Remembers a WAL image about to be decoded: a checkpoint reads each frame and then writes the
+ * same page into the database, which then costs a copy rather than an encryption. */
+static void recentPut(CipherKey *k, uint32_t pgno, const unsigned char *image) {
+    if (pgno <= 1) return;
+    pthread_mutex_lock(&k->cacheLock);
+    k->recent[k->recentNext].pgno = pgno;
+    memcpy(k->recent[k->recentNext].image, image, PAGE);
+    k->recentNext = (k->recentNext + 1) % RECENT_IMAGES;
+    pthread_mutex_unlock(&k->cacheLock);
+}
+
+/* Copies into `page` the remembered image of `pgno` that carries `tail` (its IV and HMAC): 1 if
+ * there is one. */
+static int recentGet(CipherKey *k, uint32_t pgno, const unsigned char tail[RESERVE], unsigned char *page) {
+    int hit = 0;
+    pthread_mutex_lock(&k->cacheLock);
+    for (int i = 0; i < RECENT_IMAGES && !hit; i++) {
+        hit = k->recent[i].pgno == pgno && memcmp(k->recent[i].image + PAGE - RESERVE, tail, RESERVE) == 0;
+        if (hit) memcpy(page, k->recent[i].image, PAGE);
+    }
     pthread_mutex_unlock(&k->cacheLock);
     return hit;
 }
@@ -582,6 +610,7 @@ static int allZero(const unsigned char *p, size_t n) {
 /* Decodes the image in `page` in place, through the page cache. */
 static int decodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
     CipherKey *k = f->codec.key;
+    if (f->kind == KIND_WAL && k->cache) recentPut(k, pgno, page);
     if (cacheDecode(k, pgno, page)) return SQLITE_OK;
     memcpy(f->copy, page, PAGE);
     int rc = decodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
@@ -593,7 +622,8 @@ static int decodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
 static int encodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
     CipherKey *k = f->codec.key;
     unsigned char tail[RESERVE];
-    if (cacheEncode(k, pgno, page, tail)) return encryptUnder(&f->codec, page, tail);
+    if (cacheEncode(k, pgno, page, tail))
+        return recentGet(k, pgno, tail, page) ? SQLITE_OK : encryptUnder(&f->codec, page, tail);
     memcpy(f->copy, page, PAGE);
     int rc = encodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
     if (rc == SQLITE_OK) cachePut(k, pgno, page, f->copy);
