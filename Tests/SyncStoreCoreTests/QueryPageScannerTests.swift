@@ -204,10 +204,3 @@ final class QueryPageScannerTests: XCTestCase {
         }
     }
 }
-
-extension ScannedPage {
-    /// The text of a text value as a String (nil for other kinds).
-    func string(_ value: ScannedValue) -> String? {
-        withText(value) { String(decoding: $0, as: UTF8.self) }
-    }
-}

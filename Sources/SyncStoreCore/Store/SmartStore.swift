@@ -432,7 +432,7 @@ public final class SmartStore: @unchecked Sendable {
     /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
     /// the stored entries as a JSON array.
     public func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(entriesJSON, what: "entries")
+        let doc = try JSONDocument.parse(entriesJSON, what: "entries", entryLevel: 1)
         return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath)
     }
 

@@ -329,7 +329,7 @@ struct SyncUpTask {
                 let response = try ctx.rest.send("GET", "sobjects/\(RemoteURL.encode(items[i].type))/\(RemoteURL.encode(id))?fields=\(RemoteURL.encode(field))", cancel: ctx.cancel)
                 if response.status == 404 { serverTimes[id] = .some(nil); continue }
                 guard response.isSuccess else { throw RestClient.error(for: response, method: "GET", path: "sobjects/\(items[i].type)") }
-                let doc = try JSONDocument.parse(response.text, what: "server record")
+                let doc = try response.json(what: "server record")
                 serverTimes[id] = doc.root[field]?.string.flatMap(Timestamp.parse)
             }
         } else {
@@ -484,7 +484,7 @@ struct SyncUpTask {
 
     func createdOutcome(_ response: HTTPResponse) throws -> Outcome {
         guard response.isSuccess else { return .failed(errorText(response)) }
-        let doc = try JSONDocument.parse(response.text.isEmpty ? "{}" : response.text, what: "create response")
+        let doc = try response.body.isEmpty ? JSONDocument.object() : response.json(what: "create response")
         guard let id = doc.root["id"]?.string else {
             return .failed(errorJSON("NO_ID", "The server answered the create without an id"))
         }
@@ -523,7 +523,7 @@ struct SyncUpTask {
             let ids = deletes.compactMap { items[$0].serverId }.map(RemoteURL.encode).joined(separator: ",")
             let response = try ctx.rest.send("DELETE", "composite/sobjects?ids=\(ids)&allOrNone=false", cancel: ctx.cancel)
             guard response.isSuccess else { throw RestClient.error(for: response, method: "DELETE", path: "composite/sobjects") }
-            let results = try JSONDocument.parse(response.text, what: "collection response")
+            let results = try response.json(what: "collection response")
             for (position, i) in deletes.enumerated() {
                 let result = outcome(results, position, created: false)
                 if case .failed(let e) = result, e.contains("ENTITY_IS_DELETED") || e.contains("NOT_FOUND") {
@@ -546,7 +546,7 @@ struct SyncUpTask {
         body.root.set("records", owned: list.root.retained())
         let response = try ctx.rest.send(method, path, body: Array(body.root.dump().utf8), cancel: ctx.cancel)
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
-        let results = try JSONDocument.parse(response.text, what: "collection response")
+        let results = try response.json(what: "collection response")
         guard results.root.isArray, results.root.count == records.count else {
             throw StoreError(.server, "\(method) \(path) answered \(results.root.count) results for \(records.count) records")
         }
@@ -574,7 +574,7 @@ struct SyncUpTask {
         }
         do {
             let text = try push(target.json, action, item.entry.root.dump())
-            let doc = try JSONDocument.parse(text.isEmpty ? "{}" : text, what: "custom push result")
+            let doc = try JSONDocument.parse(text.isEmpty ? "{}" : text, what: "custom target push_record result")
             switch item.action {
             case .create:
                 guard let id = doc.root["id"]?.string else { return .failed(errorJSON("NO_ID", "The custom target returned no id")) }
