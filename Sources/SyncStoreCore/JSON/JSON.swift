@@ -152,15 +152,15 @@ public final class JSONDocument {
     public var root: JSON { JSON(raw, owner: self) }
 
     /// Parses JSON text under the JSON rule (`JSONRules`): invalid UTF-8, trailing text, NUL
-    /// bytes and U+0000 in keys are refused. `entryLevel`: how many containers wrap the entries
-    /// the text holds (0: the text is one; 1: an array of them); entries deeper than
-    /// `JSONRules.maxDepth` are refused. nil leaves depth to the caller (server and callback
-    /// pages, whose records `EntryWriter` checks one by one to name the one at fault).
-    public static func parse(_ text: String, what: String = "JSON", entryLevel: Int? = 0) throws -> JSONDocument {
+    /// bytes and U+0000 in keys are refused, and so is text nested deeper than
+    /// `JSONRules.maxDepth` unless `limitDepth` is false: for text holding entries (host
+    /// upserts, server and callback pages), which `EntryWriter` checks one by one, naming the
+    /// one at fault (jansson's own limit, 2048, still holds).
+    public static func parse(_ text: String, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
         var text = text
         return try text.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return try parse(bytes: "", length: 0, what: what, entryLevel: entryLevel) }
-            return try parse(bytes: base, length: bytes.count, what: what, entryLevel: entryLevel)
+            guard let base = bytes.baseAddress else { return try parse(bytes: "", length: 0, what: what, limitDepth: limitDepth) }
+            return try parse(bytes: base, length: bytes.count, what: what, limitDepth: limitDepth)
         }
     }
 
@@ -173,18 +173,17 @@ public final class JSONDocument {
     }
 
     /// Parses a C string without copying it into Swift first.
-    public static func parse(cString: UnsafePointer<CChar>, what: String = "JSON", entryLevel: Int? = 0) throws -> JSONDocument {
-        try parse(bytes: cString, length: strlen(cString), what: what, entryLevel: entryLevel)
+    public static func parse(cString: UnsafePointer<CChar>, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
+        try parse(bytes: cString, length: strlen(cString), what: what, limitDepth: limitDepth)
     }
 
-    /// Parses `length` bytes (not NUL-terminated); see `parse(_:what:entryLevel:)`.
-    public static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON", entryLevel: Int? = 0) throws -> JSONDocument {
+    /// Parses `length` bytes (not NUL-terminated); see `parse(_:what:limitDepth:)`.
+    public static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
         if let nul = memchr(bytes, 0, length) {
             throw StoreError.argument("Malformed \(what): a NUL byte at offset \(UnsafeRawPointer(nul) - bytes); \(JSONRules.nulRule)")
         }
-        if let entryLevel,
-           let at = JSONRules.firstTooDeep(bytes.assumingMemoryBound(to: UInt8.self), count: length, limit: JSONRules.maxDepth + entryLevel) {
-            throw StoreError.argument("Malformed \(what): nested deeper than \(JSONRules.maxDepth) levels\(entryLevel > 0 ? " in an entry" : "") at offset \(at); \(JSONRules.depthRule)")
+        if limitDepth, let at = JSONRules.firstTooDeep(bytes.assumingMemoryBound(to: UInt8.self), count: length, limit: JSONRules.maxDepth) {
+            throw StoreError.argument("Malformed \(what): nested deeper than \(JSONRules.maxDepth) levels at offset \(at); \(JSONRules.depthRule)")
         }
         var error = json_error_t()
         guard let parsed = json_loadb(bytes.assumingMemoryBound(to: CChar.self), length, JSONFlags.decode, &error) else {

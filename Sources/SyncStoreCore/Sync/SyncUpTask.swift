@@ -100,7 +100,20 @@ struct SyncUpTask {
 
     func load(_ ids: [Int64], info: SoupInfo) throws -> [Item] {
         let text = try ctx.store.retrieve(soup: info.name, ids: ids)
-        let doc = try JSONDocument.parse(text.string, what: "dirty entries")
+        let doc: JSONDocument
+        do {
+            doc = try JSONDocument.parse(text.string, what: "dirty entries", limitDepth: false)
+        } catch {
+            // Name the entry at fault (one stored by an earlier version against the JSON rule).
+            for id in ids {
+                let one = try ctx.store.retrieve(soup: info.name, ids: [id])
+                var bytes = one.string
+                try bytes.withUTF8 { b in
+                    if let base = b.baseAddress { _ = try SmartStore.storedEntry(base, length: b.count, id: id, soup: info.name) }
+                }
+            }
+            throw error
+        }
         var items: [Item] = []
         for entry in doc.root.elements {
             guard let entryId = entry[SoupPath.entryId]?.int64, LocalFlags.isSet(entry[LocalFlags.local]) else { continue }
@@ -595,7 +608,7 @@ struct SyncUpTask {
         guard try statement.step() else { return nil }
         let bytes = statement.textBytes(0)
         guard let base = bytes.baseAddress else { return nil }
-        return try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
+        return try SmartStore.storedEntry(base, length: bytes.count, id: entryId, soup: info.name)
     }
 
     /// Records a batch created or updated on the server: (entry id, type, server id).

@@ -63,7 +63,7 @@ struct CustomDownTarget: CommonKeysTarget {
         guard let fetch = callbacks.fetchPage else { throw StoreError.argument("The custom target has no fetch callback") }
         let text = try fetch(targetJSON, since ?? -1, continuation)
         // Depth is checked per record when stored, so the message can name the record.
-        let doc = try JSONDocument.parse(text, what: "custom target page (fetch_page)", entryLevel: nil)
+        let doc = try JSONDocument.parse(text, what: "custom target page (fetch_page)", limitDepth: false)
         guard let records = doc.root["records"], records.isArray else {
             throw StoreError.argument("A custom target page must be {\"records\": [...], \"totalSize\"?, \"next\"?}")
         }
