@@ -204,10 +204,14 @@ final class JSONRulesTests: StoreTestCase {
         // The whole entries still come back as stored.
         let whole = try reopened.retrieve(soup: "c", ids: [10, 11]).string
         XCTAssertTrue(whole.hasPrefix(#"[{"Id":"deep""#) && whole.contains(#"{"Id":"nulkey","n":4,"a\u0000":1"#), String(whole.prefix(200)))
+        // What must parse the entry with jansson names it.
+        let error = assertStoreError(.argument) { try reopened.reIndexSoup("c", pathsJSON: #"["Id"]"#) }
+        XCTAssertTrue(error?.message.contains("Entry 11 (_soupEntryId)") ?? false, error?.message ?? "")
         // Rewriting them by their Id replaces them (the lookup reads their flags through SQL).
         try reopened.upsert(soup: "c", entriesJSON: #"[{"Id":"deep","n":5},{"Id":"nulkey","n":6}]"#, externalIdPath: "Id")
         XCTAssertEqual(try query("c", #"{"queryType":"range","indexPath":"n","beginKey":5,"pageSize":10}"#).totalEntries, 2)
         XCTAssertEqual(try reopened.entryCounts(soup: "c").dirty, 0)
+        try reopened.reIndexSoup("c", pathsJSON: #"["Id"]"#)
     }
 
     // 5. Optional JSON arguments take NULL or "" for "not given"; whitespace alone is malformed.

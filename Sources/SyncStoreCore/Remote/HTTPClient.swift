@@ -16,6 +16,7 @@ struct HTTPResponse {
     var date: Int64? = nil
 
     var text: String { String(decoding: body, as: UTF8.self) }
+    var isSuccess: Bool { status >= 200 && status < 300 }
 
     /// The body parsed from its bytes (not from `text`, which would repair invalid UTF-8).
     func json(what: String) throws -> JSONDocument {
@@ -24,7 +25,6 @@ struct HTTPResponse {
             return try JSONDocument.parse(bytes: base, length: raw.count, what: what)
         }
     }
-    var isSuccess: Bool { status >= 200 && status < 300 }
 }
 
 /// A cancellation flag shared between the sync that owns a transfer and whoever stops it.

@@ -107,11 +107,12 @@ final class EntryWriter {
         }
         defer { free(owned) }
         let length = strlen(owned)
-        // The one place every entry passes (host upserts, sync down records, sync states): none
-        // deeper than SQLite's JSON functions read is ever stored.
+        // Every tree entry passes here (host upserts, sync down records, sync states; records
+        // stored from scanned text are bounded by the scanner's depth): none deeper than
+        // SQLite's JSON functions read is ever stored.
         if JSONRules.firstTooDeep(UnsafeRawPointer(owned).assumingMemoryBound(to: UInt8.self), count: length,
                                   limit: JSONRules.maxDepth) != nil {
-            throw StoreError(ruleErrorCode, "\(describe(entry, index: index)) is nested deeper than \(JSONRules.maxDepth) levels; \(JSONRules.depthRule). Nothing was stored")
+            throw StoreError(ruleErrorCode, "\(describe(entry, index: index, existing: existing)) is nested deeper than \(JSONRules.maxDepth) levels; \(JSONRules.depthRule). Nothing was stored")
         }
         let values = zip(columns, columnPaths).map { SoupPath.indexValue(entry, $1, for: $0.type) }
         try owned.withMemoryRebound(to: UInt8.self, capacity: length) { text in
@@ -123,12 +124,13 @@ final class EntryWriter {
         return true
     }
 
-    /// How messages name entry `index` of a call: with its external id (a sync's record Id) or
-    /// its _soupEntryId when it has one.
-    func describe(_ entry: JSON, index: Int) -> String {
-        let path = externalIdPath ?? SoupPath.entryId
-        let components = externalIdPath == nil ? [SoupPath.entryId] : externalPathComponents
-        switch SoupPath.indexValue(entry, components, for: .string) {
+    /// How messages name entry `index` of a call: by its external id (a sync's record Id), else
+    /// by the _soupEntryId of the entry it replaces.
+    private func describe(_ entry: JSON, index: Int, existing: Int64?) -> String {
+        guard let path = externalIdPath else {
+            return existing.map { "Entry \(index) (\(SoupPath.entryId) \($0))" } ?? "Entry \(index)"
+        }
+        switch SoupPath.indexValue(entry, externalPathComponents, for: .string) {
         case .text(let s): return "Entry \(index) (\(path) '\(s.prefix(100))')"
         case .int(let v): return "Entry \(index) (\(path) \(v))"
         default: return "Entry \(index)"
