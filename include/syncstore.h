@@ -20,8 +20,23 @@
  *             syncstore_resync_by_name. Passing NULL there only drops that result: the call
  *             still does all its work (the sync is created or started, the entries are stored
  *             or deleted) and fails with the same status it would otherwise.
- * JSON.       Configurations, entries, query specs and results are JSON text. Invalid JSON or
- *             invalid UTF-8 is rejected with SYNCSTORE_ERR_ARGUMENT and changes nothing.
+ * JSON.       Configurations, entries, query specs and results are JSON text, held to one rule
+ *             wherever it comes from (arguments, files the library reads, server answers,
+ *             custom target callbacks, entries read back): RFC 8259 JSON in valid UTF-8 (never
+ *             repaired to U+FFFD), with no NUL byte anywhere in the text (inside a string write
+ *             \u0000), no U+0000 in an object key (in string values it is kept), and nesting at
+ *             most SYNCSTORE_JSON_MAX_DEPTH arrays and objects deep: an entry counts from itself
+ *             (the entries_json array or the server page around it does not count), any other
+ *             argument from its root. Text that breaks the rule is rejected with
+ *             SYNCSTORE_ERR_ARGUMENT and changes nothing. A sync down record that breaks it fails
+ *             the run (SERVER for a server's record, ARGUMENT for a custom target's), the
+ *             message naming the record's Id and the rule, and nothing of its page is stored.
+ *             An entry an earlier version stored against the rule still reads: queries read the
+ *             paths SQLite cannot parse in it as null, and a call that must parse it (re-index,
+ *             sync up) fails naming its _soupEntryId; upsert it anew or delete it.
+ * Empty text. An optional JSON argument (store_config, options_json, syncstore_sync_up's
+ *             target_json) takes NULL or "" for "not given". Everywhere else "" is not JSON
+ *             (ARGUMENT), and text of whitespace only is never JSON (ARGUMENT).
  * Handles.    syncstore_store is opaque. A handle stays valid until syncstore_close(); using a
  *             closed handle returns SYNCSTORE_ERR_STATE (never undefined behaviour).
  * Threads.    Every function may be called from any thread, concurrently, on the same handle.
@@ -42,6 +57,11 @@ extern "C" {
 
 /** Major version of this ABI; also the soname suffix (libsyncstore.so.1). */
 #define SYNCSTORE_ABI_VERSION 1
+
+/** Deepest nesting of arrays and objects in an entry (the entry object is level 1) or any other
+ *  JSON argument. SQLite's JSON functions read no deeper (2000 levels in SQLite 3.40-3.44, 1000
+ *  from 3.45), so every stored entry stays queryable whatever SQLite the library runs on. */
+#define SYNCSTORE_JSON_MAX_DEPTH 1000
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes
@@ -113,7 +133,7 @@ const char *syncstore_status_name(int status);
  *
  * A store is named by a storeConfig JSON: {"isGlobalStore": false, "storeName": "MyStore"}.
  * `true` / `false` alone mean {"isGlobalStore": true|false}; NULL, "" or "null" mean the default
- * user store ("smartstore"). User and global stores with the same name are different databases.
+ * user store ("smartstore"); whitespace alone is ARGUMENT. User and global stores with the same name are different databases.
  * Stores live under a root directory the host chooses: <root>/user/<name>.db and
  * <root>/global/<name>.db. Store names are 1-128 characters of [A-Za-z0-9_.-], not starting
  * with '.'.
@@ -411,7 +431,8 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
  *   a registered custom type; common keys "idFieldName" (default "Id"),
  *   "modificationDateFieldName" (default "LastModifiedDate"); soql also "maxBatchSize" (200-2000).
  * soup: must exist and have an index on the id field.
- * options_json: {"mergeMode": "OVERWRITE"|"LEAVE_IF_CHANGED", "fieldlist": [...]} or NULL.
+ * options_json: {"mergeMode": "OVERWRITE"|"LEAVE_IF_CHANGED", "fieldlist": [...]}, or NULL or ""
+ *   (OVERWRITE).
  * sync_name: NULL, or a unique name (EXISTS if taken).
  * out_sync_id: receives the sync id (may be NULL).
  * Errors: ARGUMENT, NOT_FOUND (soup), EXISTS, STATE (stopped manager, closed store).
@@ -424,7 +445,7 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
 /**
  * Creates a sync up and starts its first run. Entries with "__local__" set are pushed:
  * locally deleted -> DELETE, locally created (or without a server id) -> create, else update.
- * target_json (NULL = defaults): {"type": "collection" (batches of up to 200, the default) |
+ * target_json (NULL or "" = defaults): {"type": "collection" (batches of up to 200, the default) |
  *   "single" | a registered custom type, "createFieldlist"?, "updateFieldlist"?,
  *   "externalIdFieldName"? (creates become upserts on it), "sobjectType"? (else
  *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}.
@@ -520,6 +541,10 @@ int syncstore_load_sync_config(syncstore_store *store, const char *path, syncsto
  * runs on the store's sync worker thread and returns 0 or a SYNCSTORE_ERR_* code (filling err).
  * Strings a callback returns through out parameters must be allocated with malloc(); the
  * library frees them with free(). Unused callbacks may be NULL.
+ * What a callback returns is held to the JSON rule (see the conventions at the top): text that
+ * is not UTF-8 or breaks the rule fails the run with ARGUMENT, the message naming the callback
+ * (and a record's Id); it is never repaired. An out string left NULL or "" is no result:
+ * push_record's then means {}; fetch_page and remote_ids must return one.
  */
 typedef struct syncstore_custom_target {
     /** Passed back to every callback; must stay valid while the store is open. */

@@ -168,7 +168,11 @@ private func callHost(_ what: String, _ body: (UnsafeMutablePointer<UnsafeMutabl
                          retryable: error.retryable != 0)
     }
     guard let out else { return "" }
-    return String(cString: out)
+    // Refused, not repaired: a U+FFFD in place of the host's bytes would change its data.
+    guard let text = String(validatingCString: out) else {
+        throw StoreError(.argument, "Custom target \(what) returned text that is not valid UTF-8; its results must be UTF-8 JSON (nothing of it was stored)")
+    }
+    return text
 }
 
 private struct HostTarget: @unchecked Sendable {

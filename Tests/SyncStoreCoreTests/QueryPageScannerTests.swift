@@ -41,6 +41,7 @@ final class QueryPageScannerTests: XCTestCase {
     /// the record jansson refuses to the tree path), and reads the same values otherwise.
     private func assertAgrees(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
         let bytes = Array(text.utf8)
+        XCTAssertNil(ScannedPage.disagreement(bytes, plan: plan), text, file: file, line: line)
         let page = ScannedPage.scan(bytes, plan: plan)
         guard let doc = try? RestClient.parse(bytes, method: "GET", path: "query"), !bytes.isEmpty else {
             if let page {
@@ -175,7 +176,7 @@ final class QueryPageScannerTests: XCTestCase {
         var records: [String] = []
         for _ in 0..<Int(rng.next() % 5) {
             var members: [String] = []
-            let keys = ["Id", "Name", "Account", "Amount", "LastModifiedDate", "Other", "attributes", "I\\u0064", "__local__"]
+            let keys = ["Id", "Name", "Account", "Amount", "LastModifiedDate", "Other", "attributes", "I\\u0064", "__local__", "a\\u0000"]
             for _ in 0..<Int(rng.next() % 6) {
                 let key = keys[Int(rng.next() % UInt64(keys.count))]
                 let value = key == "Account" && rng.next() % 2 == 0
@@ -196,18 +197,11 @@ final class QueryPageScannerTests: XCTestCase {
     private func randomValue(_ rng: inout SeededRandom, depth: Int) -> String {
         let scalars = ["null", "true", "false", "0", "-0", "17", "-9223372036854775808", "9223372036854775807",
                        "9223372036854775808", "1.5", "-2.25e10", "1E-5", "6.02e23", "\"\"", "\"plain\"",
-                       "\"caf\\u00e9\"", "\"\\ud834\\udd1e\"", "\"tab\\t\\\"q\\\"\"", "\"ünïcödé ☕\"", "\"2026-01-02T03:04:05.000Z\""]
+                       "\"caf\\u00e9\"", "\"\\ud834\\udd1e\"", "{\"\\u0000\":1}", "[{\"k\\u0000\":2}]", "1\u{0}", "true\u{0}", "\"tab\\t\\\"q\\\"\"", "\"ünïcödé ☕\"", "\"2026-01-02T03:04:05.000Z\""]
         switch rng.next() % 10 {
         case 0 where depth < 3: return "[" + (0..<Int(rng.next() % 3)).map { _ in randomValue(&rng, depth: depth + 1) }.joined(separator: ",") + "]"
         case 1 where depth < 3: return "{\"Name\":\(randomValue(&rng, depth: depth + 1)),\"k\":\(randomValue(&rng, depth: depth + 1))}"
         default: return scalars[Int(rng.next() % UInt64(scalars.count))]
         }
-    }
-}
-
-extension ScannedPage {
-    /// The text of a text value as a String (nil for other kinds).
-    func string(_ value: ScannedValue) -> String? {
-        withText(value) { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -7,7 +7,7 @@ import Glibc
 // semantics §1
 final class StoreConfigTests: XCTestCase {
     func testDefaultWhenOmittedEmptyOrNull() throws {
-        for text in [nil, "", "  \n", "null"] as [String?] {
+        for text in [nil, "", "null", " null "] as [String?] {
             let config = try StoreConfig.parse(text)
             XCTAssertFalse(config.isGlobal, "\(String(describing: text))")
             XCTAssertEqual(config.name, StoreConfig.defaultName, "\(String(describing: text))")

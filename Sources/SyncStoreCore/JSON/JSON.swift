@@ -151,37 +151,42 @@ public final class JSONDocument {
     /// The root value; it keeps this document alive while in use.
     public var root: JSON { JSON(raw, owner: self) }
 
-    /// Parses JSON text. Rejects invalid UTF-8 and trailing garbage, including anything after a
-    /// NUL character (the whole text is parsed, not just the part before a NUL).
-    public static func parse(_ text: String, what: String = "JSON") throws -> JSONDocument {
-        var error = json_error_t()
+    /// Parses JSON text under the JSON rule (`JSONRules`): invalid UTF-8, trailing text, NUL
+    /// bytes and U+0000 in keys are refused, and so is text nested deeper than
+    /// `JSONRules.maxDepth` unless `limitDepth` is false: for text holding entries (host
+    /// upserts, server and callback pages), which `EntryWriter` checks one by one, naming the
+    /// one at fault (jansson's own limit, 2048, still holds).
+    public static func parse(_ text: String, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
         var text = text
-        var hasNul = false
-        let parsed = text.withUTF8 { bytes -> UnsafeMutablePointer<json_t>? in
-            guard let base = bytes.baseAddress else { return json_loadb("", 0, JSONFlags.decode, &error) }
-            // JSON never holds a raw NUL (jansson would drop one after a number or keyword).
-            if memchr(base, 0, bytes.count) != nil { hasNul = true; return nil }
-            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { json_loadb($0, bytes.count, JSONFlags.decode, &error) }
+        return try text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return try parse(bytes: "", length: 0, what: what, limitDepth: limitDepth) }
+            return try parse(bytes: base, length: bytes.count, what: what, limitDepth: limitDepth)
         }
-        if hasNul { throw StoreError.argument("Malformed \(what): it contains a NUL character; escape it as \\u0000 inside strings") }
-        guard let parsed else { throw parseError(error, what: what) }
-        return JSONDocument(owning: parsed)
+    }
+
+    /// An optional JSON argument (store config, sync options, sync up target): nil and "" both
+    /// mean "not given" (nil result). Any other text must be one JSON value; whitespace alone is
+    /// not one and is refused like any malformed text.
+    public static func parseOptional(_ text: String?, what: String) throws -> JSONDocument? {
+        guard let text, !text.isEmpty else { return nil }
+        return try parse(text, what: what)
     }
 
     /// Parses a C string without copying it into Swift first.
-    public static func parse(cString: UnsafePointer<CChar>, what: String = "JSON") throws -> JSONDocument {
-        var error = json_error_t()
-        guard let parsed = json_loads(cString, JSONFlags.decode, &error) else {
-            throw parseError(error, what: what)
-        }
-        return JSONDocument(owning: parsed)
+    public static func parse(cString: UnsafePointer<CChar>, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
+        try parse(bytes: cString, length: strlen(cString), what: what, limitDepth: limitDepth)
     }
 
-    /// Parses `length` bytes (not NUL-terminated).
-    public static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON") throws -> JSONDocument {
+    /// Parses `length` bytes (not NUL-terminated); see `parse(_:what:limitDepth:)`.
+    public static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
+        if let nul = memchr(bytes, 0, length) {
+            throw StoreError.argument("Malformed \(what): a NUL byte at offset \(UnsafeRawPointer(nul) - bytes); \(JSONRules.nulRule)")
+        }
+        if limitDepth, let at = JSONRules.firstTooDeep(bytes.assumingMemoryBound(to: UInt8.self), count: length, limit: JSONRules.maxDepth) {
+            throw StoreError.argument("Malformed \(what): nested deeper than \(JSONRules.maxDepth) levels at offset \(at); \(JSONRules.depthRule)")
+        }
         var error = json_error_t()
-        guard let parsed = json_loadb(bytes.assumingMemoryBound(to: CChar.self), length,
-                                      JSONFlags.decode, &error) else {
+        guard let parsed = json_loadb(bytes.assumingMemoryBound(to: CChar.self), length, JSONFlags.decode, &error) else {
             throw parseError(error, what: what)
         }
         return JSONDocument(owning: parsed)
@@ -189,9 +194,12 @@ public final class JSONDocument {
 
     private static func parseError(_ error: json_error_t, what: String) -> StoreError {
         var e = error
-        let text = withUnsafePointer(to: &e.text) {
+        var text = withUnsafePointer(to: &e.text) {
             $0.withMemoryRebound(to: CChar.self, capacity: Int(JSON_ERROR_TEXT_LENGTH)) { String(cString: $0) }
         }
+        // jansson's own words for two parts of the rule; say the rule too.
+        if text.contains("NUL byte in object key") { text += "; \(JSONRules.nulKeyRule)" }
+        if text.contains("maximum parsing depth") { text += "; \(JSONRules.depthRule)" }
         return .argument("Malformed \(what) at line \(e.line), column \(e.column): \(text)")
     }
 

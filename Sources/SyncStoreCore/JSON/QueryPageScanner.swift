@@ -5,12 +5,15 @@ import Glibc
 /// would find there, for the scalar cases the scanner handles.
 struct ScanPlan {
     let paths: [[String]]
+    /// The slot of the record's id, which messages about a record name it by.
+    let idSlot: Int?
     fileprivate let root: ScanNode
 
     /// `reservedKeys`: top-level keys whose presence sends a record to the tree path (keys the
     /// store writes). nil when the plan is beyond what the scanner tracks (over 64 keys at one level).
-    init?(paths: [[String]], reservedKeys: [String]) {
+    init?(paths: [[String]], reservedKeys: [String], idSlot: Int? = nil) {
         self.paths = paths
+        self.idSlot = idSlot
         let root = ScanNode(key: [])
         for (slot, path) in paths.enumerated() {
             guard !path.isEmpty else { return nil }
@@ -80,6 +83,20 @@ struct ScannedPage {
 
     func value(record: Int, slot: Int) -> ScannedValue { values[record * plan.paths.count + slot] }
 
+    /// "Record 3 (Id '001…')" for messages about record `k`.
+    func describe(record k: Int) -> String {
+        guard let slot = plan.idSlot else { return "Record \(k)" }
+        let id = value(record: k, slot: slot)
+        if case .int(let v) = id { return "Record \(k) (\(plan.paths[slot].joined(separator: ".")) \(v))" }
+        guard let text = string(id) else { return "Record \(k)" }
+        return "Record \(k) (\(plan.paths[slot].joined(separator: ".")) '\(text.prefix(100))')"
+    }
+
+    /// The text of a text value as a String (nil for other kinds).
+    func string(_ value: ScannedValue) -> String? {
+        withText(value) { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Calls `body` with the bytes of a text value (nil for other kinds).
     func withText<T>(_ value: ScannedValue, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
         switch value {
@@ -121,9 +138,10 @@ private struct ByteScanner {
     let n: Int
     var i = 0
     var unsupported = false
-    /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson.
+    /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson. Records
+    /// (two levels down) then stay within JSONRules.maxDepth, which the fast path relies on.
     var depth = 0
-    static let maxDepth = 512
+    static let maxDepth = min(512, JSONRules.maxDepth)
 
     init(p: UnsafePointer<UInt8>, n: Int) {
         self.p = p
@@ -140,10 +158,12 @@ private struct ByteScanner {
 
     @inline(__always) func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
 
-    /// A member's key and its colon; the value starts at p[i].
+    /// A member's key and its colon; the value starts at p[i]. A key holding U+0000 (which
+    /// jansson refuses) makes the record `unsupported`: the tree path then refuses it by name.
     @inline(__always) mutating func memberKey() -> StringRange? {
         skipSpace()
         guard at(quote), let key = string() else { return nil }
+        if key.escaped && holdsNul(key) { unsupported = true }
         skipSpace()
         guard at(colon) else { return nil }
         i += 1
@@ -390,6 +410,21 @@ private struct ByteScanner {
         }
     }
 
+    /// Whether a validated string's escapes spell U+0000.
+    func holdsNul(_ s: StringRange) -> Bool {
+        var k = s.start
+        while k < s.end {
+            guard p[k] == backslash else { k += 1; continue }
+            if p[k + 1] == UInt8(ascii: "u") {
+                if hex4(k + 2) == 0 { return true }
+                k += 6
+            } else {
+                k += 2
+            }
+        }
+        return false
+    }
+
     func hex4(_ at: Int) -> UInt32? {
         guard at + 4 <= n else { return nil }
         var v: UInt32 = 0
@@ -521,5 +556,64 @@ private struct ByteScanner {
 
     func keyEquals(_ key: StringRange, _ word: StaticString) -> Bool {
         key.end - key.start == word.utf8CodeUnitCount && memcmp(p + key.start, word.utf8Start, word.utf8CodeUnitCount) == 0
+    }
+}
+
+extension ScannedPage {
+    /// Differential check of the two ways sync down reads a query page (for fuzz targets and
+    /// tests): the scanner (fast path) against jansson (the tree path), on the same bytes and
+    /// plan. nil when they agree, else what differs. They agree when the scanner declines
+    /// (jansson then takes the page), or when every record the scanner would store as text
+    /// parses with jansson to the record jansson reads in the page, with the same values on
+    /// the plan's paths, and the page's totalSize, done and nextRecordsUrl match. A record
+    /// the scanner leaves to the tree path may be one jansson refuses: that fails the run, as
+    /// jansson refusing the page does.
+    static func disagreement(_ bytes: [UInt8], plan: ScanPlan) -> String? {
+        guard let page = scan(bytes, plan: plan) else { return nil }
+        let whole = try? RestClient.parse(bytes, method: "GET", path: "query")
+        var trees: [JSONDocument] = []
+        for (k, record) in page.records.enumerated() {
+            let text = Array(bytes[Int(record.start)..<Int(record.end)])
+            guard let tree = try? RestClient.parse(text, method: "GET", path: "record") else {
+                if record.needsTree { return whole == nil ? nil : "jansson reads the page but refuses record \(k) alone" }
+                return "the scanner stores record \(k) as text jansson refuses"
+            }
+            trees.append(tree)
+        }
+        guard let whole else { return "the scanner accepts a page jansson refuses" }
+        guard let records = whole.root["records"], records.isArray, records.count == page.records.count else {
+            return "jansson reads another records array"
+        }
+        if page.totalSize != whole.root["totalSize"]?.int64 { return "totalSize differs" }
+        if page.done != (whole.root["done"]?.bool ?? true) { return "done differs" }
+        if page.nextRecordsUrl != whole.root["nextRecordsUrl"]?.string { return "nextRecordsUrl differs" }
+        for (k, record) in records.elements.enumerated() {
+            if trees[k].root.dump() != record.dump() { return "record \(k)'s text is not the record jansson reads" }
+            if page.records[k].needsTree { continue }
+            for (slot, path) in page.plan.paths.enumerated() {
+                let projected = SoupPath.project(record, path[...])
+                let expected = withExtendedLifetime(projected) { () -> String in
+                    guard let v = projected.json else { return "null" }
+                    switch v.kind {
+                    case .null: return "null"
+                    case .string: return "s:" + (v.string ?? "")
+                    case .integer: return "i:\(v.int64 ?? 0)"
+                    case .real: return "r:\(v.double ?? 0)"
+                    case .bool: return "b:\(v.bool ?? false)"
+                    case .object, .array: return "tree"
+                    }
+                }
+                let actual: String
+                switch page.value(record: k, slot: slot) {
+                case .null: actual = "null"
+                case .int(let v): actual = "i:\(v)"
+                case .real(let v): actual = "r:\(v)"
+                case .bool(let b): actual = "b:\(b)"
+                case let value: actual = "s:" + (page.string(value) ?? "?")
+                }
+                if actual != expected { return "record \(k) path \(path.joined(separator: ".")): scanner \(actual), jansson \(expected)" }
+            }
+        }
+        return nil
     }
 }

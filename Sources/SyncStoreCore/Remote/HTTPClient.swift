@@ -17,6 +17,14 @@ struct HTTPResponse {
 
     var text: String { String(decoding: body, as: UTF8.self) }
     var isSuccess: Bool { status >= 200 && status < 300 }
+
+    /// The body parsed from its bytes (not from `text`, which would repair invalid UTF-8).
+    func json(what: String) throws -> JSONDocument {
+        try body.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return try JSONDocument.parse("", what: what) }
+            return try JSONDocument.parse(bytes: base, length: raw.count, what: what)
+        }
+    }
 }
 
 /// A cancellation flag shared between the sync that owns a transfer and whoever stops it.

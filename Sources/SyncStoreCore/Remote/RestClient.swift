@@ -92,7 +92,8 @@ final class RestClient: @unchecked Sendable {
         try body.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, raw.count > 0 else { return JSONDocument(owning: json_null_value()) }
             do {
-                return try JSONDocument.parse(bytes: base, length: raw.count, what: "server response")
+                // Depth is checked per record when stored, so the message can name the record.
+                return try JSONDocument.parse(bytes: base, length: raw.count, what: "server response", limitDepth: false)
             } catch let e as StoreError {
                 throw StoreError(.server, "\(method) \(path): \(e.message)")
             }

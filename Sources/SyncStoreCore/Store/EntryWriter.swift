@@ -29,6 +29,9 @@ final class EntryWriter {
     /// as an update. Either loss would make the next sync up create the record again.
     var hostWrite: RecentCreates?
     private var markLookup: Statement?
+    /// The code of an entry that breaks the JSON rule: ARGUMENT for the host's own, SERVER for
+    /// a server's records.
+    var ruleErrorCode = ErrorCode.argument
 
     init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?, leaveIfChanged: Bool = false) throws {
         self.db = db
@@ -104,6 +107,13 @@ final class EntryWriter {
         }
         defer { free(owned) }
         let length = strlen(owned)
+        // Every tree entry passes here (host upserts, sync down records, sync states; records
+        // stored from scanned text are bounded by the scanner's depth): none deeper than
+        // SQLite's JSON functions read is ever stored.
+        if JSONRules.firstTooDeep(UnsafeRawPointer(owned).assumingMemoryBound(to: UInt8.self), count: length,
+                                  limit: JSONRules.maxDepth) != nil {
+            throw StoreError(ruleErrorCode, "\(describe(entry, index: index, existing: existing)) is nested deeper than \(JSONRules.maxDepth) levels; \(JSONRules.depthRule). Nothing was stored")
+        }
         let values = zip(columns, columnPaths).map { SoupPath.indexValue(entry, $1, for: $0.type) }
         try owned.withMemoryRebound(to: UInt8.self, capacity: length) { text in
             try store(id: id, replacing: existing != nil, now: now, text: text, length: length) { statement, position, column in
@@ -112,6 +122,19 @@ final class EntryWriter {
         }
         out?.append(cString: owned)
         return true
+    }
+
+    /// How messages name entry `index` of a call: by its external id (a sync's record Id), else
+    /// by the _soupEntryId of the entry it replaces.
+    private func describe(_ entry: JSON, index: Int, existing: Int64?) -> String {
+        guard let path = externalIdPath else {
+            return existing.map { "Entry \(index) (\(SoupPath.entryId) \($0))" } ?? "Entry \(index)"
+        }
+        switch SoupPath.indexValue(entry, externalPathComponents, for: .string) {
+        case .text(let s): return "Entry \(index) (\(path) '\(s.prefix(100))')"
+        case .int(let v): return "Entry \(index) (\(path) \(v))"
+        default: return "Entry \(index)"
+        }
     }
 
     /// The stored entry's text value at `path` (nil when absent or not text).
@@ -124,7 +147,7 @@ final class EntryWriter {
     }
 
     private func keepSentMark(_ entry: JSON, of id: Int64) throws {
-        let statement = try markLookup ?? db.cached("SELECT json_extract(soup, '$.\(LocalFlags.pendingCreate)') FROM \(soup.table) WHERE id = ?")
+        let statement = try markLookup ?? db.cached("SELECT \(SoupPath.jsonExtract(LocalFlags.pendingCreate)) FROM \(soup.table) WHERE id = ?")
         markLookup = statement
         statement.reset()
         defer { statement.reset() }
@@ -139,7 +162,7 @@ final class EntryWriter {
     static func scanPlan(soup: SoupInfo, externalIdPath: String, extraKeys: [String], reservedKeys: [String]) -> ScanPlan? {
         ScanPlan(paths: soup.columnIndexes.map { SoupPath.components($0.path) } + [SoupPath.components(externalIdPath)]
                     + extraKeys.map { [$0] },
-                 reservedKeys: reservedKeys)
+                 reservedKeys: reservedKeys, idSlot: soup.columnIndexes.count)
     }
 
     var firstExtraSlot: Int { columns.count + 1 }

@@ -370,6 +370,17 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
+    /// A stored entry parsed. One an earlier version stored against today's JSON rule (a key
+    /// with U+0000, nesting jansson refuses) is named by its id, so the host can delete or
+    /// rewrite it; an entry only deeper than the rule's limit still reads.
+    static func storedEntry(_ bytes: UnsafeRawPointer, length: Int, id: Int64, soup: String) throws -> JSONDocument {
+        do {
+            return try JSONDocument.parse(bytes: bytes, length: length, what: "stored entry", limitDepth: false)
+        } catch let error as StoreError {
+            throw StoreError(.argument, "Entry \(id) (_soupEntryId) of soup '\(soup)' cannot be read: \(error.message). It was stored by an earlier version; delete it or upsert it anew")
+        }
+    }
+
     /// Recomputes index columns from each entry's JSON.
     private func reindex(_ db: Connection, _ info: SoupInfo, indexes: [IndexColumn]) throws {
         guard !indexes.isEmpty else { return }
@@ -381,7 +392,7 @@ public final class SmartStore: @unchecked Sendable {
         while try scan.step() {
             let bytes = scan.textBytes(1)
             guard let base = bytes.baseAddress else { continue }
-            let doc = try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
+            let doc = try SmartStore.storedEntry(base, length: bytes.count, id: scan.int64(0), soup: info.name)
             rows.append((scan.int64(0), indexes.map { SoupPath.indexValue(doc.root, $0.path, for: $0.type) }))
         }
         for (id, values) in rows {
@@ -432,7 +443,7 @@ public final class SmartStore: @unchecked Sendable {
     /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
     /// the stored entries as a JSON array.
     public func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(entriesJSON, what: "entries")
+        let doc = try JSONDocument.parse(entriesJSON, what: "entries", limitDepth: false)
         return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath)
     }
 

@@ -15,7 +15,7 @@ struct IndexColumn {
     /// The SQL expression reading this path, optionally through a table alias.
     func expression(qualifier: String? = nil) -> String {
         if hasColumn { return qualifier.map { "\($0).\(columnName)" } ?? columnName }
-        return SoupPath.jsonExtract(path, soupColumn: qualifier.map { "\($0).soup" } ?? "soup")
+        return SoupPath.jsonExtract(path, soupColumn: qualifier.map { "\($0).soup" } ?? "soup", guarded: false)
     }
 }
 

@@ -28,10 +28,18 @@ enum SoupPath {
     /// Quoting each key lets keys hold spaces or punctuation; `'` is doubled for the literal.
     /// SQLite matches a quoted key against the key as escaped in the JSON text, where `\` is
     /// `\\`, so backslashes are doubled (newer SQLite unescapes both sides; doubling works there too).
-    static func jsonExtract(_ path: String, soupColumn: String = "soup") -> String {
+    ///
+    /// `guarded`: an entry SQLite's JSON functions cannot parse (stored by an earlier version,
+    /// e.g. nested deeper than SQLite reads) reads as null instead of failing the whole statement,
+    /// so one such entry never stops a soup's queries. json_valid costs no second parse: SQLite
+    /// caches a statement's parses of the same text. json1 index expressions stay unguarded: a
+    /// query must spell the expression exactly as the stored CREATE INDEX does to use the index
+    /// (and SQLite never let such an index hold an unparsable entry).
+    static func jsonExtract(_ path: String, soupColumn: String = "soup", guarded: Bool = true) -> String {
         var jsonPath = "$"
         for part in path.split(separator: ".") { jsonPath += ".\"\(String(part).replacingAll("\\", with: "\\\\"))\"" }
-        return "json_extract(\(soupColumn), '\(jsonPath.replacingAll("'", with: "''"))')"
+        let extract = "json_extract(\(soupColumn), '\(jsonPath.replacingAll("'", with: "''"))')"
+        return guarded ? "CASE WHEN json_valid(\(soupColumn)) THEN \(extract) END" : extract
     }
 
     /// The value at `path`. Going through an array collects the projection of every element

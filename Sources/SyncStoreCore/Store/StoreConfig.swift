@@ -20,8 +20,7 @@ public struct StoreConfig: Equatable, Sendable {
     }
 
     public static func parse(_ text: String?) throws -> StoreConfig {
-        guard let text, !text.allSatisfy({ $0 == " " || $0 == "\n" || $0 == "\t" }) else { return try StoreConfig() }
-        let doc = try JSONDocument.parse(text, what: "store config")
+        guard let doc = try JSONDocument.parseOptional(text, what: "store config") else { return try StoreConfig() }
         let root = doc.root
         switch root.kind {
         case .null: return try StoreConfig()

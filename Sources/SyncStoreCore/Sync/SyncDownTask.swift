@@ -98,6 +98,7 @@ struct SyncDownTask {
                 let info = try ctx.store.requireSoup(group.soupName)
                 try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,
                                               leaveIfChanged: options.mergeMode == .leaveIfChanged) { writer in
+                    if !(target is CustomDownTarget) { writer.ruleErrorCode = .server }
                     if let scanned = group.scanned {
                         try write(scanned, group: group, writer: writer, members: members, now: now,
                                   maxTimeStamp: &seen)
@@ -133,7 +134,7 @@ struct SyncDownTask {
             do {
                 return try JSONDocument.parse(bytes: base + Int(record.start), length: Int(record.end - record.start), what: "server record")
             } catch let e as StoreError {
-                throw StoreError(.server, "Record \(i) of a query page: \(e.message)")
+                throw StoreError(.server, "\(page.describe(record: i)) of a query page: \(e.message)")
             }
         }
     }

@@ -153,8 +153,9 @@ struct SyncOptions {
     var fieldlist: [String]? = nil
 
     static func parse(_ text: String?) throws -> (SyncOptions, String) {
-        guard let text, !text.isEmpty else { return (SyncOptions(), "{\"mergeMode\":\"OVERWRITE\"}") }
-        let doc = try JSONDocument.parse(text, what: "sync options")
+        guard let doc = try JSONDocument.parseOptional(text, what: "sync options") else {
+            return (SyncOptions(), "{\"mergeMode\":\"OVERWRITE\"}")
+        }
         guard doc.root.isObject || doc.root.isNull else { throw StoreError.argument("Sync options must be a JSON object") }
         var options = SyncOptions()
         if let mode = doc.root["mergeMode"], !mode.isNull {

@@ -21,7 +21,7 @@ struct SyncUpTarget {
                                         "systemmodstamp", "isdeleted", "lastvieweddate", "lastreferenceddate", "attributes"]
 
     static func parse(_ text: String?, customTargets: CustomTargetRegistry) throws -> SyncUpTarget {
-        let doc = try JSONDocument.parse(text ?? "{}", what: "sync up target")
+        let doc = try JSONDocument.parseOptional(text, what: "sync up target") ?? JSONDocument.object()
         let root = doc.root.isNull ? JSONDocument.object().root : doc.root
         guard root.isObject else { throw StoreError.argument("A sync up target must be a JSON object") }
         let common = try TargetCommon(root)

@@ -100,7 +100,20 @@ struct SyncUpTask {
 
     func load(_ ids: [Int64], info: SoupInfo) throws -> [Item] {
         let text = try ctx.store.retrieve(soup: info.name, ids: ids)
-        let doc = try JSONDocument.parse(text.string, what: "dirty entries")
+        let doc: JSONDocument
+        do {
+            doc = try JSONDocument.parse(text.string, what: "dirty entries", limitDepth: false)
+        } catch {
+            // Name the entry at fault (one stored by an earlier version against the JSON rule).
+            for id in ids {
+                let one = try ctx.store.retrieve(soup: info.name, ids: [id])
+                var bytes = one.string
+                try bytes.withUTF8 { b in
+                    if let base = b.baseAddress { _ = try SmartStore.storedEntry(base, length: b.count, id: id, soup: info.name) }
+                }
+            }
+            throw error
+        }
         var items: [Item] = []
         for entry in doc.root.elements {
             guard let entryId = entry[SoupPath.entryId]?.int64, LocalFlags.isSet(entry[LocalFlags.local]) else { continue }
@@ -329,7 +342,7 @@ struct SyncUpTask {
                 let response = try ctx.rest.send("GET", "sobjects/\(RemoteURL.encode(items[i].type))/\(RemoteURL.encode(id))?fields=\(RemoteURL.encode(field))", cancel: ctx.cancel)
                 if response.status == 404 { serverTimes[id] = .some(nil); continue }
                 guard response.isSuccess else { throw RestClient.error(for: response, method: "GET", path: "sobjects/\(items[i].type)") }
-                let doc = try JSONDocument.parse(response.text, what: "server record")
+                let doc = try response.json(what: "server record")
                 serverTimes[id] = doc.root[field]?.string.flatMap(Timestamp.parse)
             }
         } else {
@@ -484,7 +497,7 @@ struct SyncUpTask {
 
     func createdOutcome(_ response: HTTPResponse) throws -> Outcome {
         guard response.isSuccess else { return .failed(errorText(response)) }
-        let doc = try JSONDocument.parse(response.text.isEmpty ? "{}" : response.text, what: "create response")
+        let doc = try response.body.isEmpty ? JSONDocument.object() : response.json(what: "create response")
         guard let id = doc.root["id"]?.string else {
             return .failed(errorJSON("NO_ID", "The server answered the create without an id"))
         }
@@ -523,7 +536,7 @@ struct SyncUpTask {
             let ids = deletes.compactMap { items[$0].serverId }.map(RemoteURL.encode).joined(separator: ",")
             let response = try ctx.rest.send("DELETE", "composite/sobjects?ids=\(ids)&allOrNone=false", cancel: ctx.cancel)
             guard response.isSuccess else { throw RestClient.error(for: response, method: "DELETE", path: "composite/sobjects") }
-            let results = try JSONDocument.parse(response.text, what: "collection response")
+            let results = try response.json(what: "collection response")
             for (position, i) in deletes.enumerated() {
                 let result = outcome(results, position, created: false)
                 if case .failed(let e) = result, e.contains("ENTITY_IS_DELETED") || e.contains("NOT_FOUND") {
@@ -546,7 +559,7 @@ struct SyncUpTask {
         body.root.set("records", owned: list.root.retained())
         let response = try ctx.rest.send(method, path, body: Array(body.root.dump().utf8), cancel: ctx.cancel)
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
-        let results = try JSONDocument.parse(response.text, what: "collection response")
+        let results = try response.json(what: "collection response")
         guard results.root.isArray, results.root.count == records.count else {
             throw StoreError(.server, "\(method) \(path) answered \(results.root.count) results for \(records.count) records")
         }
@@ -574,7 +587,7 @@ struct SyncUpTask {
         }
         do {
             let text = try push(target.json, action, item.entry.root.dump())
-            let doc = try JSONDocument.parse(text.isEmpty ? "{}" : text, what: "custom push result")
+            let doc = try JSONDocument.parse(text.isEmpty ? "{}" : text, what: "custom target push_record result")
             switch item.action {
             case .create:
                 guard let id = doc.root["id"]?.string else { return .failed(errorJSON("NO_ID", "The custom target returned no id")) }
@@ -595,7 +608,7 @@ struct SyncUpTask {
         guard try statement.step() else { return nil }
         let bytes = statement.textBytes(0)
         guard let base = bytes.baseAddress else { return nil }
-        return try JSONDocument.parse(bytes: base, length: bytes.count, what: "stored entry")
+        return try SmartStore.storedEntry(base, length: bytes.count, id: entryId, soup: info.name)
     }
 
     /// Records a batch created or updated on the server: (entry id, type, server id).

@@ -62,7 +62,8 @@ struct CustomDownTarget: CommonKeysTarget {
     private func page(_ ctx: SyncContext, since: Int64?, continuation: String?) throws -> DownPage {
         guard let fetch = callbacks.fetchPage else { throw StoreError.argument("The custom target has no fetch callback") }
         let text = try fetch(targetJSON, since ?? -1, continuation)
-        let doc = try JSONDocument.parse(text, what: "custom target page")
+        // Depth is checked per record when stored, so the message can name the record.
+        let doc = try JSONDocument.parse(text, what: "custom target page (fetch_page)", limitDepth: false)
         guard let records = doc.root["records"], records.isArray else {
             throw StoreError.argument("A custom target page must be {\"records\": [...], \"totalSize\"?, \"next\"?}")
         }
@@ -77,7 +78,7 @@ struct CustomDownTarget: CommonKeysTarget {
 
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
         guard let list = callbacks.remoteIds else { return nil }
-        let doc = try JSONDocument.parse(try list(targetJSON), what: "custom target id list")
+        let doc = try JSONDocument.parse(try list(targetJSON), what: "custom target id list (remote_ids)")
         return [ctx.soupName: Set(try stringList(doc.root, "remote ids"))]
     }
 }
