@@ -123,7 +123,7 @@ static void test_callbacks_run_on_the_worker(void) {
 
 /* ---- 2. Sync calls racing the last close: no engine left behind, no callback after close ---- */
 
-#define RACERS 3
+#define RACERS 8
 
 /* One open..close of the store; racers take all of it through one atomic pointer. */
 typedef struct {
@@ -158,7 +158,7 @@ static void *racer_main(void *arg) {
     int me = 0;
     while (!atomic_load(&sh->stop)) {
         round_ctx *r = atomic_load(&sh->round);
-        if (!r) { sched_yield(); continue; }
+        if (!r) { sleep_ms(1); continue; }
         syncstore_store *s = r->store;
         syncstore_error e;
         int rc;
@@ -174,8 +174,7 @@ static void *racer_main(void *arg) {
          * of this sync already queued, never the sync lock of an engine left behind. */
         if (rc != SYNCSTORE_OK && rc != SYNCSTORE_ERR_STATE && rc != SYNCSTORE_ERR_NOT_FOUND &&
             !(rc == SYNCSTORE_ERR_BUSY && strstr(e.message, "already running"))) {
-            fprintf(stderr, "racing call: %s %s\n", syncstore_status_name(rc), e.message);
-            atomic_fetch_add(&sh->unexpected, 1);
+            if (atomic_fetch_add(&sh->unexpected, 1) < 3) fprintf(stderr, "racing call: %s %s\n", syncstore_status_name(rc), e.message);
         }
     }
     return NULL;
@@ -185,21 +184,27 @@ static void test_sync_calls_racing_close(void) {
     syncstore_error err;
     syncstore_custom_target target = {NULL, quick_fetch, NULL, NULL};
     const char *config = "{\"storeName\":\"race-close\"}";
+    /* The sync outlives the rounds (it is stored); each round opens the store, lets the racers
+     * call through the new handle, and closes it. The racers are the first to touch the sync
+     * engine in a round: a lookup that loses the race must not build one after the close. */
+    syncstore_store *s = NULL;
+    int64_t id = 0;
+    EXPECT(syncstore_open(root, config, &s, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_soup(s, "things", ID_SPECS, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_custom_target(s, "quick", &target, &err), SYNCSTORE_OK, &err);
+    /* In the rounds the type is not registered: runs end FAILED at once, callbacks and all. */
+    EXPECT(syncstore_create_sync_down(s, "{\"type\":\"quick\"}", "things", NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
     race_shared sh = {0};
     pthread_t threads[RACERS];
     for (int k = 0; k < RACERS; k++) pthread_create(&threads[k], NULL, racer_main, &sh);
-    enum { ROUNDS = 150 };
+    enum { ROUNDS = 400 };
     round_ctx *rounds = calloc(ROUNDS, sizeof *rounds);
     int busy_after = 0, late = 0, terminal = 0;
-    for (int i = 0; i < ROUNDS; i++) {
-        syncstore_store *s = NULL;
+    double deadline = now_s() + 5;
+    int played = 0;
+    for (int i = 0; i < ROUNDS && now_s() < deadline; i++, played++) {
         if (syncstore_open(root, config, &s, &err) != SYNCSTORE_OK) { EXPECT(SYNCSTORE_ERR_INTERNAL, SYNCSTORE_OK, &err); break; }
-        syncstore_register_soup(s, "things", ID_SPECS, NULL);
-        syncstore_register_custom_target(s, "quick", &target, NULL);
-        /* A sync call right after open works: no engine of an earlier round holds the lock. */
-        int64_t id = 0;
-        int rc = syncstore_create_sync_down(s, "{\"type\":\"quick\"}", "things", NULL, NULL, &id, &err);
-        if (rc != SYNCSTORE_OK) { busy_after++; fprintf(stderr, "round %d: create_sync_down %s %s\n", i, syncstore_status_name(rc), err.message); }
         rounds[i].store = s;
         rounds[i].sync_id = id;
         atomic_store(&sh.round, &rounds[i]);
@@ -207,11 +212,18 @@ static void test_sync_calls_racing_close(void) {
         EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
         atomic_store(&rounds[i].closed, 1);
         atomic_store(&sh.round, NULL);
+        /* No sync engine of this round is left holding the store's sync lock. */
+        EXPECT(syncstore_open(root, config, &s, &err), SYNCSTORE_OK, &err);
+        char *state = NULL;
+        int rc = syncstore_get_sync_status(s, id, &state, &err);
+        syncstore_free(state);
+        if (rc != SYNCSTORE_OK && busy_after++ < 3) fprintf(stderr, "round %d: get_sync_status %s %s\n", i, syncstore_status_name(rc), err.message);
+        EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
     }
     atomic_store(&sh.stop, 1);
     for (int k = 0; k < RACERS; k++) pthread_join(threads[k], NULL);
     sleep_ms(200); /* callbacks of an engine left behind would arrive by now */
-    for (int i = 0; i < ROUNDS; i++) {
+    for (int i = 0; i < played; i++) {
         late += atomic_load(&rounds[i].late);
         terminal += atomic_load(&rounds[i].terminal);
     }
@@ -221,15 +233,16 @@ static void test_sync_calls_racing_close(void) {
     CHECK(atomic_load(&sh.started_runs) > 0);
     /* Every run started ended with exactly one terminal callback, before its close returned. */
     CHECK(terminal == atomic_load(&sh.started_runs));
-    if (terminal != atomic_load(&sh.started_runs)) fprintf(stderr, "%d runs started, %d terminal callbacks\n", atomic_load(&sh.started_runs), terminal);
     if (late) fprintf(stderr, "%d callbacks arrived after syncstore_close returned\n", late);
+    if (terminal != atomic_load(&sh.started_runs)) fprintf(stderr, "%d runs started, %d terminal callbacks\n", atomic_load(&sh.started_runs), terminal);
     /* The store opens and syncs at once afterwards. */
-    syncstore_store *s = NULL;
     EXPECT(syncstore_open(root, config, &s, &err), SYNCSTORE_OK, &err);
-    syncstore_register_custom_target(s, "quick", &target, NULL);
-    int64_t id = 0;
-    EXPECT(syncstore_sync_down(s, "{\"type\":\"quick\"}", "things", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
-    EXPECT(syncstore_wait_sync(s, id, 10000, NULL, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_custom_target(s, "quick", &target, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_resync(s, id, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    char *state = NULL;
+    EXPECT(syncstore_wait_sync(s, id, 10000, &state, &err), SYNCSTORE_OK, &err);
+    CHECK(state && strstr(state, "\"DONE\""));
+    syncstore_free(state);
     EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
     free(rounds);
 }
@@ -326,18 +339,18 @@ static void test_remove_register_racing_readers(void) {
     pthread_t threads[READERS];
     for (int k = 0; k < READERS; k++) pthread_create(&threads[k], NULL, soup_reader_main, &sh);
     int bad = 0;
-    for (int i = 0; i < 400 && bad < 5; i++) {
+    /* Back to back, as a host would: a reader's catalog read from the file just before the
+     * removal commits must not bring the soup back afterwards. */
+    double deadline = now_s() + 5;
+    for (int i = 0; i < 1000 && bad < 5 && now_s() < deadline; i++) {
         int rc = syncstore_remove_soup(sh.store, "volatile", &err);
         if (rc != SYNCSTORE_OK) { bad++; fprintf(stderr, "round %d: remove_soup %s\n", i, err.message); continue; }
         rc = syncstore_register_soup(sh.store, "volatile", ID_SPECS, &err);
         if (rc != SYNCSTORE_OK) { bad++; fprintf(stderr, "round %d: register_soup %s\n", i, err.message); continue; }
-        int exists = 0;
-        syncstore_soup_exists(sh.store, "volatile", &exists, &err);
         rc = syncstore_upsert(sh.store, "volatile", "{\"Id\":\"x\",\"n\":1}", NULL, NULL, &err);
-        if (!exists || rc != SYNCSTORE_OK) {
+        if (rc != SYNCSTORE_OK) {
             bad++;
-            fprintf(stderr, "round %d: register_soup said OK but exists=%d, upsert %s %s\n", i, exists,
-                    syncstore_status_name(rc), rc ? err.message : "");
+            fprintf(stderr, "round %d: register_soup said OK, then upsert %s %s\n", i, syncstore_status_name(rc), err.message);
         }
     }
     atomic_store(&sh.stop, 1);
@@ -414,11 +427,12 @@ static void test_cursor_across_alter(void) {
 
 int main(int argc, char **argv) {
     root = argc > 1 ? argv[1] : "test-stores/lifetime";
+    const char *only = argc > 2 ? argv[2] : "";
     check_fresh_dir(root);
-    test_callbacks_run_on_the_worker();
-    test_sync_calls_racing_close();
-    test_open_racing_close();
-    test_remove_register_racing_readers();
-    test_cursor_across_alter();
+    if (!*only || strstr(only, "worker")) test_callbacks_run_on_the_worker();
+    if (!*only || strstr(only, "close")) test_sync_calls_racing_close();
+    if (!*only || strstr(only, "open")) test_open_racing_close();
+    if (!*only || strstr(only, "soup")) test_remove_register_racing_readers();
+    if (!*only || strstr(only, "cursor")) test_cursor_across_alter();
     return check_finish();
 }
