@@ -123,18 +123,24 @@ public final class SyncManager: @unchecked Sendable {
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
-    private func start(_ id: Int64, owner: Int, callback: SyncCallback?) throws {
-        try enqueue(id, owner: owner) { [self] cancel in run(id, cancel: cancel, callback: callback) }
+    /// Starts a run; with `unlessActive`, a sync that already has one is skipped (false)
+    /// instead of BUSY.
+    @discardableResult
+    private func start(_ id: Int64, owner: Int, callback: SyncCallback?, unlessActive: Bool = false) throws -> Bool {
+        try enqueue(id, owner: owner, unlessActive: unlessActive) { [self] cancel in run(id, cancel: cancel, callback: callback) }
     }
 
     /// Registers a run of sync `id` and queues `job` on the worker, in one critical section
     /// with the checks: a change of key sees every run, stop() cancels every run that passed
     /// its check, close(owner:) every run of its handle, and close() every run it did not
     /// refuse (the worker runs what was queued before it finished).
-    private func enqueue(_ id: Int64, owner: Int, _ job: @escaping @Sendable (CancelFlag) -> Void) throws {
+    @discardableResult
+    private func enqueue(_ id: Int64, owner: Int, unlessActive: Bool = false, _ job: @escaping @Sendable (CancelFlag) -> Void) throws -> Bool {
         try lock.withLock {
             try checkOpenLocked()
             guard store.isOwnerOpen(owner) else { throw StoreError(.state, "The store handle is closed; open the store again") }
+            // Runs only begin under this lock: not active now means begin cannot say BUSY.
+            if unlessActive && tracker.isActive(id) { return false }
             let cancel = try tracker.begin(id, owner: owner)
             let queued = worker.submit { [tracker] in
                 defer { tracker.finish(id, cancel) }
@@ -144,6 +150,7 @@ public final class SyncManager: @unchecked Sendable {
                 tracker.finish(id, cancel)
                 throw StoreError(.busy, "The sync worker thread could not be started (the system refused a new thread); retry later", retryable: true)
             }
+            return true
         }
     }
 
@@ -290,14 +297,9 @@ public final class SyncManager: @unchecked Sendable {
         lock.withLock { paused = false }
         guard restartStopped else { return [] }
         var started: [Int64] = []
+        // A sync another call started meanwhile is left to that run; the others still restart.
         for state in try states.all() where state.status == .stopped {
-            do {
-                try start(state.id, owner: owner, callback: callback)
-                started.append(state.id)
-            } catch let error as StoreError where error.code == .busy && tracker.isActive(state.id) {
-                // Started meanwhile by another call: it runs, the others are still restarted.
-                continue
-            }
+            if try start(state.id, owner: owner, callback: callback, unlessActive: true) { started.append(state.id) }
         }
         return started
     }
