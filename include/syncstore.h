@@ -146,7 +146,8 @@ const char *syncstore_status_name(int status);
  * out:          receives the handle; release it with syncstore_close().
  * Opening a store that is already open in this process returns another handle to the same
  * store (they share connections and caches); its config must carry the same key (and kdfIter).
- * Syncs left RUNNING by a crash become STOPPED.
+ * An open racing the close of the store's last handle waits for that close to end (see
+ * "Callbacks, threads and close"). Syncs left RUNNING by a crash become STOPPED.
  * Errors: ARGUMENT (bad config, name, empty key or kdfIter < 1), AUTH (the key does not open the
  * store: wrong key or kdfIter, no key for an encrypted store, a key for a plaintext one; the
  * file is not touched), STORAGE (cannot create or open the file; a damaged encrypted page 1).
@@ -399,10 +400,10 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * Inside a callback. Any function may be called, on any store, with these exceptions on the
  * callback's own store (through any of its handles), which would wait for the callback itself
  * and so return SYNCSTORE_ERR_STATE at once, changing nothing: syncstore_close(),
- * syncstore_wait_sync(), syncstore_change_key(). syncstore_open() of the store while its last
- * handle is closing returns SYNCSTORE_ERR_BUSY (retryable) there, since that close waits for the
- * callback. Runs started from a callback queue behind the current one; deleting the running
- * sync is BUSY.
+ * syncstore_wait_sync(), syncstore_change_key(). syncstore_open() inside any callback, of a
+ * store whose last handle is closing, returns SYNCSTORE_ERR_BUSY (retryable) instead of waiting
+ * for that close (which may be waiting for the callback). Runs started from a callback queue
+ * behind the current one; deleting the running sync is BUSY.
  *
  * Close. syncstore_close(h) first retires h: a call through h that starts after that, or races
  * the close and loses, returns SYNCSTORE_ERR_STATE (SYNCSTORE_ERR_NOT_FOUND for a cursor the

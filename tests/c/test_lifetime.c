@@ -304,6 +304,62 @@ static void test_open_racing_close(void) {
     if (atomic_load(&sh.busy)) fprintf(stderr, "%d sync calls found a second store object's sync lock\n", atomic_load(&sh.busy));
 }
 
+/* ---- Open inside callbacks while stores close: BUSY, never a deadlock ---- */
+
+typedef struct {
+    atomic_int *go;           /* the callback acts once it is set */
+    syncstore_store *close_me; /* closed from inside (another store's last handle), or NULL */
+    const char *open_config;  /* opened from inside once its store is closing, or NULL */
+    atomic_int close_rc, open_rc;
+    syncstore_store *opened;
+} gate_ctx;
+
+static int gate_fetch(void *context, const char *target_json, int64_t since_ms, const char *continuation,
+                      char **out_page_json, syncstore_error *err) {
+    (void)target_json; (void)since_ms; (void)continuation; (void)err;
+    gate_ctx *g = context;
+    for (int i = 0; i < 10000 && !atomic_load(g->go); i++) sleep_ms(1);
+    syncstore_error e;
+    if (g->close_me) atomic_store(&g->close_rc, syncstore_close(g->close_me, &e));
+    if (g->open_config) {
+        sleep_ms(100); /* the store's last close has begun by now */
+        atomic_store(&g->open_rc, syncstore_open(root, g->open_config, &g->opened, &e));
+    }
+    *out_page_json = dup_text("{\"records\":[]}");
+    return SYNCSTORE_OK;
+}
+
+static syncstore_store *gated_store(const char *config, gate_ctx *g, syncstore_error *err) {
+    syncstore_store *s = NULL;
+    EXPECT(syncstore_open(root, config, &s, err), SYNCSTORE_OK, err);
+    syncstore_custom_target target = {g, gate_fetch, NULL, NULL};
+    EXPECT(syncstore_register_soup(s, "things", ID_SPECS, err), SYNCSTORE_OK, err);
+    EXPECT(syncstore_register_custom_target(s, "gate", &target, err), SYNCSTORE_OK, err);
+    EXPECT(syncstore_sync_down(s, "{\"type\":\"gate\"}", "things", NULL, NULL, NULL, NULL, NULL, err), SYNCSTORE_OK, err);
+    return s;
+}
+
+static void test_open_inside_callbacks_during_close(void) {
+    syncstore_error err;
+    const char *x_config = "{\"storeName\":\"gate-x\"}", *y_config = "{\"storeName\":\"gate-y\"}";
+    for (int round = 0; round < 3; round++) {
+        atomic_int go = 0;
+        /* X's callback closes Y's last handle while Y's callback opens X, whose last close
+         * waits for X's callback; and X's own callback opens X. */
+        gate_ctx gx = {.go = &go, .open_config = x_config}, gy = {.go = &go, .open_config = x_config};
+        syncstore_store *y = gated_store(y_config, &gy, &err);
+        gx.close_me = y;
+        syncstore_store *x = gated_store(x_config, &gx, &err);
+        atomic_store(&go, 1);
+        EXPECT(syncstore_close(x, &err), SYNCSTORE_OK, &err);
+        CHECK(atomic_load(&gx.close_rc) == SYNCSTORE_OK);
+        CHECK(atomic_load(&gx.open_rc) == SYNCSTORE_ERR_BUSY);
+        CHECK(atomic_load(&gy.open_rc) == SYNCSTORE_ERR_BUSY);
+        if (gx.opened) syncstore_close(gx.opened, NULL);
+        if (gy.opened) syncstore_close(gy.opened, NULL);
+    }
+}
+
 /* ---- 3. remove_soup / register_soup racing readers ---- */
 
 #define READERS 4
@@ -432,6 +488,7 @@ int main(int argc, char **argv) {
     if (!*only || strstr(only, "worker")) test_callbacks_run_on_the_worker();
     if (!*only || strstr(only, "close")) test_sync_calls_racing_close();
     if (!*only || strstr(only, "open")) test_open_racing_close();
+    if (!*only || strstr(only, "inside")) test_open_inside_callbacks_during_close();
     if (!*only || strstr(only, "soup")) test_remove_register_racing_readers();
     if (!*only || strstr(only, "cursor")) test_cursor_across_alter();
     return check_finish();

@@ -32,10 +32,11 @@ public final class StoreRegistry: @unchecked Sendable {
         let path = StoreRegistry.path(root: root, config: config)
         return try lock.withLock {
             while let open = byPath[path], open.closing {
-                // Opening waits for the close to end, unless it is called from one of the closing
-                // store's sync callbacks: the close waits for that callback to return.
-                if open.store.onSyncWorker {
-                    throw StoreError(.busy, "Store '\(config.name)' is closing and this is one of its sync callbacks; open it again after syncstore_close returns", retryable: true)
+                // Opening waits for the close to end, but not inside a sync callback (of any
+                // store): that close may be waiting for this very callback, directly or through
+                // a close this callback's own store is waiting in.
+                if SerialWorker.onAnyWorker {
+                    throw StoreError(.busy, "Store '\(config.name)' is closing and a sync callback cannot wait for that; open it again after syncstore_close returns", retryable: true)
                 }
                 _ = lock.wait()
             }

@@ -24,6 +24,17 @@ final class SerialWorker: @unchecked Sendable {
         }
     }
 
+    /// Whether the caller is the sync worker thread of some store, i.e. inside a callback.
+    static var onAnyWorker: Bool { pthread_getspecific(workerKey) != nil }
+
+    private static func markCurrentThread() { pthread_setspecific(workerKey, UnsafeRawPointer(bitPattern: 1)) }
+
+    private static let workerKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     /// Whether the caller is this worker's thread (it must not wait for itself).
     var isCurrentThread: Bool {
         lock.withLock {
@@ -47,6 +58,7 @@ final class SerialWorker: @unchecked Sendable {
     }
 
     private func loop() {
+        SerialWorker.markCurrentThread()
         while true {
             let job: (@Sendable () -> Void)? = lock.withLock {
                 while jobs.isEmpty && !finishing { _ = lock.wait() }
