@@ -307,6 +307,7 @@ static void test_open_racing_close(void) {
 /* ---- Open inside callbacks while stores close: BUSY, never a deadlock ---- */
 
 typedef struct {
+    atomic_int *entered;      /* counts callbacks waiting for go */
     atomic_int *go;           /* the callback acts once it is set */
     syncstore_store *close_me; /* closed from inside (another store's last handle), or NULL */
     const char *open_config;  /* opened from inside once its store is closing, or NULL */
@@ -318,6 +319,7 @@ static int gate_fetch(void *context, const char *target_json, int64_t since_ms, 
                       char **out_page_json, syncstore_error *err) {
     (void)target_json; (void)since_ms; (void)continuation; (void)err;
     gate_ctx *g = context;
+    atomic_fetch_add(g->entered, 1);
     for (int i = 0; i < 10000 && !atomic_load(g->go); i++) sleep_ms(1);
     syncstore_error e;
     if (g->close_me) atomic_store(&g->close_rc, syncstore_close(g->close_me, &e));
@@ -343,18 +345,24 @@ static void test_open_inside_callbacks_during_close(void) {
     syncstore_error err;
     const char *x_config = "{\"storeName\":\"gate-x\"}", *y_config = "{\"storeName\":\"gate-y\"}";
     for (int round = 0; round < 3; round++) {
-        atomic_int go = 0;
+        atomic_int go = 0, entered = 0;
         /* X's callback closes Y's last handle while Y's callback opens X, whose last close
          * waits for X's callback; and X's own callback opens X. */
-        gate_ctx gx = {.go = &go, .open_config = x_config}, gy = {.go = &go, .open_config = x_config};
+        gate_ctx gx = {.entered = &entered, .go = &go, .open_config = x_config, .close_rc = -1, .open_rc = -1};
+        gate_ctx gy = {.entered = &entered, .go = &go, .open_config = x_config, .close_rc = -1, .open_rc = -1};
         syncstore_store *y = gated_store(y_config, &gy, &err);
         gx.close_me = y;
         syncstore_store *x = gated_store(x_config, &gx, &err);
+        /* Both callbacks are running before X's close starts (it then waits for them). */
+        for (int i = 0; i < 10000 && atomic_load(&entered) < 2; i++) sleep_ms(1);
+        CHECK(atomic_load(&entered) == 2);
         atomic_store(&go, 1);
         EXPECT(syncstore_close(x, &err), SYNCSTORE_OK, &err);
         CHECK(atomic_load(&gx.close_rc) == SYNCSTORE_OK);
         CHECK(atomic_load(&gx.open_rc) == SYNCSTORE_ERR_BUSY);
         CHECK(atomic_load(&gy.open_rc) == SYNCSTORE_ERR_BUSY);
+        if (atomic_load(&gx.open_rc) != SYNCSTORE_ERR_BUSY || atomic_load(&gy.open_rc) != SYNCSTORE_ERR_BUSY)
+            fprintf(stderr, "round %d: open inside callbacks: X %s, Y %s (close of Y inside X: %s)\n", round, syncstore_status_name(atomic_load(&gx.open_rc)), syncstore_status_name(atomic_load(&gy.open_rc)), syncstore_status_name(atomic_load(&gx.close_rc)));
         if (gx.opened) syncstore_close(gx.opened, NULL);
         if (gy.opened) syncstore_close(gy.opened, NULL);
     }
