@@ -336,8 +336,11 @@ int syncstore_run_smart_query(syncstore_store *store, const char *query_spec_jso
 int syncstore_query_page(syncstore_store *store, const char *soup, const char *query_spec_json,
                          int64_t page_index, char **out_entries_json, syncstore_error *err);
 
-/** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON.
- *  Errors: NOT_FOUND (unknown or closed cursor); ARGUMENT (a Smart SQL page past timeoutMs). */
+/** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON. A cursor
+ *  opened before syncstore_alter_soup() changed the indexes its query uses is planned again
+ *  with the new ones (as the same query run afresh would be).
+ *  Errors: NOT_FOUND (unknown or closed cursor, or its soup was removed); ARGUMENT (a Smart SQL
+ *  page past timeoutMs). */
 int syncstore_cursor_move_to_page(syncstore_store *store, int64_t cursor_id, int64_t page_index,
                                   char **out_cursor_json, syncstore_error *err);
 
