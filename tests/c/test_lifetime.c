@@ -2,14 +2,40 @@
  * may call, calls racing the last close, open racing close, remove/register soup racing
  * readers, and cursors across alter_soup. Syncs use a custom target (no server needed). Each
  * race is looped with several threads so that it happens, not by luck. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "check.h"
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+/* A system that refuses new threads, on demand: this pthread_create takes the library's calls
+ * (the executable's definition comes first) and forwards them unless told to refuse. Not under
+ * sanitizers, whose runtimes define pthread_create themselves. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define REFUSE_THREADS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define REFUSE_THREADS 0
+#endif
+#endif
+#ifndef REFUSE_THREADS
+#define REFUSE_THREADS 1
+static atomic_int refuse_threads;
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    if (atomic_load(&refuse_threads)) return EAGAIN;
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+    return real(thread, attr, start, arg);
+}
+#endif
 
 static const char *root;
 static const char *ID_SPECS = "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"n\",\"type\":\"integer\"}]";
@@ -120,6 +146,42 @@ static void test_callbacks_run_on_the_worker(void) {
     if (atomic_load(&c.other_thread)) fprintf(stderr, "%d of %d fetches ran off the sync worker thread\n", atomic_load(&c.other_thread), atomic_load(&c.fetches));
     EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
 }
+
+/* ---- A sync worker thread the system refuses: BUSY, not a hang ---- */
+
+#if REFUSE_THREADS
+static int quick_fetch(void *, const char *, int64_t, const char *, char **, syncstore_error *);
+
+/* In a child process (before this process starts threads), so a hang is a failure, not a stall. */
+static void test_worker_thread_refused(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(20);
+        syncstore_error err;
+        syncstore_store *s = NULL;
+        syncstore_custom_target target = {NULL, quick_fetch, NULL, NULL};
+        int ok = syncstore_open(root, "{\"storeName\":\"no-threads\"}", &s, &err) == SYNCSTORE_OK &&
+                 syncstore_register_soup(s, "things", ID_SPECS, &err) == SYNCSTORE_OK &&
+                 syncstore_register_custom_target(s, "quick", &target, &err) == SYNCSTORE_OK;
+        int64_t id = 0;
+        ok = ok && syncstore_create_sync_down(s, "{\"type\":\"quick\"}", "things", NULL, NULL, &id, &err) == SYNCSTORE_OK;
+        atomic_store(&refuse_threads, 1);
+        int rc = syncstore_resync(s, id, NULL, NULL, &err);
+        atomic_store(&refuse_threads, 0);
+        if (rc != SYNCSTORE_ERR_BUSY || !err.retryable) { fprintf(stderr, "refused thread: %s %s\n", syncstore_status_name(rc), err.message); ok = 0; }
+        /* The run was not left registered: it starts again once threads can be made. */
+        ok = ok && syncstore_resync(s, id, NULL, NULL, &err) == SYNCSTORE_OK &&
+             syncstore_wait_sync(s, id, 10000, NULL, &err) == SYNCSTORE_OK &&
+             syncstore_close(s, &err) == SYNCSTORE_OK;
+        if (!ok) fprintf(stderr, "refused thread: %s\n", err.message);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (WIFSIGNALED(status)) fprintf(stderr, "refused thread: the child hung (signal %d)\n", WTERMSIG(status));
+}
+#endif
 
 /* ---- 2. Sync calls racing the last close: no engine left behind, no callback after close ---- */
 
@@ -493,6 +555,9 @@ int main(int argc, char **argv) {
     root = argc > 1 ? argv[1] : "test-stores/lifetime";
     const char *only = argc > 2 ? argv[2] : "";
     check_fresh_dir(root);
+#if REFUSE_THREADS
+    if (!*only || strstr(only, "refused")) test_worker_thread_refused();
+#endif
     if (!*only || strstr(only, "worker")) test_callbacks_run_on_the_worker();
     if (!*only || strstr(only, "close")) test_sync_calls_racing_close();
     if (!*only || strstr(only, "open")) test_open_racing_close();
