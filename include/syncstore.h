@@ -397,8 +397,8 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * one at a time and never while the library holds a lock: the syncstore_sync_callback of every
  * run (each state change, and cleanResyncGhosts reports) and every syncstore_custom_target
  * callback (fetch_page for each page, the first and every later one; remote_ids; push_record).
- * No other thread of the library calls host code, and no call that starts a run calls back
- * before it returns.
+ * No other thread of the library calls host code; a call that starts a run never calls back
+ * on the caller's thread (the run's callbacks may begin before that call returns).
  *
  * Inside a callback. Any function may be called, on any store, with these exceptions on the
  * callback's own store (through any of its handles), which would wait for the callback itself
