@@ -41,7 +41,9 @@
  *             closed handle returns SYNCSTORE_ERR_STATE (never undefined behaviour).
  * Threads.    Every function may be called from any thread, concurrently, on the same handle.
  *             Writes to one store are serialized; reads run in parallel with a write (SQLite WAL)
- *             and see the last committed state.
+ *             and see the last committed state. Which thread runs callbacks, what a callback
+ *             may call, and what close guarantees: "Callbacks, threads and close" (below the
+ *             sync functions' introduction).
  * Atomicity.  Every call that writes is one SQLite transaction: on error the store is unchanged.
  * Traps.      No input makes the library abort the host process.
  */
@@ -165,7 +167,8 @@ const char *syncstore_status_name(int status);
  * out:          receives the handle; release it with syncstore_close().
  * Opening a store that is already open in this process returns another handle to the same
  * store (they share connections and caches); its config must carry the same key (and kdfIter).
- * Syncs left RUNNING by a crash become STOPPED.
+ * An open racing the close of the store's last handle waits for that close to end (see
+ * "Callbacks, threads and close"). Syncs left RUNNING by a crash become STOPPED.
  * Errors: ARGUMENT (bad config, name, empty key or kdfIter < 1), AUTH (the key does not open the
  * store: wrong key or kdfIter, no key for an encrypted store, a key for a plaintext one; the
  * file is not touched), STORAGE (cannot create or open the file; a damaged encrypted page 1).
@@ -174,14 +177,16 @@ int syncstore_open(const char *root_dir, const char *store_config, syncstore_sto
                    syncstore_error *err);
 
 /**
- * Closes a handle. Open cursors of this handle are closed. When the last handle of a store
+ * Closes a handle: its sync runs are stopped and waited for and its open cursors closed (see
+ * "Callbacks, threads and close" for what holds when it returns). When the last handle of a store
  * closes, the write-ahead log is checkpointed into the database file and truncated to zero
  * bytes, then the store's connections close: the <name>.db file alone then holds every commit
  * and can be copied or backed up without its -wal and -shm files (the -wal file is left empty
  * or is deleted). While another process has the store inside a transaction, this checkpoint
  * waits for it briefly (about half a second) and then leaves what it could not copy in the
  * -wal, where SQLite finds it on the next open or checkpoint; the close still succeeds.
- * Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE.
+ * Closing NULL is OK; closing twice returns SYNCSTORE_ERR_STATE, and so does a close from inside
+ * a callback of the same store (nothing is closed then).
  */
 int syncstore_close(syncstore_store *store, syncstore_error *err);
 
@@ -352,8 +357,11 @@ int syncstore_run_smart_query(syncstore_store *store, const char *query_spec_jso
 int syncstore_query_page(syncstore_store *store, const char *soup, const char *query_spec_json,
                          int64_t page_index, char **out_entries_json, syncstore_error *err);
 
-/** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON.
- *  Errors: NOT_FOUND (unknown or closed cursor); ARGUMENT (a Smart SQL page past timeoutMs). */
+/** Moves a cursor to a page (clamped to [0, totalPages-1]) and returns the cursor JSON. A cursor
+ *  opened before syncstore_alter_soup() changed the indexes its query uses is planned again
+ *  with the new ones (as the same query run afresh would be).
+ *  Errors: NOT_FOUND (unknown or closed cursor, or its soup was removed); ARGUMENT (a Smart SQL
+ *  page past timeoutMs). */
 int syncstore_cursor_move_to_page(syncstore_store *store, int64_t cursor_id, int64_t page_index,
                                   char **out_cursor_json, syncstore_error *err);
 
@@ -395,13 +403,43 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * the others every sync call returns SYNCSTORE_ERR_BUSY (retryable) until the first closes the
  * store or exits (an advisory lock beside the database file, released by the kernel on exit).
  *
- * Callbacks. `callback(state_json, context)` is called on the sync worker thread for every state
- * change, never while the library holds a lock; `state_json` is valid during the call only.
- * Every run ends with exactly one terminal callback (status DONE, FAILED or STOPPED). A callback
- * must not call syncstore_close() on the same store (it would wait for itself: STATE error).
- * callback may be NULL (use syncstore_wait_sync() or syncstore_get_sync_status()).
- * syncstore_close() stops the runs started through that handle and waits for their terminal
- * callbacks; when it returns, none of them calls back again.
+ * Callbacks. `callback(state_json, context)` is called for every state change of the run;
+ * `state_json` is valid during the call only. Every run ends with exactly one terminal callback
+ * (status DONE, FAILED or STOPPED). callback may be NULL (use syncstore_wait_sync() or
+ * syncstore_get_sync_status()). Its thread and what it may call: see the next section.
+ * ------------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------------
+ * Callbacks, threads and close (the one statement of these rules; the rest of this header
+ * refers here)
+ *
+ * Which thread. Each open store has one sync worker thread, started by its first run and ended
+ * by the close of its last handle. It runs every callback the library makes for that store,
+ * one at a time and never while the library holds a lock: the syncstore_sync_callback of every
+ * run (each state change, and cleanResyncGhosts reports) and every syncstore_custom_target
+ * callback (fetch_page for each page, the first and every later one; remote_ids; push_record).
+ * No other thread of the library calls host code; a call that starts a run never calls back
+ * on the caller's thread (the run's callbacks may begin before that call returns).
+ *
+ * Inside a callback. Any function may be called, on any store, with these exceptions on the
+ * callback's own store (through any of its handles), which would wait for the callback itself
+ * and so return SYNCSTORE_ERR_STATE at once, changing nothing: syncstore_close(),
+ * syncstore_wait_sync(), syncstore_change_key(). syncstore_open() inside any callback, of a
+ * store whose last handle is closing, returns SYNCSTORE_ERR_BUSY (retryable) instead of waiting
+ * for that close (which may be waiting for the callback). Runs started from a callback queue
+ * behind the current one; deleting the running sync is BUSY.
+ *
+ * Close. syncstore_close(h) first retires h: a call through h that starts after that, or races
+ * the close and loses, returns SYNCSTORE_ERR_STATE (SYNCSTORE_ERR_NOT_FOUND for a cursor the
+ * close has closed), never starts a run and never builds a new sync engine. The close then
+ * stops every run started through h, queued or running, and waits for its terminal callback: a
+ * callback in progress is not interrupted (a custom target callback must return). When close
+ * returns, no callback of those runs is running or will be made, so their contexts may be
+ * freed. Runs started through other handles of the store go on. Closing the last handle also
+ * stops the store's other runs the same way, ends the worker thread, releases the store's sync
+ * lock file and checkpoints the WAL; an open of the same store in this process that races it
+ * waits until it has ended and then opens the store anew. So when close returns the store can
+ * be opened again at once, here or in another process, and its syncs run there.
  * ------------------------------------------------------------------------------------------- */
 
 /** Receives a sync state (or a cleanResyncGhosts report) as JSON, valid during the call. */
@@ -519,7 +557,7 @@ int syncstore_delete_sync_by_name(syncstore_store *store, const char *sync_name,
 int syncstore_stop_syncs(syncstore_store *store, syncstore_error *err);
 
 /** Accepts runs again; with restart_stopped=1 re-runs every STOPPED sync, reporting to
- *  callback. */
+ *  callback (one that another call started meanwhile is left to that run, not an error). */
 int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
                             syncstore_sync_callback callback, void *context,
                             syncstore_error *err);
@@ -527,7 +565,7 @@ int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
 /**
  * Blocks the calling thread until the sync has no queued or running run, then returns its
  * state JSON (out_state_json may be NULL). timeout_ms < 0 waits without limit.
- * Errors: BUSY (timed out), NOT_FOUND.
+ * Errors: BUSY (timed out), NOT_FOUND, STATE (called from a callback of the same store).
  */
 int syncstore_wait_sync(syncstore_store *store, int64_t sync_id, int64_t timeout_ms,
                         char **out_state_json, syncstore_error *err);
@@ -538,7 +576,8 @@ int syncstore_load_sync_config(syncstore_store *store, const char *path, syncsto
 
 /**
  * A target type implemented by the host, for backends that are not Salesforce. Every callback
- * runs on the store's sync worker thread and returns 0 or a SYNCSTORE_ERR_* code (filling err).
+ * runs on the store's sync worker thread (see "Callbacks, threads and close") and returns 0 or a
+ * SYNCSTORE_ERR_* code (filling err).
  * Strings a callback returns through out parameters must be allocated with malloc(); the
  * library frees them with free(). Unused callbacks may be NULL.
  * What a callback returns is held to the JSON rule (see the conventions at the top): text that

@@ -1,8 +1,17 @@
+/// What a cursor was opened on, so it can be planned again when the soups' indexes change.
+enum CursorSource {
+    case soup(name: String, spec: QuerySpec)
+    case smart(sql: String, timeLimitMs: Int64)
+}
+
 /// A query left open for paging. Pages are re-queried when moved to (not a snapshot);
 /// totalEntries is the count taken at open (semantics §4).
 struct OpenCursor {
     let id: Int64
-    let plan: QueryPlan
+    var plan: QueryPlan
+    let source: CursorSource
+    /// The store's catalog version before `plan` was made: another one means plan again.
+    var catalogVersion: Int
     let pageSize: Int
     let totalEntries: Int64
     /// Which handle opened it, so closing a handle closes its cursors.
@@ -27,9 +36,10 @@ final class CursorTable: @unchecked Sendable {
     private var cursors: [Int64: OpenCursor] = [:]
     private var nextId: Int64 = 1
 
-    func open(plan: QueryPlan, pageSize: Int, totalEntries: Int64, owner: Int) -> OpenCursor {
+    func open(plan: QueryPlan, source: CursorSource, catalogVersion: Int, pageSize: Int, totalEntries: Int64, owner: Int) -> OpenCursor {
         lock.withLock {
-            let cursor = OpenCursor(id: nextId, plan: plan, pageSize: pageSize, totalEntries: totalEntries, owner: owner)
+            let cursor = OpenCursor(id: nextId, plan: plan, source: source, catalogVersion: catalogVersion,
+                                    pageSize: pageSize, totalEntries: totalEntries, owner: owner)
             nextId += 1
             cursors[cursor.id] = cursor
             return cursor
@@ -37,6 +47,14 @@ final class CursorTable: @unchecked Sendable {
     }
 
     func get(_ id: Int64) -> OpenCursor? { lock.withLock { cursors[id] } }
+    /// Keeps a cursor's new plan (unless it was closed meanwhile).
+    func replan(_ id: Int64, _ plan: QueryPlan, catalogVersion: Int) {
+        lock.withLock {
+            guard cursors[id] != nil else { return }
+            cursors[id]?.plan = plan
+            cursors[id]?.catalogVersion = catalogVersion
+        }
+    }
     func close(_ id: Int64) { lock.withLock { _ = cursors.removeValue(forKey: id) } }
     func closeAll(owner: Int) { lock.withLock { cursors = cursors.filter { $0.value.owner != owner } } }
     var count: Int { lock.withLock { cursors.count } }

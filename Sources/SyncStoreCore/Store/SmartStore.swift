@@ -35,6 +35,12 @@ public final class SmartStore: @unchecked Sendable {
     /// The sync engine of this store, created on first use.
     private var syncManagerStorage: SyncManager?
     private let syncManagerLock = Lock()
+    /// Set (under syncManagerLock) when the last handle starts closing: no engine is built
+    /// after that, so a call racing the close cannot leave one holding the sync lock file.
+    private var syncsClosed = false
+    /// The registry's handles open on this store (a leaf lock: taken inside the sync engine's).
+    private let ownersLock = Lock()
+    private var openOwners: Set<Int> = []
     /// Creates a sync up just completed (see RecentCreates).
     let recentCreates = RecentCreates()
     let cursors = CursorTable()
@@ -170,20 +176,33 @@ public final class SmartStore: @unchecked Sendable {
         return result
     }
 
-    /// The store's sync engine (one per store, shared by all handles).
+    /// The store's sync engine (one per store, shared by all handles). STATE once the last
+    /// handle has started closing.
     public func syncManager() throws -> SyncManager {
         try syncManagerLock.withLock {
             if let manager = syncManagerStorage { return manager }
+            if syncsClosed { throw StoreError(.state, "The store is closed; open it again") }
             let manager = try SyncManager(store: self)
             syncManagerStorage = manager
             return manager
         }
     }
 
+    /// Handles of the registry: a run starts only for an open one (owner 0, the Swift API's
+    /// default, is always open), so a call racing the close of its handle cannot start a run
+    /// that calls back after that close returned.
+    func ownerOpened(_ owner: Int) { ownersLock.withLock { _ = openOwners.insert(owner) } }
+    func ownerClosed(_ owner: Int) { ownersLock.withLock { _ = openOwners.remove(owner) } }
+    func isOwnerOpen(_ owner: Int) -> Bool { owner == 0 || ownersLock.withLock { openOwners.contains(owner) } }
+
     /// Stops the syncs a handle started and waits for their terminal callbacks; when it is the
-    /// last handle, the sync worker ends too.
+    /// last handle, the sync worker ends too and releases the store's sync lock file.
     func closeSyncs(owner: Int, last: Bool) throws {
-        guard let manager = syncManagerLock.withLock({ syncManagerStorage }) else { return }
+        let manager: SyncManager? = syncManagerLock.withLock {
+            if last { syncsClosed = true }
+            return syncManagerStorage
+        }
+        guard let manager else { return }
         try manager.close(owner: owner)
         if last {
             manager.close()
@@ -303,7 +322,13 @@ public final class SmartStore: @unchecked Sendable {
             // Published before the commit: a reader that fails on the dropped table must then
             // find the soup gone (see `reading`). A failed commit reloads the catalog.
             self.setSoup(name, nil)
-        }, committed: { _ in self.schemaChanged() })
+        }, committed: { _ in
+            // Moved again after the commit: a catalog a reader read from the file before the
+            // commit (the soup still there) must not be adopted once the write has ended
+            // (see `adoptCatalogFromFile`).
+            self.catalogLock.withLock { self.catalogVersion += 1 }
+            self.schemaChanged()
+        })
     }
 
     public func clearSoup(_ name: String) throws {
@@ -615,8 +640,10 @@ public final class SmartStore: @unchecked Sendable {
         guard spec.queryType != .smart else {
             throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
         }
+        let version = catalogLock.withLock { catalogVersion }
         return try reading(name) { info in
-            try openCursor(try SoupQueryBuilder.plan(spec, soup: info), pageSize: spec.pageSize, owner: owner)
+            try openCursor(try SoupQueryBuilder.plan(spec, soup: info), source: .soup(name: name, spec: spec),
+                           catalogVersion: version, pageSize: spec.pageSize, owner: owner)
         }
     }
 
@@ -627,7 +654,9 @@ public final class SmartStore: @unchecked Sendable {
             throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
         }
         return try retryingOnCatalogChange {
-            try openCursor(try smartPlan(sql, timeLimitMs: spec.timeoutMs), pageSize: spec.pageSize, owner: owner)
+            let version = catalogLock.withLock { catalogVersion }
+            return try openCursor(try smartPlan(sql, timeLimitMs: spec.timeoutMs), source: .smart(sql: sql, timeLimitMs: spec.timeoutMs),
+                                  catalogVersion: version, pageSize: spec.pageSize, owner: owner)
         }
     }
 
@@ -666,7 +695,7 @@ public final class SmartStore: @unchecked Sendable {
                          bindings: [], rows: .values, isSmart: true, timeLimitMs: timeLimitMs)
     }
 
-    private func openCursor(_ plan: QueryPlan, pageSize: Int, owner: Int) throws -> TextBuffer {
+    private func openCursor(_ plan: QueryPlan, source: CursorSource, catalogVersion: Int, pageSize: Int, owner: Int) throws -> TextBuffer {
         let (total, page) = try readers.withReader { db -> (Int64, TextBuffer) in
             let count = try statement(plan.countSQL, smart: plan.isSmart, on: db)
             defer { count.reset() }
@@ -674,26 +703,56 @@ public final class SmartStore: @unchecked Sendable {
             let total = try plan.limited(on: db) { try count.step() ? count.int64(0) : 0 }
             return (total, try readPage(plan, pageSize: pageSize, page: 0, on: db))
         }
-        let cursor = cursors.open(plan: plan, pageSize: pageSize, totalEntries: total, owner: owner)
+        let cursor = cursors.open(plan: plan, source: source, catalogVersion: catalogVersion, pageSize: pageSize,
+                                  totalEntries: total, owner: owner)
         return cursor.json(page: 0, entries: page)
     }
 
+    /// A cursor's page, read with its plan; a cursor planned before the soups' indexes changed
+    /// (an alterSoup dropped a column its plan uses) is planned again first, as a new query
+    /// would be. totalEntries stays the count taken at open.
     public func moveCursor(_ id: Int64, toPage page: Int64) throws -> TextBuffer {
+        guard let opened = cursors.get(id) else {
+            throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
+        }
+        let index = opened.clamp(page)
+        return try retryingOnCatalogChange {
+            let plan = try currentPlan(id)
+            do {
+                let entries = try readers.withReader { db in
+                    try readPage(plan, pageSize: opened.pageSize, page: index, on: db)
+                }
+                return opened.json(page: index, entries: entries)
+            } catch {
+                // Another process may have altered or removed the soup: a catalog read from the
+                // file moves the version, and the read is planned again.
+                adoptCatalogFromFile()
+                throw error
+            }
+        }
+    }
+
+    /// The cursor's plan for the catalog as it is now (planned again when it changed).
+    private func currentPlan(_ id: Int64) throws -> QueryPlan {
         guard let cursor = cursors.get(id) else {
             throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
         }
-        let index = cursor.clamp(page)
-        do {
-            let entries = try readers.withReader { db in
-                try readPage(cursor.plan, pageSize: cursor.pageSize, page: index, on: db)
-            }
-            return cursor.json(page: index, entries: entries)
-        } catch {
-            if let table = cursor.plan.soupTable, !catalogLock.withLock({ soups.values.contains { $0.table == table } }) {
+        let version = catalogLock.withLock { catalogVersion }
+        guard version != cursor.catalogVersion else { return cursor.plan }
+        let plan: QueryPlan
+        switch cursor.source {
+        case .soup(let name, let spec):
+            // A soup removed (or removed and registered again: another table) is not the one
+            // the cursor counted.
+            guard let info = soup(name), info.table == cursor.plan.soupTable else {
                 throw StoreError.notFound("The soup cursor \(id) was reading has been removed; close the cursor and query again")
             }
-            throw error
+            plan = try SoupQueryBuilder.plan(spec, soup: info)
+        case .smart(let sql, let timeLimitMs):
+            plan = try smartPlan(sql, timeLimitMs: timeLimitMs)
         }
+        cursors.replan(id, plan, catalogVersion: version)
+        return plan
     }
 
     public func closeCursor(_ id: Int64) { cursors.close(id) }

@@ -9,9 +9,13 @@ public final class StoreRegistry: @unchecked Sendable {
     private struct OpenStore {
         let store: SmartStore
         var handles: Set<Int>
+        /// Its last handle is closing: the store stays here (one object per file) until its
+        /// syncs have stopped, its sync lock file is released and its WAL checkpointed.
+        var closing = false
     }
 
-    private let lock = Lock()
+    /// Guards the tables; signalled when a closing store leaves them.
+    private let lock = ConditionLock()
     private var byPath: [String: OpenStore] = [:]
     private var handles: [Int: String] = [:]
     private var nextHandle = 1
@@ -27,6 +31,15 @@ public final class StoreRegistry: @unchecked Sendable {
         guard !root.isEmpty else { throw StoreError.argument("The root directory must not be empty") }
         let path = StoreRegistry.path(root: root, config: config)
         return try lock.withLock {
+            while let open = byPath[path], open.closing {
+                // Opening waits for the close to end, but not inside a sync callback (of any
+                // store): that close may be waiting for this very callback, directly or through
+                // a close this callback's own store is waiting in.
+                if SerialWorker.onAnyWorker {
+                    throw StoreError(.busy, "Store '\(config.name)' is closing and a sync callback cannot wait for that; open it again after syncstore_close returns", retryable: true)
+                }
+                _ = lock.wait()
+            }
             let store: SmartStore
             if let open = byPath[path] {
                 store = open.store
@@ -49,6 +62,7 @@ public final class StoreRegistry: @unchecked Sendable {
             entry.handles.insert(handle)
             byPath[path] = entry
             handles[handle] = path
+            store.ownerOpened(handle)
             return handle
         }
     }
@@ -64,24 +78,32 @@ public final class StoreRegistry: @unchecked Sendable {
 
     /// Closes a handle: its syncs are stopped and waited for, its cursors closed; with the last
     /// handle the WAL is checkpointed into the database file (see `checkpointForClose`) and the
-    /// store's connections close.
+    /// store's connections close. Calls through the handle answer STATE from the start of the
+    /// close; an open of the same file waits until the last close has ended (see `open`).
     public func close(_ handle: Int) throws {
         let store = try self.store(handle)
         if store.onSyncWorker {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
         }
-        let last: Bool = try lock.withLock {
+        let (path, last): (String, Bool) = try lock.withLock {
             guard let path = handles.removeValue(forKey: handle), var open = byPath[path] else {
                 throw StoreError(.state, "The store handle is already closed or invalid")
             }
             open.handles.remove(handle)
-            byPath[path] = open.handles.isEmpty ? nil : open
-            return open.handles.isEmpty
+            open.closing = open.handles.isEmpty
+            byPath[path] = open
+            store.ownerClosed(handle)
+            return (path, open.closing)
         }
         // Outside the registry lock: waiting for a sync must not block other stores.
         try? store.closeSyncs(owner: handle, last: last)
         store.closeCursors(owner: handle)
-        if last { store.checkpointForClose() }
+        guard last else { return }
+        store.checkpointForClose()
+        lock.withLock {
+            byPath[path] = nil
+            lock.broadcast()
+        }
     }
 
     /// Changes the key of the store behind `handle` (nil: decrypts it); see SmartStore.changeKey.

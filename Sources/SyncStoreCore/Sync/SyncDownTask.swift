@@ -35,15 +35,16 @@ struct SyncDownTask {
             if emptyPages > SyncDownTask.maxEmptyPages {
                 throw StoreError(.server, "The server sent \(emptyPages) pages in a row with no records but a next page; paging stopped so the sync cannot loop forever. Run the sync again later")
             }
-            let prefetch = current.next != nil ? Prefetch {
+            let last = current.next == nil
+            let prefetch = !last && fetchesAhead ? Prefetch {
                 let next = try target.nextPage(ctx, after: current)
                 checkpoint.transactionWritten()
                 return next
             } : nil
             do {
                 saved += Int64(current.recordCount)
-                state.progress = progress(saved: saved, total: state.totalSize, last: prefetch == nil)
-                try write(current, state: &state, newest: &newest, last: prefetch == nil, lostCreates: &lostCreates)
+                state.progress = progress(saved: saved, total: state.totalSize, last: last)
+                try write(current, state: &state, newest: &newest, last: last, lostCreates: &lostCreates)
             } catch {
                 // The prefetch must not outlive the run.
                 ctx.cancel.cancel()
@@ -51,10 +52,21 @@ struct SyncDownTask {
                 throw error
             }
             emit(state)
-            guard let prefetch else { return }
-            page = try prefetch.join()
+            if last { return }
+            if let prefetch {
+                page = try prefetch.join()
+            } else {
+                try checkStopped()
+                page = try target.nextPage(ctx, after: current)
+                checkpoint.transactionWritten()
+            }
         }
     }
+
+    /// Whether the next page is fetched on a thread of its own while the current one is written.
+    /// Not for custom targets: their fetch is host code, which the header promises runs on the
+    /// store's sync worker thread (where its guards recognise it), one callback at a time.
+    private var fetchesAhead: Bool { !(target is CustomDownTarget) }
 
     static let maxEmptyPages = 100
 

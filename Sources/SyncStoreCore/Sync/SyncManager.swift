@@ -123,15 +123,34 @@ public final class SyncManager: @unchecked Sendable {
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
-    private func start(_ id: Int64, owner: Int, callback: SyncCallback?) throws {
-        // One lock for the check and the registration, so a change of key sees every run.
-        let cancel = try lock.withLock {
+    /// Starts a run; with `unlessActive`, a sync that already has one is skipped (false)
+    /// instead of BUSY.
+    @discardableResult
+    private func start(_ id: Int64, owner: Int, callback: SyncCallback?, unlessActive: Bool = false) throws -> Bool {
+        try enqueue(id, owner: owner, unlessActive: unlessActive) { [self] cancel in run(id, cancel: cancel, callback: callback) }
+    }
+
+    /// Registers a run of sync `id` and queues `job` on the worker, in one critical section
+    /// with the checks: a change of key sees every run, stop() cancels every run that passed
+    /// its check, close(owner:) every run of its handle, and close() every run it did not
+    /// refuse (the worker runs what was queued before it finished).
+    @discardableResult
+    private func enqueue(_ id: Int64, owner: Int, unlessActive: Bool = false, _ job: @escaping @Sendable (CancelFlag) -> Void) throws -> Bool {
+        try lock.withLock {
             try checkOpenLocked()
-            return try tracker.begin(id, owner: owner)
-        }
-        worker.submit { [self] in
-            defer { tracker.finish(id, cancel) }
-            run(id, cancel: cancel, callback: callback)
+            guard store.isOwnerOpen(owner) else { throw StoreError(.state, "The store handle is closed; open the store again") }
+            // Runs only begin under this lock: not active now means begin cannot say BUSY.
+            if unlessActive && tracker.isActive(id) { return false }
+            let cancel = try tracker.begin(id, owner: owner)
+            let queued = worker.submit { [tracker] in
+                defer { tracker.finish(id, cancel) }
+                job(cancel)
+            }
+            guard queued else {
+                tracker.finish(id, cancel)
+                throw StoreError(.busy, "The sync worker thread could not be started (the system refused a new thread); retry later", retryable: true)
+            }
+            return true
         }
     }
 
@@ -214,12 +233,7 @@ public final class SyncManager: @unchecked Sendable {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
-        let cancel = try lock.withLock {
-            try checkOpenLocked()
-            return try tracker.begin(id, owner: owner)
-        }
-        worker.submit { [self] in
-            defer { tracker.finish(id, cancel) }
+        try enqueue(id, owner: owner) { [self] cancel in
             var removed = 0
             var status = "DONE"
             var message = ""
@@ -270,8 +284,11 @@ public final class SyncManager: @unchecked Sendable {
 
     /// Stops every queued and running sync (they end STOPPED) and refuses new ones until restart.
     public func stop() {
-        lock.withLock { paused = true }
-        tracker.cancelAll()
+        // Under the lock that starts take: every run that passed its check is registered.
+        lock.withLock {
+            paused = true
+            tracker.cancelAll()
+        }
     }
 
     /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync. Returns their ids.
@@ -280,9 +297,9 @@ public final class SyncManager: @unchecked Sendable {
         lock.withLock { paused = false }
         guard restartStopped else { return [] }
         var started: [Int64] = []
-        for state in try states.all() where state.status == .stopped && !tracker.isActive(state.id) {
-            try start(state.id, owner: owner, callback: callback)
-            started.append(state.id)
+        // A sync another call started meanwhile is left to that run; the others still restart.
+        for state in try states.all() where state.status == .stopped {
+            if try start(state.id, owner: owner, callback: callback, unlessActive: true) { started.append(state.id) }
         }
         return started
     }
@@ -323,18 +340,22 @@ public final class SyncManager: @unchecked Sendable {
 
     /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.
     public func close() {
-        lock.withLock { closed = true }
-        tracker.cancelAll()
+        lock.withLock {
+            closed = true
+            tracker.cancelAll()
+        }
         worker.finish()
         engineLock.release()
     }
 
-    /// Stops the runs one handle started and waits for their terminal callbacks.
+    /// Stops the runs one handle started and waits for their terminal callbacks. The store has
+    /// already marked the handle closed (see SmartStore.isOwnerOpen), so no run of it starts
+    /// after the lock below is taken.
     public func close(owner: Int) throws {
         if worker.isCurrentThread {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
         }
-        tracker.cancel(owner: owner)
+        lock.withLock { tracker.cancel(owner: owner) }
         _ = tracker.waitOwner(owner, timeoutMs: -1)
     }
 

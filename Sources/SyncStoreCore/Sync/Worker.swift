@@ -6,18 +6,34 @@ final class SerialWorker: @unchecked Sendable {
     private var jobs: [@Sendable () -> Void] = []
     private var finishing = false
     private var thread: pthread_t?
-    private var started = false
 
-    func submit(_ job: @escaping @Sendable () -> Void) {
+    /// Queues a job. False when the worker has finished (its store is closing: the job would
+    /// never run) or its thread cannot be started; the job is then dropped and the caller
+    /// must report the failure itself.
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         lock.withLock {
-            jobs.append(job)
-            if !started {
-                started = true
-                thread = spawnThread { [self] in self.loop() }
+            if finishing { return false }
+            if thread == nil {
+                // Not spawnThread: its fallback runs the body inline, here under our own lock.
+                guard let started = startThread({ [self] in self.loop() }) else { return false }
+                thread = started
             }
+            jobs.append(job)
             lock.signal()
+            return true
         }
     }
+
+    /// Whether the caller is the sync worker thread of some store, i.e. inside a callback.
+    static var onAnyWorker: Bool { pthread_getspecific(workerKey) != nil }
+
+    private static func markCurrentThread() { pthread_setspecific(workerKey, UnsafeRawPointer(bitPattern: 1)) }
+
+    private static let workerKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 
     /// Whether the caller is this worker's thread (it must not wait for itself).
     var isCurrentThread: Bool {
@@ -27,17 +43,22 @@ final class SerialWorker: @unchecked Sendable {
         }
     }
 
-    /// Runs the queued jobs, then ends the thread and waits for it.
+    /// Runs the queued jobs, then ends the thread and waits for it. Later submits are refused.
     func finish() {
         let running: pthread_t? = lock.withLock {
+            if finishing { return nil }
             finishing = true
             lock.signal()
-            return started ? thread : nil
+            return thread
         }
-        if let running, pthread_equal(running, pthread_self()) == 0 { pthread_join(running, nil) }
+        guard let running, pthread_equal(running, pthread_self()) == 0 else { return }
+        pthread_join(running, nil)
+        // A joined thread's id may be reused by any later thread: it is no longer ours.
+        lock.withLock { thread = nil }
     }
 
     private func loop() {
+        SerialWorker.markCurrentThread()
         while true {
             let job: (@Sendable () -> Void)? = lock.withLock {
                 while jobs.isEmpty && !finishing { _ = lock.wait() }
@@ -54,9 +75,9 @@ private final class ThreadBody {
     init(_ run: @escaping () -> Void) { self.run = run }
 }
 
-/// Starts a joinable pthread running `body`; when no thread can be started the body runs
-/// inline (so work is never lost) and nil is returned.
-func spawnThread(_ body: @escaping () -> Void) -> pthread_t? {
+/// Starts a joinable pthread running `body`; nil (and `body` not run) when no thread can be
+/// started.
+func startThread(_ body: @escaping () -> Void) -> pthread_t? {
     var thread = pthread_t()
     let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     let rc = pthread_create(&thread, nil, { arg in
@@ -66,10 +87,18 @@ func spawnThread(_ body: @escaping () -> Void) -> pthread_t? {
         return nil
     }, box)
     if rc != 0 {
-        Unmanaged<ThreadBody>.fromOpaque(box).takeRetainedValue().run()
+        Unmanaged<ThreadBody>.fromOpaque(box).release()
         return nil
     }
     return thread
+}
+
+/// Starts a joinable pthread running `body`; when no thread can be started the body runs
+/// inline (so work is never lost) and nil is returned. Callers must not hold a lock `body` takes.
+func spawnThread(_ body: @escaping () -> Void) -> pthread_t? {
+    if let thread = startThread(body) { return thread }
+    body()
+    return nil
 }
 
 /// A value computed on another thread; `join()` waits for it. Used to fetch the next page

@@ -85,6 +85,9 @@ void target_abort_calls(env_state *es);
 /* Fails the custom target calls waiting for JS on behalf of this handle (close, stop): a
  * promise that never settles must not hang them. */
 void target_abort_store(store_rec *rec);
+/* Engine worker thread, at each state of a run: notes the handle whose run is on this thread,
+ * so the target calls that follow are failed by that handle's close (src/target.c). */
+void target_note_run(store_rec *rec);
 void sync_env_teardown(env_state *es);
 void target_env_teardown(env_state *es);
 

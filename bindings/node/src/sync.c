@@ -7,6 +7,7 @@
 
 typedef struct sync_ctx {
     env_state *owner;
+    store_rec *store; /* the handle the run was started through */
     napi_threadsafe_function tsfn; /* NULL once finalized */
     int released;                  /* the tsfn was released: no ref/unref any more */
     int engine_ref, tsfn_ref, js_ref;
@@ -26,6 +27,7 @@ static void maybe_free(sync_ctx *ctx) {
 /* Engine worker thread. Never blocks: the queue is unbounded and the call is non-blocking. */
 static void on_state(const char *state_json, void *context) {
     sync_ctx *ctx = context;
+    target_note_run(ctx->store);
     pthread_mutex_lock(&g_mu);
     if (ctx->tsfn && state_json) {
         char *copy = strdup(state_json);
@@ -172,6 +174,7 @@ static napi_value js_start_sync(napi_env env, napi_callback_info info) {
     /* A run alone never keeps the process alive; the JS layer refs it while someone waits. */
     napi_unref_threadsafe_function(env, ctx->tsfn);
     ctx->owner = es;
+    ctx->store = c->rec;
     ctx->engine_ref = ctx->tsfn_ref = ctx->js_ref = 1;
     pthread_mutex_lock(&g_mu);
     ctx->next = g_syncs;

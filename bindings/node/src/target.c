@@ -57,22 +57,40 @@ static pending *find(uint64_t id) {
     return NULL;
 }
 
+/* The handle whose run is on this engine thread. The engine runs a store's runs one at a time
+ * on its sync worker thread, custom target calls included, and every run reports its RUNNING
+ * state (sync.c notes its handle) before it calls a target. */
+static __thread store_rec *tl_run_store;
+
+void target_note_run(store_rec *rec) { tl_run_store = rec; }
+
+/* Caller holds g_mu. The handle that made this call: the noted run's when it is a handle of the
+ * target's environment (so the pointer is alive), else the handle the target was registered
+ * through. Closing it fails the call, so a promise that never settles cannot hang that close. */
+static store_rec *calling_store(target_rec *t) {
+    for (store_rec *r = t->owner->stores; r; r = r->next)
+        if (r == tl_run_store) return r;
+    return t->store;
+}
+
 /* Engine worker thread: hands the request to JS and waits for its answer. */
 static int run_on_js(target_rec *t, request *req, char **out, syncstore_error *err) {
     pending p = {0};
     pthread_cond_init(&p.cond, NULL);
     int status;
     pthread_mutex_lock(&g_mu);
-    if (!t->tsfn || !t->owner || t->owner->closing || t->store->closed) {
+    store_rec *caller = t->tsfn && t->owner && !t->owner->closing ? calling_store(t) : NULL;
+    if (!caller || caller->closed) {
         pthread_mutex_unlock(&g_mu);
         free_request(req);
         status = SYNCSTORE_ERR_STATE;
         p.out = NULL;
-        snprintf(p.message, sizeof p.message, "the JavaScript environment of this custom target has ended");
+        snprintf(p.message, sizeof p.message, "%s", caller ? "the store is closing"
+                 : "the JavaScript environment of this custom target has ended");
     } else {
         p.id = req->id = g_next_id++;
         p.owner = t->owner;
-        p.store = t->store;
+        p.store = caller;
         p.next = g_pending;
         g_pending = &p;
         if (napi_call_threadsafe_function(t->tsfn, req, napi_tsfn_nonblocking) != napi_ok) {

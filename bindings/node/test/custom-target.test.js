@@ -130,6 +130,29 @@ test('close() and stopSyncs() do not hang on a target promise that never settles
   assert.ok(['FAILED', 'STOPPED'].includes((await secondEnd).status));
 });
 
+test('close() of a handle does not hang on its run of a target registered through another handle', { timeout: 60000 }, async (t) => {
+  const root = tempRoot(t);
+  const a = await openStore({ storeName: 'shared-target', root });
+  t.after(() => a.close());
+  await a.registerSoup('things', [{ path: 'Id', type: 'string' }]);
+  let calls = 0;
+  a.registerTarget('never', { fetchPage: () => { calls++; return new Promise(() => {}); } });
+  // Several rounds: each handle B runs the target A registered, and B's close fails B's
+  // waiting target call (not A's close, which comes last).
+  for (let round = 0; round < 3; round++) {
+    const b = await openStore({ storeName: 'shared-target', root });
+    const run = b.syncDown({ type: 'never' }, 'things');
+    const end = run.done.catch((error) => error.state);
+    while (calls <= round) await sleep(5);
+    const closed = b.close().then(() => 'closed');
+    const outcome = await Promise.race([closed, sleep(5000).then(() => 'still pending')]);
+    assert.equal(outcome, 'closed', `round ${round}: B.close() waited for a target promise that never settles`);
+    assert.ok(['FAILED', 'STOPPED'].includes((await end).status));
+  }
+  // A's own handle still runs syncs with its target.
+  assert.equal(a.closed, false);
+});
+
 test('Cordova faces on a named global store: events carry isGlobalStore and storeName', { timeout: 60000 }, async (t) => {
   const { smartstore, smartstoreClient, mobilesync, mobilesyncClient } = require('..');
   smartstore.setRootDirectory(tempRoot(t));
