@@ -39,7 +39,8 @@ public final class SyncManager: @unchecked Sendable {
 
     // MARK: creating
 
-    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+    /// `requested`: the sync is created RUNNING, for a run started at once (see `start`).
+    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let target = try JSONDocument.parse(targetJSON, what: "sync down target")
         let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
@@ -48,10 +49,10 @@ public final class SyncManager: @unchecked Sendable {
             throw StoreError.argument("Soup '\(soupName)' needs an index on '\(parsed.idFieldName)' to receive synced records; register it with that index")
         }
         return try states.create(SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(),
-                                           optionsJSON: options, soupName: soupName))
+                                           optionsJSON: options, soupName: soupName), requested: requested)
     }
 
-    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let normalized: String
         if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
@@ -61,7 +62,7 @@ public final class SyncManager: @unchecked Sendable {
         }
         _ = try store.requireSoup(soupName)
         return try states.create(SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized,
-                                           optionsJSON: options, soupName: soupName))
+                                           optionsJSON: options, soupName: soupName), requested: requested)
     }
 
     private func checkedName(_ name: String?) throws -> String? {
@@ -75,16 +76,16 @@ public final class SyncManager: @unchecked Sendable {
     @discardableResult
     public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try checkOpen()
-        let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
-        try start(state.id, owner: owner, callback: callback)
+        let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
+        try start(state.id, owner: owner, callback: callback, created: state)
         return state.id
     }
 
     @discardableResult
     public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try checkOpen()
-        let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
-        try start(state.id, owner: owner, callback: callback)
+        let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
+        try start(state.id, owner: owner, callback: callback, created: state)
         return state.id
     }
 
@@ -123,11 +124,33 @@ public final class SyncManager: @unchecked Sendable {
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
-    private func start(_ id: Int64, owner: Int, callback: SyncCallback?) throws {
-        // One lock for the check and the registration, so a change of key sees every run.
-        let cancel = try lock.withLock {
-            try checkOpenLocked()
-            return try tracker.begin(id, owner: owner)
+    /// Queues a run. RUNNING is saved first (`created`: the sync was created RUNNING): if the
+    /// process ends before the run does, the next open makes it STOPPED and restart_syncs runs
+    /// it again.
+    private func start(_ id: Int64, owner: Int, callback: SyncCallback?, created: SyncState? = nil) throws {
+        let cancel: CancelFlag
+        do {
+            // One lock for the check and the registration, so a change of key sees every run.
+            cancel = try lock.withLock {
+                try checkOpenLocked()
+                return try tracker.begin(id, owner: owner)
+            }
+        } catch {
+            // Stopped or closed meanwhile: the new sync stays, as created without a run.
+            if var state = created {
+                state.status = .new
+                state.startTime = 0
+                try? states.save(state)
+            }
+            throw error
+        }
+        if created == nil {
+            do {
+                try states.markRequested(id)
+            } catch {
+                tracker.finish(id, cancel)
+                throw error
+            }
         }
         worker.submit { [self] in
             defer { tracker.finish(id, cancel) }
@@ -143,11 +166,7 @@ public final class SyncManager: @unchecked Sendable {
             }
             return
         }
-        state.status = .running
-        state.progress = 0
-        state.startTime = Clock.nowMillis()
-        state.endTime = 0
-        state.resetRunReport()
+        state.beginRun()
         do {
             if cancel.isCancelled { throw StoreError(.state, "The sync was stopped before it started") }
             try states.save(state)
@@ -183,11 +202,17 @@ public final class SyncManager: @unchecked Sendable {
         state.endTime = Clock.nowMillis()
         do {
             try states.save(state)
-        } catch let error as StoreError {
-            // The terminal state could not be stored: report it, and the run as failed.
-            if state.status == .done { state.status = .failed }
-            state.error += (state.error.isEmpty ? "" : "; ") + "saving the sync state failed: \(error.message)"
-        } catch {}
+        } catch {
+            // The terminal state could not be stored (a full disk): the run is reported as
+            // failed, and reads of the sync return this state until it is saved.
+            let failure = error as? StoreError ?? StoreError(.storage, "\(error)")
+            if state.status == .done {
+                state.status = .failed
+                state.errorCode = failure.code.rawValue
+            }
+            state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + "saving the sync state failed: \(failure.message)")
+            states.keepUnsaved(state)
+        }
         tracker.deliverTerminal(id, cancel) { emit(state) }
     }
 
@@ -274,7 +299,8 @@ public final class SyncManager: @unchecked Sendable {
         tracker.cancelAll()
     }
 
-    /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync. Returns their ids.
+    /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync (a stopped run, or
+    /// one the process ended while it was queued or running). Returns their ids.
     @discardableResult
     public func restart(restartStopped: Bool, owner: Int = 0, callback: SyncCallback?) throws -> [Int64] {
         lock.withLock { paused = false }
@@ -326,6 +352,7 @@ public final class SyncManager: @unchecked Sendable {
         lock.withLock { closed = true }
         tracker.cancelAll()
         worker.finish()
+        states.saveUnsaved()
         engineLock.release()
     }
 

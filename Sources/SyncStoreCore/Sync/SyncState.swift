@@ -93,7 +93,16 @@ public struct SyncState: Sendable {
     }
 
     /// Clears what a previous run reported.
-    mutating func resetRunReport() {
+    /// The state of a run that has been started: RUNNING from progress 0, no report yet.
+    mutating func beginRun() {
+        status = .running
+        progress = 0
+        startTime = Clock.nowMillis()
+        endTime = 0
+        resetRunReport()
+    }
+
+    private mutating func resetRunReport() {
         error = ""
         errorCode = 0
         if kind == .syncUp {
