@@ -210,7 +210,8 @@ public final class SyncManager: @unchecked Sendable {
                 state.status = .failed
                 state.errorCode = failure.code.rawValue
             }
-            state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + "saving the sync state failed: \(failure.message)")
+            let saving = state.error.hasPrefix(failure.message) ? "the sync state could not be saved either" : "saving the sync state failed: \(failure.message)"
+            state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + saving)
             states.keepUnsaved(state)
         }
         tracker.deliverTerminal(id, cancel) { emit(state) }
