@@ -115,10 +115,14 @@ final class StorageFaultTests: StoreTestCase {
         try registry.store(second).registerSoup("s", specsJSON: specs)
         try registry.close(second)
 
-        // A closed store opened on a full disk: STORAGE or a working store, never a damaged one.
+        // A closed store opened on a full disk: a working store, or STORAGE saying the disk is
+        // full; never a damaged one.
         try disk.fill()
-        if let reopened = try? registry.open(root: disk.path, config: config) {
-            try registry.close(reopened)
+        do {
+            try registry.close(try registry.open(root: disk.path, config: config))
+        } catch let error as StoreError {
+            XCTAssertEqual(error.code, .storage, error.message)
+            assertStorage(error, mentions: ["full"])
         }
         disk.free()
         handle = try registry.open(root: disk.path, config: config)

@@ -92,7 +92,6 @@ public struct SyncState: Sendable {
         }
     }
 
-    /// Clears what a previous run reported.
     /// The state of a run that has been started: RUNNING from progress 0, no report yet.
     mutating func beginRun() {
         status = .running
@@ -102,6 +101,7 @@ public struct SyncState: Sendable {
         resetRunReport()
     }
 
+    /// Clears what a previous run reported.
     private mutating func resetRunReport() {
         error = ""
         errorCode = 0
