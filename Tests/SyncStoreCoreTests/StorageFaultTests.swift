@@ -307,7 +307,9 @@ final class StorageFaultTests: StoreTestCase {
     // A store on media mounted read-only: opening it is STORAGE saying so, and the file is not
     // touched; writable again, it opens with every entry. A new store under a read-only root
     // cannot be created either. (Root ignores directory permissions, so a read-only mount is
-    // the way to make a directory read-only for this test.)
+    // the way to make a directory read-only for this test; and Linux refuses to remount a file
+    // system read-only while a file on it is open for writing, so media cannot turn read-only
+    // under an open store: writes of an open store meet a full disk, not read-only media.)
     func testReadOnlyMedia() throws {
         let disk = try SmallDisk(under: root)
         let registry = StoreRegistry()
