@@ -74,7 +74,8 @@ extern "C" {
 /** An argument is invalid: NULL where text is required, malformed JSON or UTF-8, a bad index
  *  spec, query spec or Smart SQL statement, a value of the wrong type. Fix the input. */
 #define SYNCSTORE_ERR_ARGUMENT 1
-/** A named thing does not exist: soup, entry, store, cursor, sync. */
+/** A named thing of this library does not exist: soup, entry, store, cursor, sync. Never a
+ *  server's answer (a server's 404 is SERVER). */
 #define SYNCSTORE_ERR_NOT_FOUND 2
 /** A thing that must be new already exists (e.g. a sync name). */
 #define SYNCSTORE_ERR_EXISTS 3
@@ -83,11 +84,14 @@ extern "C" {
 #define SYNCSTORE_ERR_BUSY 4
 /** The network failed (connect, timeout, dropped connection). Retryable. */
 #define SYNCSTORE_ERR_NETWORK 5
-/** The server refused the credentials and they could not be refreshed (set new credentials),
- *  or a store's key does not open it: a wrong key or kdfIter, no key for an encrypted store, a
- *  key for a plaintext one. */
+/** The server refused the credentials (HTTP 401) and they could not be refreshed (set new
+ *  credentials), or a store's key does not open it: a wrong key or kdfIter, no key for an
+ *  encrypted store, a key for a plaintext one. */
 #define SYNCSTORE_ERR_AUTH 6
-/** The server answered with an error. Retryable when the server said so (5xx). */
+/** The server answered with an error: any HTTP error status but 401 (AUTH), 404 included, or an
+ *  answer that is not what the API sends. The sync state's "error" names the request, the
+ *  status and the server's error text (or its body), cut to about 4 KB. Retryable when the
+ *  server said so (5xx). */
 #define SYNCSTORE_ERR_SERVER 7
 /** A write conflicts with the stored state (e.g. several entries match an external id). */
 #define SYNCSTORE_ERR_CONFLICT 8
@@ -168,7 +172,8 @@ const char *syncstore_status_name(int status);
  * Opening a store that is already open in this process returns another handle to the same
  * store (they share connections and caches); its config must carry the same key (and kdfIter).
  * An open racing the close of the store's last handle waits for that close to end (see
- * "Callbacks, threads and close"). Syncs left RUNNING by a crash become STOPPED.
+ * "Callbacks, threads and close"). Syncs whose run was queued or running when a process ended
+ * become STOPPED (see "Runs").
  * Errors: ARGUMENT (bad config, name, empty key or kdfIter < 1), AUTH (the key does not open the
  * store: wrong key or kdfIter, no key for an encrypted store, a key for a plaintext one; the
  * file is not touched), STORAGE (cannot create or open the file; a damaged encrypted page 1).
@@ -388,16 +393,29 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * SYNCSTORE_ERR_CONFLICT (only conflicts) or SYNCSTORE_ERR_SERVER. A clean run is DONE with
  * errorCode 0. Each such record keeps "__last_error__" (JSON) and stays dirty for the next run.
  *
- * Faults. Requests that change server data are never resent by the transport; when an answer
- * is lost the run ends FAILED (NETWORK, retryable) and the next run of the sync reconciles:
- * creates sent without an answer are found on the server (by CreatedDate on the server's own
- * clock and the values sent) and adopted, not sent again. A sync down's maxTimeStamp only moves
- * to a point below which every record is stored, so a re-run after any interruption misses
- * nothing. A server that sends a page locator twice ends the run FAILED (SERVER).
+ * Faults. A request that is harmless to send twice is sent again within the run when its
+ * answer is lost (a dropped connection, a timeout) or is a 5xx, up to the remote's maxAttempts
+ * with exponential backoff: reads (GET, and queries sent as POST), updates and upserts by
+ * external id (PATCH), deletes. A create (POST, also a parent-children batch) is sent once:
+ * when its answer is lost the run ends FAILED (NETWORK, retryable) and the next run of the sync
+ * reconciles: creates sent without an answer are found on the server (by CreatedDate on the
+ * server's own clock and the values sent) and adopted, not sent again. A request that fails on
+ * every attempt ends the run FAILED (NETWORK, or SERVER for a 5xx). A sync down's maxTimeStamp
+ * only moves to a point below which every record is stored, so a re-run after any
+ * interruption misses nothing. A server that sends a page locator twice ends the run FAILED
+ * (SERVER).
  *
  * Runs. Starting a run returns at once; the run happens on the store's sync worker thread (one
  * per store; runs of different syncs queue in order). One sync has at most one run at a time:
- * starting it again while queued or running is SYNCSTORE_ERR_BUSY.
+ * starting it again while queued or running is SYNCSTORE_ERR_BUSY. A sync is RUNNING (progress
+ * 0) from the call that starts it, while its run waits in the queue too: starting a run saves
+ * that first (STORAGE if it cannot; nothing is queued then). A run that was queued or running
+ * when the process ended is STOPPED once the store opens again, and syncstore_restart_syncs()
+ * runs it again. When a run's final state cannot be saved (a full disk), a run that succeeded
+ * ends FAILED (STORAGE), one that failed or was stopped keeps its status and code, and the
+ * terminal callback, syncstore_get_sync_status() and syncstore_wait_sync() all give that
+ * state; it is saved by the sync's next run or when the store's last handle closes, and a
+ * store opened before that shows the sync STOPPED.
  *
  * Processes. Several processes may open one store, but only one at a time runs its syncs: in
  * the others every sync call returns SYNCSTORE_ERR_BUSY (retryable) until the first closes the
@@ -456,8 +474,8 @@ typedef void (*syncstore_sync_callback)(const char *state_json, void *context);
  *  until then and looks again before it sends the create anew or drops a local delete of it)}.
  * On HTTP 401 the token is refreshed once (when refreshToken and clientId are set) and the
  * request retried; if that fails the run ends FAILED with errorCode SYNCSTORE_ERR_AUTH: set new
- * credentials and reSync. Idempotent requests are retried on network errors and 5xx with
- * exponential backoff. Runs already started keep the remote they started with.
+ * credentials and reSync. Which requests are sent again after a lost answer or a 5xx, and how
+ * often: see "Faults" above. Runs already started keep the remote they started with.
  * Errors: ARGUMENT.
  */
 int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncstore_error *err);
@@ -473,7 +491,8 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
  *   (OVERWRITE).
  * sync_name: NULL, or a unique name (EXISTS if taken).
  * out_sync_id: receives the sync id (may be NULL).
- * Errors: ARGUMENT, NOT_FOUND (soup), EXISTS, STATE (stopped manager, closed store).
+ * Errors: ARGUMENT, NOT_FOUND (soup), EXISTS, STATE (stopped manager, closed store), STORAGE
+ * (the sync or its start cannot be saved: nothing is created or queued then).
  */
 int syncstore_sync_down(syncstore_store *store, const char *target_json, const char *soup,
                         const char *options_json, const char *sync_name,
@@ -512,7 +531,8 @@ int syncstore_create_sync_up(syncstore_store *store, const char *target_json, co
 /**
  * Runs an existing sync again. A sync down fetches only records modified at or after its
  * maxTimeStamp (records sharing that millisecond are fetched again, so none is missed).
- * Errors: NOT_FOUND, BUSY (already queued or running), STATE.
+ * Errors: NOT_FOUND, BUSY (already queued or running), STATE, STORAGE (its start cannot be
+ * saved; nothing is queued).
  */
 int syncstore_resync(syncstore_store *store, int64_t sync_id, syncstore_sync_callback callback,
                      void *context, syncstore_error *err);
@@ -556,8 +576,10 @@ int syncstore_delete_sync_by_name(syncstore_store *store, const char *sync_name,
  */
 int syncstore_stop_syncs(syncstore_store *store, syncstore_error *err);
 
-/** Accepts runs again; with restart_stopped=1 re-runs every STOPPED sync, reporting to
- *  callback (one that another call started meanwhile is left to that run, not an error). */
+/** Accepts runs again; with restart_stopped=1 re-runs every STOPPED sync (stopped by
+ *  syncstore_stop_syncs(), or queued or running when a process ended), reporting to callback
+ *  (one that another call started meanwhile is left to that run, not an error).
+ *  Errors: STORAGE (a run's start cannot be saved; the syncs started before it run). */
 int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
                             syncstore_sync_callback callback, void *context,
                             syncstore_error *err);

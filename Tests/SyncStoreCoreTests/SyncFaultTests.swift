@@ -508,6 +508,93 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertTrue(custom.error.contains("a second time"), custom.error)
     }
 
+    // Issue 16, item 4b: a server's 404 (here an API version the server lacks) was NOT_FOUND,
+    // the code of the host's own soups, entries and syncs: a host took a wrong version for a
+    // missing sync. Every error status of the server is SERVER, with the request, the status
+    // and the server's text in the state; 401 alone is AUTH, and a token endpoint that is down
+    // (5xx) has not refused the credentials.
+    func testServerErrorStatusesAreServerErrors() throws {
+        let server = try DevServerProcess(["--seed", "Contact=3", "--admin"])
+        let manager = try self.manager(server)
+        let target = #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#
+        var remote = server.remote
+        remote.apiVersion = "v1.0"
+        manager.setRemote(remote)
+        let id = try manager.syncDown(targetJSON: target, soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
+        let wrongVersion = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(wrongVersion.status, .failed)
+        XCTAssertEqual(wrongVersion.errorCode, ErrorCode.server.rawValue, wrongVersion.error)
+        XCTAssertTrue(wrongVersion.error.contains("HTTP 404"), wrongVersion.error)
+        XCTAssertTrue(wrongVersion.error.hasPrefix("GET query"), wrongVersion.error)
+
+        manager.setRemote(server.remote)
+        for status in [400, 403, 404, 409, 412, 429] {
+            try server.setFaults("GET /services/data/*/query* status=\(status)")
+            try manager.reSync(id: id, callback: nil)
+            let state = try manager.wait(id: id, timeoutMs: 60_000)
+            XCTAssertEqual(state.status, .failed)
+            XCTAssertEqual(state.errorCode, ErrorCode.server.rawValue, "HTTP \(status): \(state.error)")
+            XCTAssertTrue(state.error.contains("HTTP \(status)") && state.error.contains("Injected fault"), state.error)
+        }
+
+        // The access token expires and the token endpoint is down: SERVER (run it again
+        // later), not AUTH (new credentials), which a refused refresh still is.
+        remote = server.remote
+        remote.refreshToken = "refresh"
+        remote.clientId = "client"
+        remote.maxAttempts = 1
+        manager.setRemote(remote)
+        try server.setFaults("GET /services/data/*/query* unauthorized; POST /services/oauth2/token status=503")
+        try manager.reSync(id: id, callback: nil)
+        let tokenDown = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(tokenDown.errorCode, ErrorCode.server.rawValue, tokenDown.error)
+        try server.setFaults("GET /services/data/*/query* unauthorized")
+        try manager.reSync(id: id, callback: nil)
+        let refused = try manager.wait(id: id, timeoutMs: 60_000)
+        XCTAssertEqual(refused.errorCode, ErrorCode.auth.rawValue, refused.error)
+
+        try server.setFaults("")
+        try manager.reSync(id: id, callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        // A local lookup of a sync that does not exist is still NOT_FOUND.
+        XCTAssertThrowsError(try manager.reSync(id: id + 1000, callback: nil)) { XCTAssertEqual(($0 as? StoreError)?.code, .notFound) }
+    }
+
+    // An error body that is not the API's JSON (a proxy's page) is quoted in the message, cut
+    // to the bound.
+    func testErrorBodiesThatAreNotTheAPIsAreQuoted() {
+        let page = RestClient.error(for: HTTPResponse(status: 502, body: Array("<html>Bad gateway</html>".utf8)), method: "GET", path: "query")
+        XCTAssertEqual(page.code, .server)
+        XCTAssertTrue(page.retryable)
+        XCTAssertTrue(page.message.contains("HTTP 502: <html>Bad gateway</html>"), page.message)
+        let huge = RestClient.error(for: HTTPResponse(status: 404, body: Array(String(repeating: "x", count: 100_000).utf8)), method: "GET", path: "query")
+        XCTAssertEqual(huge.code, .server)
+        XCTAssertFalse(huge.retryable)
+        XCTAssertLessThanOrEqual(huge.message.utf8.count, MessageLimit.bytes + 100)
+    }
+
+    // The header's one account of lost answers ("Faults"): an update whose answer is lost is
+    // sent again within the run (PATCH is harmless twice), while a create's is not (its run
+    // fails and the next one adopts the record: testTransportNeverResendsACommittedWrite).
+    func testLostAnswerOfAnUpdateIsRetriedWithinTheRun() throws {
+        let server = try DevServerProcess(["--seed", "Contact=1", "--admin"])
+        let manager = try self.manager(server)
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error)
+        guard var entry = try entries("contacts").first else { throw TestFailure("no entry") }
+        entry["LastName"] = "Retried"
+        entry["__local__"] = true
+        entry["__locally_updated__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText([entry]))
+        try server.setFaults("PATCH /services/data/*/composite/sobjects drop=after times=1")
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: nil, callback: nil) }
+        XCTAssertEqual(up.status, .done, "the update's lost answer should be retried within the run: \(up.error)")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Retried'"), 1)
+        XCTAssertEqual(try entries("contacts", "{contacts:__local__} = 'true'").count, 0)
+    }
+
     // A state a crash left RUNNING reads STOPPED as soon as the store is open again, before any
     // sync call creates the sync manager (a host listing syncs_soup must not see a ghost run).
     func testRunningStateIsStoppedWhenTheStoreOpens() throws {

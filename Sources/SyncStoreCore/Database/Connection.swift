@@ -10,6 +10,8 @@ final class Connection {
 
     let db: OpaquePointer
     let file: DatabaseFile
+    /// Opened for reading only (a reader of the pool).
+    let readOnly: Bool
     var path: String { file.path }
     private var statementCache: [String: Statement] = [:]
 
@@ -20,12 +22,13 @@ final class Connection {
             | SQLITE_OPEN_NOMUTEX | file.openFlags
         let rc = sqlite3_open_v2(file.sqliteName, &handle, flags, file.vfs)
         guard rc == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) + Connection.storageAdvice(rc & 0xff, $0) } ?? "out of memory"
             if let handle { sqlite3_close_v2(handle) }
             throw StoreError(.storage, "Cannot open database '\(file.path)': \(message)")
         }
         db = handle
         self.file = file
+        self.readOnly = readOnly
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, Connection.busyTimeoutMs)
         if file.isEncrypted {
@@ -107,7 +110,26 @@ final class Connection {
         case SQLITE_ERROR, SQLITE_MISMATCH, SQLITE_RANGE, SQLITE_TOOBIG, SQLITE_AUTH: code = .argument
         default: code = .storage
         }
-        return StoreError(code, "\(context): \(errorMessage)", retryable: code == .busy)
+        // SQLite opens a file it cannot write read-only: a writer in that state is on read-only
+        // media (or lacks permissions), whatever error its first write then reports.
+        let readOnlyFile = !readOnly && sqlite3_db_readonly(db, "main") == 1
+        let advice = code == .storage ? Connection.storageAdvice(readOnlyFile ? SQLITE_READONLY : primary, db) : ""
+        return StoreError(code, "\(context): \(errorMessage)\(advice)", retryable: code == .busy)
+    }
+
+    /// What a storage failure means and what to do, from SQLite's code and the OS error under it.
+    private static func storageAdvice(_ primary: Int32, _ db: OpaquePointer) -> String {
+        let os = (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) ? sqlite3_system_errno(db) : 0
+        if primary == SQLITE_FULL || os == ENOSPC || os == EDQUOT {
+            return ". The disk holding the store is full: free space and try again (nothing of the failed write was stored)"
+        }
+        if primary == SQLITE_READONLY || os == EROFS || os == EACCES || os == EPERM {
+            return ". The store's file or its directory is read-only (read-only media or permissions): make it writable, or open the store under a writable root"
+        }
+        if primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB {
+            return ". The store file is damaged: restore it from a backup, or remove the store and sync its data again"
+        }
+        return ""
     }
 
     /// Runs SQL without results (may hold several statements). Only for trusted SQL.
@@ -117,7 +139,7 @@ final class Connection {
         if rc != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? errorMessage
             sqlite3_free(message)
-            throw error(rc, "SQL failed (\(text))")
+            throw error(rc, text == errorMessage ? "SQL failed" : "SQL failed (\(text))")
         }
     }
 

@@ -100,28 +100,31 @@ final class RestClient: @unchecked Sendable {
         }
     }
 
+    /// The error for a server's refusal. Every error status is SERVER (retryable for 5xx) but
+    /// 401, which `send` has already turned into AUTH: the local codes (NOT_FOUND, CONFLICT)
+    /// name the host's soups, entries and syncs, so a server's 404 (a wrong API version, an
+    /// object the org lacks) must not read as a missing sync.
     static func error(for response: HTTPResponse, method: String, path: String) -> StoreError {
-        let detail = describe(response)
-        let shortPath = RemoteURL.redacted(path)
-        switch response.status {
-        case 401, 403: return StoreError(.auth, "\(method) \(shortPath): \(detail)")
-        case 404: return StoreError(.notFound, "\(method) \(shortPath): \(detail)")
-        case 409, 412: return StoreError(.conflict, "\(method) \(shortPath): \(detail)")
-        case 500...: return StoreError(.server, "\(method) \(shortPath): \(detail)", retryable: true)
-        default: return StoreError(.server, "\(method) \(shortPath): \(detail)")
-        }
+        let text = "\(method) \(RemoteURL.redacted(path)): \(describe(response))"
+        if response.status == 401 { return StoreError(.auth, text) }
+        return StoreError(.server, text, retryable: response.status >= 500)
     }
 
-    /// "HTTP 400 INVALID_FIELD: No such column 'Foo'" from the API's `[{"message","errorCode"}]`.
+    /// "HTTP 400 INVALID_FIELD: No such column 'Foo'" from the API's `[{"message","errorCode"}]`;
+    /// any other body (a proxy's HTML page, plain text) is quoted as it came, cut to the bound.
     static func describe(_ response: HTTPResponse) -> String {
         var text = "HTTP \(response.status)"
+        var described = false
         if let doc = try? response.body.withUnsafeBytes({ raw -> JSONDocument? in
             guard let base = raw.baseAddress, raw.count > 0 else { return nil }
             return try JSONDocument.parse(bytes: base, length: raw.count)
         }) {
             let first = doc.root.isArray ? doc.root[0] : doc.root
-            if let code = first?["errorCode"]?.string ?? first?["error"]?.string { text += " \(code)" }
-            if let message = first?["message"]?.string ?? first?["error_description"]?.string { text += ": \(message)" }
+            if let code = first?["errorCode"]?.string ?? first?["error"]?.string { text += " \(code)"; described = true }
+            if let message = first?["message"]?.string ?? first?["error_description"]?.string { text += ": \(message)"; described = true }
+        }
+        if !described && !response.body.isEmpty {
+            text += ": " + String(decoding: response.body.prefix(MessageLimit.bytes), as: UTF8.self)
         }
         return MessageLimit.bound(text)
     }
@@ -154,6 +157,10 @@ final class RestClient: @unchecked Sendable {
         request.body = Array(RemoteURL.query(form).utf8)
         let response = try withClient { try $0.perform(request, settings: c.http, cancel: cancel) }
         guard response.isSuccess else {
+            // A token endpoint that is down has not refused the credentials.
+            if response.status >= 500 {
+                throw StoreError(.server, "Refreshing the access token failed (\(RestClient.describe(response))); run the sync again later", retryable: true)
+            }
             throw StoreError(.auth, "Refreshing the access token failed (\(RestClient.describe(response))); set new credentials and run the sync again")
         }
         let doc = try response.body.withUnsafeBytes { raw -> JSONDocument in

@@ -39,7 +39,8 @@ public final class SyncManager: @unchecked Sendable {
 
     // MARK: creating
 
-    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+    /// `requested`: the sync is created RUNNING, for a run started at once (see `start`).
+    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let target = try JSONDocument.parse(targetJSON, what: "sync down target")
         let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
@@ -48,10 +49,10 @@ public final class SyncManager: @unchecked Sendable {
             throw StoreError.argument("Soup '\(soupName)' needs an index on '\(parsed.idFieldName)' to receive synced records; register it with that index")
         }
         return try states.create(SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(),
-                                           optionsJSON: options, soupName: soupName))
+                                           optionsJSON: options, soupName: soupName), requested: requested)
     }
 
-    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let normalized: String
         if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
@@ -61,7 +62,7 @@ public final class SyncManager: @unchecked Sendable {
         }
         _ = try store.requireSoup(soupName)
         return try states.create(SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized,
-                                           optionsJSON: options, soupName: soupName))
+                                           optionsJSON: options, soupName: soupName), requested: requested)
     }
 
     private func checkedName(_ name: String?) throws -> String? {
@@ -75,16 +76,16 @@ public final class SyncManager: @unchecked Sendable {
     @discardableResult
     public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try checkOpen()
-        let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
-        try start(state.id, owner: owner, callback: callback)
+        let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
+        try start(state.id, owner: owner, callback: callback, created: state)
         return state.id
     }
 
     @discardableResult
     public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try checkOpen()
-        let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name)
-        try start(state.id, owner: owner, callback: callback)
+        let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
+        try start(state.id, owner: owner, callback: callback, created: state)
         return state.id
     }
 
@@ -124,34 +125,66 @@ public final class SyncManager: @unchecked Sendable {
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
     /// Starts a run; with `unlessActive`, a sync that already has one is skipped (false)
-    /// instead of BUSY.
+    /// instead of BUSY. RUNNING is saved before the run is queued (`created`: the sync was
+    /// created RUNNING): if the process ends before the run does, the next open makes it
+    /// STOPPED and restart_syncs runs it again.
     @discardableResult
-    private func start(_ id: Int64, owner: Int, callback: SyncCallback?, unlessActive: Bool = false) throws -> Bool {
-        try enqueue(id, owner: owner, unlessActive: unlessActive) { [self] cancel in run(id, cancel: cancel, callback: callback) }
+    private func start(_ id: Int64, owner: Int, callback: SyncCallback?, unlessActive: Bool = false,
+                       created: SyncState? = nil) throws -> Bool {
+        try enqueue(id, owner: owner, unlessActive: unlessActive, saveRequested: true, created: created) { [self] cancel in
+            run(id, cancel: cancel, callback: callback)
+        }
     }
 
-    /// Registers a run of sync `id` and queues `job` on the worker, in one critical section
-    /// with the checks: a change of key sees every run, stop() cancels every run that passed
-    /// its check, close(owner:) every run of its handle, and close() every run it did not
-    /// refuse (the worker runs what was queued before it finished).
+    /// Registers a run of sync `id`, saves it requested (`saveRequested`, unless `created` was
+    /// saved so), and queues `job` on the worker. The
+    /// checks and the registration are one critical section (a change of key sees every run,
+    /// stop() cancels every run that passed its check, close(owner:) every run of its handle),
+    /// and so is the queueing (close() runs what was queued before the worker finished and
+    /// refuses the rest); the save happens between them, outside the lock, as it writes.
     @discardableResult
-    private func enqueue(_ id: Int64, owner: Int, unlessActive: Bool = false, _ job: @escaping @Sendable (CancelFlag) -> Void) throws -> Bool {
+    private func enqueue(_ id: Int64, owner: Int, unlessActive: Bool = false, saveRequested: Bool = false, created: SyncState? = nil,
+                         _ job: @escaping @Sendable (CancelFlag) -> Void) throws -> Bool {
+        let cancel: CancelFlag
+        do {
+            guard let registered = try lock.withLock({ () throws -> CancelFlag? in
+                try checkOpenLocked()
+                guard store.isOwnerOpen(owner) else { throw StoreError(.state, "The store handle is closed; open the store again") }
+                // Runs only begin under this lock: not active now means begin cannot say BUSY.
+                if unlessActive && tracker.isActive(id) { return nil }
+                return try tracker.begin(id, owner: owner)
+            }) else { return false }
+            cancel = registered
+        } catch {
+            // Stopped or closed meanwhile: the new sync stays, as created without a run.
+            if var state = created {
+                state.status = .new
+                state.startTime = 0
+                try? states.save(state)
+            }
+            throw error
+        }
+        if saveRequested && created == nil {
+            do {
+                try states.markRequested(id)
+            } catch {
+                tracker.finish(id, cancel)
+                throw error
+            }
+        }
         try lock.withLock {
-            try checkOpenLocked()
-            guard store.isOwnerOpen(owner) else { throw StoreError(.state, "The store handle is closed; open the store again") }
-            // Runs only begin under this lock: not active now means begin cannot say BUSY.
-            if unlessActive && tracker.isActive(id) { return false }
-            let cancel = try tracker.begin(id, owner: owner)
             let queued = worker.submit { [tracker] in
                 defer { tracker.finish(id, cancel) }
                 job(cancel)
             }
             guard queued else {
                 tracker.finish(id, cancel)
+                // Requested and saved RUNNING: the next open makes it STOPPED, restart_syncs runs it.
+                if closed { throw StoreError(.state, "The store was closed before the run could start; open it again and restart the syncs") }
                 throw StoreError(.busy, "The sync worker thread could not be started (the system refused a new thread); retry later", retryable: true)
             }
-            return true
         }
+        return true
     }
 
     private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?) {
@@ -162,11 +195,7 @@ public final class SyncManager: @unchecked Sendable {
             }
             return
         }
-        state.status = .running
-        state.progress = 0
-        state.startTime = Clock.nowMillis()
-        state.endTime = 0
-        state.resetRunReport()
+        state.beginRun()
         do {
             if cancel.isCancelled { throw StoreError(.state, "The sync was stopped before it started") }
             try states.save(state)
@@ -202,11 +231,18 @@ public final class SyncManager: @unchecked Sendable {
         state.endTime = Clock.nowMillis()
         do {
             try states.save(state)
-        } catch let error as StoreError {
-            // The terminal state could not be stored: report it, and the run as failed.
-            if state.status == .done { state.status = .failed }
-            state.error += (state.error.isEmpty ? "" : "; ") + "saving the sync state failed: \(error.message)"
-        } catch {}
+        } catch {
+            // The terminal state could not be stored (a full disk): the run is reported as
+            // failed, and reads of the sync return this state until it is saved.
+            let failure = error as? StoreError ?? StoreError(.storage, "\(error)")
+            if state.status == .done {
+                state.status = .failed
+                state.errorCode = failure.code.rawValue
+            }
+            let saving = state.error.hasPrefix(failure.message) ? "the sync state could not be saved either" : "saving the sync state failed: \(failure.message)"
+            state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + saving)
+            states.keepUnsaved(state)
+        }
         tracker.deliverTerminal(id, cancel) { emit(state) }
     }
 
@@ -291,7 +327,8 @@ public final class SyncManager: @unchecked Sendable {
         }
     }
 
-    /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync. Returns their ids.
+    /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync (a stopped run, or
+    /// one the process ended while it was queued or running). Returns their ids.
     @discardableResult
     public func restart(restartStopped: Bool, owner: Int = 0, callback: SyncCallback?) throws -> [Int64] {
         lock.withLock { paused = false }
@@ -345,6 +382,7 @@ public final class SyncManager: @unchecked Sendable {
             tracker.cancelAll()
         }
         worker.finish()
+        states.saveUnsaved()
         engineLock.release()
     }
 

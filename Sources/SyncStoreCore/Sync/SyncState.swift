@@ -92,8 +92,17 @@ public struct SyncState: Sendable {
         }
     }
 
+    /// The state of a run that has been started: RUNNING from progress 0, no report yet.
+    mutating func beginRun() {
+        status = .running
+        progress = 0
+        startTime = Clock.nowMillis()
+        endTime = 0
+        resetRunReport()
+    }
+
     /// Clears what a previous run reported.
-    mutating func resetRunReport() {
+    private mutating func resetRunReport() {
         error = ""
         errorCode = 0
         if kind == .syncUp {

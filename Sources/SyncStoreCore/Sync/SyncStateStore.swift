@@ -3,6 +3,12 @@
 final class SyncStateStore: @unchecked Sendable {
     static let soupName = "syncs_soup"
     let store: SmartStore
+    /// Terminal states that could not be saved (a full disk), by sync id. Reads return them, so
+    /// a host that polls learns the run ended; the sync's next save replaces them, and the
+    /// engine's close tries to save them again. A crash before that leaves the saved
+    /// state RUNNING, which the next open makes STOPPED.
+    private let unsavedLock = Lock()
+    private var unsaved: [Int64: SyncState] = [:]
 
     init(store: SmartStore) throws {
         self.store = store
@@ -12,14 +18,16 @@ final class SyncStateStore: @unchecked Sendable {
         ])
     }
 
-    /// Creates a state; a name already used is EXISTS.
-    func create(_ state: SyncState) throws -> SyncState {
+    /// Creates a state (`requested`: RUNNING, for a run started at once); a name already used
+    /// is EXISTS.
+    func create(_ state: SyncState, requested: Bool = false) throws -> SyncState {
         try store.write { db in
             if let name = state.name, try self.find(name: name, db: db) != nil {
                 throw StoreError(.exists, "A sync named '\(name)' already exists; pick another name or reSync it")
             }
             var created = state
-            created.id = try self.save(state, db: db, creating: true)
+            if requested { created.beginRun() }
+            created.id = try self.save(created, db: db, creating: true)
             return created
         }
     }
@@ -39,17 +47,41 @@ final class SyncStateStore: @unchecked Sendable {
 
     func save(_ state: SyncState) throws {
         try store.write { db in _ = try self.save(state, db: db) }
+        unsavedLock.withLock { unsaved[state.id] = nil }
+    }
+
+    /// Keeps a terminal state whose save failed (see `unsaved`).
+    func keepUnsaved(_ state: SyncState) {
+        unsavedLock.withLock { unsaved[state.id] = state }
+    }
+
+    /// Tries again to save the states kept by `keepUnsaved` (when no run can start: the engine
+    /// closes); those that still fail stay kept.
+    func saveUnsaved() {
+        for state in unsavedLock.withLock({ Array(unsaved.values) }) { try? save(state) }
+    }
+
+    /// A run of sync `id` was requested: it is RUNNING (from progress 0) until the run ends.
+    func markRequested(_ id: Int64) throws {
+        guard var state = try get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
+        state.beginRun()
+        try save(state)
+    }
+
+    private func overlaid(_ state: SyncState?) -> SyncState? {
+        guard let state else { return nil }
+        return unsavedLock.withLock { unsaved[state.id] } ?? state
     }
 
     func get(id: Int64) throws -> SyncState? {
         let text = try store.retrieve(soup: SyncStateStore.soupName, ids: [id])
         let doc = try JSONDocument.parse(text.string, what: "sync state")
         guard let entry = doc.root[0] else { return nil }
-        return try SyncState.from(entry)
+        return overlaid(try SyncState.from(entry))
     }
 
     func get(name: String) throws -> SyncState? {
-        try store.readers.withReader { db in try self.find(name: name, db: db) }
+        overlaid(try store.readers.withReader { db in try self.find(name: name, db: db) })
     }
 
     private func find(name: String, db: Connection) throws -> SyncState? {
@@ -63,7 +95,7 @@ final class SyncStateStore: @unchecked Sendable {
         return try SyncState.from(doc.root)
     }
 
-    func all() throws -> [SyncState] { try SyncStateStore.all(in: store) }
+    func all() throws -> [SyncState] { try SyncStateStore.all(in: store).compactMap(overlaid) }
 
     /// Every state of `store`, by id; a read only, so it needs no sync engine.
     static func all(in store: SmartStore) throws -> [SyncState] {
@@ -84,6 +116,7 @@ final class SyncStateStore: @unchecked Sendable {
 
     func delete(id: Int64) throws {
         try store.removeEntries(soup: SyncStateStore.soupName, ids: [id])
+        unsavedLock.withLock { unsaved[id] = nil }
     }
 
     /// On open: states a crash left RUNNING become STOPPED at once (not only when the sync
@@ -95,12 +128,13 @@ final class SyncStateStore: @unchecked Sendable {
         try SyncStateStore(store: store).stopOrphans()
     }
 
-    /// Syncs a crash left RUNNING become STOPPED (semantics §7).
+    /// Syncs a crash left RUNNING (running or queued) become STOPPED (semantics §7), which
+    /// restart_syncs runs again.
     func stopOrphans() throws {
         for var state in try all() where state.status == .running {
             state.status = .stopped
             state.endTime = Clock.nowMillis()
-            state.error = "The process ended while the sync was running"
+            state.error = "The run did not finish: the process ended while it was queued or running, or its end could not be saved (disk full); restart the syncs or run it again"
             try save(state)
         }
     }
