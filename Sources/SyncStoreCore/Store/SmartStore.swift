@@ -65,6 +65,10 @@ public final class SmartStore: @unchecked Sendable {
     private static func openWriter(path: String, key: StoreKey?, kdfIter: Int) throws -> (DatabaseFile, Connection, [String: SoupInfo]) {
         var attempts = 0
         while true {
+            // The file is read (encrypted or not) and opened with no change of key in between;
+            // once open, the writer's shared lock keeps changes of key in other processes out.
+            let gate = try RekeyGate(databasePath: path, exclusive: false, waitMs: Connection.busyTimeoutMs)
+            defer { gate.release() }
             let file = try DatabaseFile(path: path, key: key, kdfIter: kdfIter)
             do {
                 let writer = try Connection(file: file, readOnly: false)
@@ -244,6 +248,9 @@ public final class SmartStore: @unchecked Sendable {
         try writeLock.withLock {
             if let writerFailure { throw writerFailure }
             if newKey == nil && !writer.file.isEncrypted { return }
+            // No connection of another process opens while the file is replaced.
+            let gate = try RekeyGate(databasePath: path, exclusive: true, waitMs: StoreRekey.exclusiveWaitMs)
+            defer { gate.release() }
             try readers.replacingFile { () -> DatabaseFile? in
                 let old = writer.file
                 let next: DatabaseFile
