@@ -98,12 +98,12 @@ flags() {
     echo "-dict=$FUZZ/dict/$t.dict -timeout=25 -rss_limit_mb=4096 -artifact_prefix=$OUT/crashes/$t/ -print_final_stats=1"
 }
 
-# "executions coverage features corpus" from a libFuzzer log.
+# "executions, coverage, features, corpus" from the last status line of a libFuzzer log (plain or
+# -fork mode).
 figures() {
-    local log=$1 execs cov
-    execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
-    cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+)\/([0-9a-zA-Z]+).*/cov \1  ft \2  corpus \3 (\4)/')
-    echo "execs $execs  $cov"
+    local last
+    last=$(grep -E '^#[0-9]+' "$1" | tail -1)
+    sed -nE 's/^#([0-9]+).*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/execs \1  cov \2  ft \3  corpus \4/p' <<<"$last"
 }
 
 build
@@ -114,7 +114,8 @@ if [ "$mode" = ci ]; then
     failed=()
     for t in "${targets[@]}"; do
         log="$OUT/logs/ci-$t.log"; mkdir -p "$OUT/logs" "$OUT/ci-corpus/$t"
-        inputs=("$FUZZ/corpus/$t" "$FUZZ/regression/$t")
+        inputs=("$FUZZ/corpus/$t")
+        [ -d "$FUZZ/regression/$t" ] && inputs+=("$FUZZ/regression/$t")
         # Every seed and regression input once (-runs=0 stops after the corpus is read), then a
         # short run that writes new inputs only to the scratch corpus (the first folder).
         # shellcheck disable=SC2046
@@ -129,15 +130,18 @@ if [ "$mode" = ci ]; then
     exit 0
 fi
 
-# Long runs, one target after another (each uses one core).
+# Long runs, one target after another (each uses one core). -fork=1 runs the fuzzing in a child
+# process so a run goes on past a finding: every crasher found is kept, not only the first.
 status=0
 for t in "${targets[@]}"; do
-    log="$OUT/logs/$t.log"; mkdir -p "$OUT/logs" "$OUT/corpus/$t"
+    log="$OUT/logs/$t.log"; mkdir -p "$OUT/logs" "$OUT/corpus/$t" "$OUT/crashes/$t"
     echo "== fuzz $t for $minutes min"
-    before=$(find "$OUT/crashes/$t" -type f 2>/dev/null | wc -l)
+    before=$(find "$OUT/crashes/$t" -type f | wc -l)
     # shellcheck disable=SC2046
-    "$OUT/bin/$t" $(flags "$t") -max_total_time=$((minutes * 60)) "$OUT/corpus/$t" "$FUZZ/corpus/$t" >"$log" 2>&1 || status=1
+    "$OUT/bin/$t" $(flags "$t") -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+        -max_total_time=$((minutes * 60)) "$OUT/corpus/$t" "$FUZZ/corpus/$t" >"$log" 2>&1 || status=1
     after=$(find "$OUT/crashes/$t" -type f | wc -l)
-    echo "fuzz $t: $(figures "$log")  new crashes $((after - before))  (log: $log)"
+    echo "fuzz $t: $(figures "$log")  corpus files $(find "$OUT/corpus/$t" -type f | wc -l)  new crashes $((after - before))  (log: $log)"
+    ((after == before)) || status=1
 done
 exit $status

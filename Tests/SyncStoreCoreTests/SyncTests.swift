@@ -71,7 +71,8 @@ final class SyncConfigTests: XCTestCase {
                     // went into every request URL.
                     #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"v1..2"}"#,
                     #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":".62.0"}"#,
-                    #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"v62.٣"}"#] {
+                    #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"v62.٣"}"#,
+                    #"{"instanceUrl":"https://","accessToken":"t"}"#, #"{"instanceUrl":"http:///x","accessToken":"t"}"#] {
             XCTAssertThrowsError(try RemoteConfig.parse(bad), bad) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
         }
     }

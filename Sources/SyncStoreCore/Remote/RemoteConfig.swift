@@ -44,6 +44,11 @@ public struct RemoteConfig: Sendable {
             throw StoreError.argument("Remote config needs \"instanceUrl\" starting with https:// (or http:// for a local server)")
         }
         while url.hasSuffix("/") { url.removeLast() }
+        // A host must follow the scheme ("https://" alone was taken as the URL "https:").
+        let authority = url.dropFirst(url.hasPrefix("https://") ? 8 : 7)
+        guard let first = authority.first, first != "/" else {
+            throw StoreError.argument("Remote config \"instanceUrl\" has no host: give https://<host>[:port]")
+        }
         guard let token = try string("accessToken") else {
             throw StoreError.argument("Remote config needs \"accessToken\"")
         }
