@@ -82,5 +82,9 @@ bundle=".build-$kind/debug/SyncStorePackageTests.xctest"
 if [ "$kind" = asan ]; then
     "$bundle"
 else
-    for suite in ConcurrencyTests SyncTests SyncFaultTests; do "$bundle" "SyncStoreCoreTests.$suite"; done
+    # The concurrency and sync suites; a suite name that matched nothing would pass silently.
+    for suite in ConcurrencyTests SharedFileTests SyncRunTests SyncFaultTests; do
+        "$bundle" "SyncStoreCoreTests.$suite" 2>&1 | tee "build-tsan/$suite.log"
+        grep -q "Executed [1-9]" "build-tsan/$suite.log" || { echo "no test ran in $suite"; exit 1; }
+    done
 fi

@@ -6,12 +6,12 @@ import Glibc
 
 private let (store, path) = fuzzFixtureStore("index_specs")
 
-private func readBack(_ what: String) -> [IndexSpec]? {
+private func readBack() -> [IndexSpec]? {
     fuzzTry("indexSpecs") { try store.indexSpecs("s") }
 }
 
 private func queryEachPath() {
-    for spec in readBack("query") ?? [] {
+    for spec in readBack() ?? [] {
         let q = "{\"queryType\":\"range\",\"indexPath\":\(fuzzJSONString(spec.path)),\"orderPath\":\(fuzzJSONString(spec.path)),\"pageSize\":3}"
         if let out = fuzzTry("range query on \(spec.path)", { try store.queryPage(soup: "s", specJSON: q, page: 0) }) {
             fuzzExpectJSON(out, "range query")
@@ -30,7 +30,7 @@ public func fuzzIndexSpecs(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     // Accepted: the specs read back as parsed.
     let parsed = fuzzSetup("reparse") { try IndexSpec.parseList(JSONDocument.parse(first).root) }
-    if readBack("register") != parsed { fuzzFail("index specs read back differently after registerSoup") }
+    if readBack() != parsed { fuzzFail("index specs read back differently after registerSoup") }
     fuzzTry("upsert") { _ = try store.upsert(soup: "s", entriesJSON: fuzzSoupEntries) }
     queryEachPath()
     if !second.isEmpty {
@@ -39,7 +39,7 @@ public func fuzzIndexSpecs(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             if fuzzFingerprint(path) != registered { fuzzFail("a refused alterSoup changed the store") }
         } else {
             let altered = fuzzSetup("reparse") { try IndexSpec.parseList(JSONDocument.parse(second).root) }
-            if readBack("alter") != altered { fuzzFail("index specs read back differently after alterSoup") }
+            if readBack() != altered { fuzzFail("index specs read back differently after alterSoup") }
             queryEachPath()
         }
     }

@@ -4,7 +4,7 @@
 import Glibc
 @testable import SyncStoreCore
 
-private let (store, path) = fuzzFixtureStore("sync_config")
+private let (store, _) = fuzzFixtureStore("sync_config")
 private let manager = fuzzSetup("sync manager") { try store.syncManager() }
 
 @_cdecl("LLVMFuzzerTestOneInput")

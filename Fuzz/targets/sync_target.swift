@@ -6,7 +6,7 @@
 import Glibc
 @testable import SyncStoreCore
 
-private let (store, path) = fuzzFixtureStore("sync_target")
+private let (store, _) = fuzzFixtureStore("sync_target")
 private let manager = fuzzSetup("sync manager") { try store.syncManager() }
 
 @_cdecl("LLVMFuzzerTestOneInput")
