@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sanitizer suites (docs/fuzzing.md):
-#   bash scripts/sanitize.sh asan [--ci]   the library and the Swift tests built with AddressSanitizer +
-#                                          UndefinedBehaviorSanitizer; the Swift tests, CTest's C tests
+#   bash scripts/sanitize.sh asan [--ci]   the library and the Swift tests built with AddressSanitizer
+#                                          (+ UBSan on the C code); the Swift tests, CTest's C tests
 #                                          and examples, the Python and the Node suites run on them
 #   bash scripts/sanitize.sh tsan [--ci]   ThreadSanitizer: the Swift concurrency and sync tests, and
 #                                          CTest's C tests (threads, sync, close during a sync)
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 kind=${1:-}
 ci=0
 [ "${2:-}" = --ci ] && ci=1
-case "$kind" in asan|tsan) ;; *) sed -n 2,12p "$0"; exit 2 ;; esac
+case "$kind" in asan|tsan) ;; *) sed -n 2,14p "$0"; exit 2 ;; esac
 
 toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
 runtime_dir=$(ls -d "$toolchain"/lib/clang/*/lib/linux | head -1)
@@ -44,8 +44,6 @@ else
     # This TSan runtime intercepts libdispatch: a host linked with it links libdispatch too.
     swiftlib="$toolchain/lib/swift/linux"
     ldflags="-L$swiftlib -Wl,-rpath,$swiftlib -Wl,--no-as-needed -ldispatch -lBlocksRuntime"
-    # The toolchain's TSan runtime has libdispatch interceptors and needs libdispatch loaded with it.
-    preload="$runtime_dir/libclang_rt.tsan-x86_64.so:$toolchain/lib/swift/linux/libdispatch.so"
     # Reports do not stop the host (its cleanup, e.g. stopping its dev server, still runs); a host
     # that had any exits with 66, which fails its test.
     export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp:halt_on_error=0:exitcode=66:second_deadlock_stack=1"

@@ -33,7 +33,7 @@ SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.buil
     node --test bindings/node/test/
 
 echo "== Fuzz targets (slice: every seed and regression input replayed, then a short run of each target)"
-FUZZ_CI_SECONDS=${FUZZ_CI_SECONDS:-10} bash scripts/fuzz.sh --ci
+FUZZ_CI_SECONDS=${FUZZ_CI_SECONDS:-5} bash scripts/fuzz.sh --ci
 
 echo "== Sanitizers (slice: CTest, Python and Node on the ASan+UBSan library; CTest on the TSan library)"
 bash scripts/sanitize.sh asan --ci
