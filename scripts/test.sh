@@ -3,7 +3,7 @@
 # real dev server process, the install tree with pkg-config and find_package, the examples),
 # Python (the syncstore package installed into .venv, mypy --strict, its pytest suite, the dev
 # server with simple-salesforce, syncstore-cli, the chaos suite), Node (the N-API addon and its
-# Cordova / promise faces).
+# Cordova / promise faces), the fuzz targets' slice and the sanitizer slices (docs/fuzzing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
@@ -31,3 +31,10 @@ echo "== Node tests"
 bash scripts/build-node.sh
 SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
     node --test bindings/node/test/
+
+echo "== Fuzz targets (slice: every seed and regression input replayed, then a short run of each target)"
+FUZZ_CI_SECONDS=${FUZZ_CI_SECONDS:-5} bash scripts/fuzz.sh --ci
+
+echo "== Sanitizers (slice: CTest, Python and Node on the ASan+UBSan library; CTest on the TSan library)"
+bash scripts/sanitize.sh asan --ci
+bash scripts/sanitize.sh tsan --ci

@@ -66,7 +66,13 @@ final class SyncConfigTests: XCTestCase {
         XCTAssertEqual(c.effectiveTokenURL, "https://127.0.0.1:8443/services/oauth2/token")
         for bad in [#"{"accessToken":"t"}"#, #"{"instanceUrl":"ftp://x","accessToken":"t"}"#,
                     #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"latest"}"#,
-                    #"{"instanceUrl":"http://x","accessToken":"t","maxAttempts":99}"#, "[]", "{"] {
+                    #"{"instanceUrl":"http://x","accessToken":"t","maxAttempts":99}"#, "[]", "{",
+                    // Found by the remote_config fuzz target: an empty part, or digits of other scripts,
+                    // went into every request URL.
+                    #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"v1..2"}"#,
+                    #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":".62.0"}"#,
+                    #"{"instanceUrl":"http://x","accessToken":"t","apiVersion":"v62.٣"}"#,
+                    #"{"instanceUrl":"https://","accessToken":"t"}"#, #"{"instanceUrl":"http:///x","accessToken":"t"}"#] {
             XCTAssertThrowsError(try RemoteConfig.parse(bad), bad) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
         }
     }

@@ -5,15 +5,18 @@
 
 int check_passed = 0, check_failed = 0;
 
+/* Tests check from several threads (edits during a sync, callbacks): the counts are atomic. */
+static void count(int *counter) { __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
+
 void check_true(int ok, const char *what, const char *file, int line) {
-    if (ok) { check_passed++; return; }
-    check_failed++;
+    if (ok) { count(&check_passed); return; }
+    count(&check_failed);
     fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
 }
 
 void check_status(int got, int expected, const syncstore_error *err, const char *what, const char *file, int line) {
-    if (got == expected) { check_passed++; return; }
-    check_failed++;
+    if (got == expected) { count(&check_passed); return; }
+    count(&check_failed);
     fprintf(stderr, "FAIL %s:%d: %s returned %s, expected %s (%s)\n", file, line, what,
             syncstore_status_name(got), syncstore_status_name(expected), err ? err->message : "");
 }

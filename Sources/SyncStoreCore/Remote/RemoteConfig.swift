@@ -44,14 +44,20 @@ public struct RemoteConfig: Sendable {
             throw StoreError.argument("Remote config needs \"instanceUrl\" starting with https:// (or http:// for a local server)")
         }
         while url.hasSuffix("/") { url.removeLast() }
+        // A host must follow the scheme ("https://" alone was taken as the URL "https:").
+        let authority = url.dropFirst(url.hasPrefix("https://") ? 8 : 7)
+        guard let first = authority.first, first != "/" else {
+            throw StoreError.argument("Remote config \"instanceUrl\" has no host: give https://<host>[:port]")
+        }
         guard let token = try string("accessToken") else {
             throw StoreError.argument("Remote config needs \"accessToken\"")
         }
         var config = RemoteConfig(instanceURL: url, accessToken: token)
         if let v = try string("apiVersion") {
             let version = v.hasPrefix("v") ? v : "v" + v
-            guard version.dropFirst().split(separator: ".").count == 2,
-                  version.dropFirst().allSatisfy({ $0.isNumber || $0 == "." }) else {
+            // ASCII digits on both sides of one dot: the version goes into every request's path.
+            let parts = version.utf8.dropFirst().split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }) else {
                 throw StoreError.argument("apiVersion must look like v62.0")
             }
             config.apiVersion = version

@@ -1,0 +1,22 @@
+// Query specs (exact, range, like, match, smart; paths, keys, order, page sizes, select paths):
+// parsed and run on a soup with an index of every type, as querySoup (a cursor), queryPage
+// and, for smart specs, runSmartQuery. Every answer is a handled error or JSON text, and a query
+// never changes the store.
+import Glibc
+@testable import SyncStoreCore
+
+private let (store, path) = fuzzFixtureStore("query_spec")
+private let before = fuzzFingerprint(path)
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzQuerySpec(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard let spec = fuzzString(data, size) else { return 0 }
+    if let out = fuzzTry("querySoup", { try store.querySoup(fuzzSoup, specJSON: spec) }) { fuzzExpectJSON(out, "querySoup") }
+    if let out = fuzzTry("queryPage", { try store.queryPage(soup: fuzzSoup, specJSON: spec, page: Int64(size % 3)) }) {
+        fuzzExpectJSON(out, "queryPage")
+    }
+    if let out = fuzzTry("runSmartQuery", { try store.runSmartQuery(specJSON: spec) }) { fuzzExpectJSON(out, "runSmartQuery") }
+    store.closeCursors(owner: 0)
+    if size % 64 == 0, fuzzFingerprint(path) != before { fuzzFail("a query changed the store") }
+    return 0
+}
