@@ -10,32 +10,9 @@ final class QueryPageScannerTests: XCTestCase {
 
     private func scan(_ text: String) -> ScannedPage? { ScannedPage.scan(Array(text.utf8), plan: plan) }
 
-    /// What SoupPath reads at a path, in a comparable form.
-    private func expected(_ record: JSON, _ path: [String]) -> String {
-        let projected = SoupPath.project(record, path[...])
-        return withExtendedLifetime(projected) {
-            guard let v = projected.json else { return "null" }
-            switch v.kind {
-            case .null: return "null"
-            case .string: return "s:" + (v.string ?? "")
-            case .integer: return "i:\(v.int64 ?? 0)"
-            case .real: return "r:\(v.double ?? 0)"
-            case .bool: return "b:\(v.bool ?? false)"
-            case .object, .array: return "tree"
-            }
-        }
-    }
+    private func expected(_ record: JSON, _ path: [String]) -> String { ScannedPage.comparable(record, at: path) }
 
-    private func actual(_ page: ScannedPage, _ record: Int, _ slot: Int) -> String {
-        let value = page.value(record: record, slot: slot)
-        switch value {
-        case .null: return "null"
-        case .int(let v): return "i:\(v)"
-        case .real(let v): return "r:\(v)"
-        case .bool(let b): return "b:\(b)"
-        case .text, .decoded: return "s:" + (page.string(value) ?? "?")
-        }
-    }
+    private func actual(_ page: ScannedPage, _ record: Int, _ slot: Int) -> String { page.comparable(record: record, slot: slot) }
 
     /// The scanner agrees with jansson on `text`: it refuses what jansson refuses (or leaves
     /// the record jansson refuses to the tree path), and reads the same values otherwise.

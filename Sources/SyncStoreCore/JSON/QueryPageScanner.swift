@@ -568,6 +568,33 @@ extension ScannedPage {
     /// the plan's paths, and the page's totalSize, done and nextRecordsUrl match. A record
     /// the scanner leaves to the tree path may be one jansson refuses: that fails the run, as
     /// jansson refusing the page does.
+    /// What SoupPath reads at `path` in `record`, in a form comparable with `comparable(record:slot:)`.
+    static func comparable(_ record: JSON, at path: [String]) -> String {
+        let projected = SoupPath.project(record, path[...])
+        return withExtendedLifetime(projected) { () -> String in
+            guard let v = projected.json else { return "null" }
+            switch v.kind {
+            case .null: return "null"
+            case .string: return "s:" + (v.string ?? "")
+            case .integer: return "i:\(v.int64 ?? 0)"
+            case .real: return "r:\(v.double ?? 0)"
+            case .bool: return "b:\(v.bool ?? false)"
+            case .object, .array: return "tree"
+            }
+        }
+    }
+
+    /// What the scanner read for record `record` at plan slot `slot`, in a comparable form.
+    func comparable(record: Int, slot: Int) -> String {
+        switch value(record: record, slot: slot) {
+        case .null: return "null"
+        case .int(let v): return "i:\(v)"
+        case .real(let v): return "r:\(v)"
+        case .bool(let b): return "b:\(b)"
+        case let other: return "s:" + (string(other) ?? "?")
+        }
+    }
+
     static func disagreement(_ bytes: [UInt8], plan: ScanPlan) -> String? {
         guard let page = scan(bytes, plan: plan) else { return nil }
         let whole = try? RestClient.parse(bytes, method: "GET", path: "query")
@@ -591,26 +618,8 @@ extension ScannedPage {
             if trees[k].root.dump() != record.dump() { return "record \(k)'s text is not the record jansson reads" }
             if page.records[k].needsTree { continue }
             for (slot, path) in page.plan.paths.enumerated() {
-                let projected = SoupPath.project(record, path[...])
-                let expected = withExtendedLifetime(projected) { () -> String in
-                    guard let v = projected.json else { return "null" }
-                    switch v.kind {
-                    case .null: return "null"
-                    case .string: return "s:" + (v.string ?? "")
-                    case .integer: return "i:\(v.int64 ?? 0)"
-                    case .real: return "r:\(v.double ?? 0)"
-                    case .bool: return "b:\(v.bool ?? false)"
-                    case .object, .array: return "tree"
-                    }
-                }
-                let actual: String
-                switch page.value(record: k, slot: slot) {
-                case .null: actual = "null"
-                case .int(let v): actual = "i:\(v)"
-                case .real(let v): actual = "r:\(v)"
-                case .bool(let b): actual = "b:\(b)"
-                case let value: actual = "s:" + (page.string(value) ?? "?")
-                }
+                let expected = ScannedPage.comparable(record, at: path)
+                let actual = page.comparable(record: k, slot: slot)
                 if actual != expected { return "record \(k) path \(path.joined(separator: ".")): scanner \(actual), jansson \(expected)" }
             }
         }
