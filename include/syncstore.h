@@ -508,6 +508,14 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}.
  * Creates are never duplicated on the server, even when an answer is lost and the sync re-run.
  * An entry edited while its own sync up is in flight stays dirty with the new edit.
+ * An entry that cannot be sent (no type: NO_SOBJECT_TYPE; a field or value the server refuses,
+ * even when the server refuses a whole collections request for it: its records are then sent
+ * one by one) is a per-record error on that entry (see Partial success); the others are sent.
+ * LEAVE_IF_CHANGED compares the server record's modification date with the local copy's; a
+ * local copy without one (a whole-entry upsert dropped it) is compared with the time of its last
+ * local write ("_soupLastModifiedDate", on the server's clock as its answers give it): a server
+ * change after the local edit is a conflict, an earlier one cannot be told apart and is
+ * overwritten.
  * out_sync_id: receives the sync id (may be NULL).
  * Errors: as syncstore_sync_down.
  */

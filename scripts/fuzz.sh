@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (libFuzzer + AddressSanitizer) of every parser and of the page codec.
 # Targets, oracles, figures: docs/fuzzing.md.
-#   bash scripts/fuzz.sh [--minutes N] [target...]  long run: N minutes (default 5) per target
+#   bash scripts/fuzz.sh [--minutes N] [target...]  long run: N CPU minutes (default 5) per target
 #   bash scripts/fuzz.sh --ci                       CI slice: every seed and regression input
 #                                                   replayed, then FUZZ_CI_SECONDS (15) per target
 #   bash scripts/fuzz.sh --build | --list
@@ -132,16 +132,32 @@ fi
 
 # Long runs, one target after another (each uses one core). -fork=1 runs the fuzzing in a child
 # process so a run goes on past a finding: every crasher found is kept, not only the first.
+# N minutes are CPU minutes: on a busy machine a run goes on, in chunks of at most 5 minutes
+# that resume from the growing corpus, until its processes have used N minutes of CPU.
+tick=$(getconf CLK_TCK)
+# CPU ticks of this shell's finished children (cutime + cstime in /proc/PID/stat).
+children_ticks() { local f; read -ra f < /proc/$$/stat; echo $(( f[15] + f[16] )); }
 status=0
 for t in "${targets[@]}"; do
     log="$OUT/logs/$t.log"; mkdir -p "$OUT/logs" "$OUT/corpus/$t" "$OUT/crashes/$t"
-    echo "== fuzz $t for $minutes min"
+    : > "$log"
+    echo "== fuzz $t for $minutes CPU minutes"
     before=$(find "$OUT/crashes/$t" -type f | wc -l)
-    # shellcheck disable=SC2046
-    "$OUT/bin/$t" $(flags "$t") -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-        -max_total_time=$((minutes * 60)) "$OUT/corpus/$t" "$FUZZ/corpus/$t" >"$log" 2>&1 || status=1
+    budget=$((minutes * 60 * tick)) used=0 execs=0 chunks=0 started=$SECONDS
+    start_ticks=$(children_ticks)
+    while ((used < budget)); do
+        chunk=$(( (budget - used) / tick )); ((chunk > 300)) && chunk=300; ((chunk < 10)) && chunk=10
+        # shellcheck disable=SC2046
+        "$OUT/bin/$t" $(flags "$t") -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+            -max_total_time=$chunk "$OUT/corpus/$t" "$FUZZ/corpus/$t" >"$log.chunk" 2>&1 || status=1
+        cat "$log.chunk" >> "$log"
+        n=$(grep -E '^#[0-9]+' "$log.chunk" | tail -1 | sed -nE 's/^#([0-9]+).*/\1/p')
+        execs=$((execs + ${n:-0})) chunks=$((chunks + 1))
+        used=$(( $(children_ticks) - start_ticks ))
+    done
+    rm -f "$log.chunk"
     after=$(find "$OUT/crashes/$t" -type f | wc -l)
-    echo "fuzz $t: $(figures "$log")  corpus files $(find "$OUT/corpus/$t" -type f | wc -l)  new crashes $((after - before))  (log: $log)"
+    echo "fuzz $t: CPU $((used / tick / 60)) min (wall $(( (SECONDS - started) / 60 )) min, $chunks chunks)  execs $execs  $(figures "$log" | sed 's/^execs [0-9]* *//')  corpus files $(find "$OUT/corpus/$t" -type f | wc -l)  new crashes $((after - before))  (log: $log)"
     ((after == before)) || status=1
 done
 exit $status

@@ -648,6 +648,68 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(json?["errors"] as? Int, 1)
         XCTAssertEqual(json?["conflictEntryIds"] as? [Int], [local[0]["_soupEntryId"] as? Int ?? -1])
     }
+
+    // Issue 17, item 4: an entry that lost attributes.type (a whole-entry upsert replaced it) made
+    // the LEAVE_IF_CHANGED check send a retrieve for type "" and the whole run failed; the valid
+    // create in the same run was not sent. And a local copy without the server's modification
+    // date was always a conflict. Now the entry fails alone, naming why, the others go up, and a
+    // copy without the date is compared by the time of its last local write.
+    func testEntryThatCannotBeSentFailsAloneUnderLeaveIfChanged() throws {
+        for mode in ["collection", "single"] {
+            let server = try DevServerProcess(["--seed", "Contact=3"])
+            let soup = "contacts_\(mode)"
+            let manager = try self.manager(server, soup: soup)
+            let down = try run(manager) {
+                try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: soup, optionsJSON: nil, name: nil, callback: nil)
+            }
+            XCTAssertEqual(down.status, .done, down.error)
+            let synced = try entries(soup)
+            XCTAssertEqual(synced.count, 3)
+            func replaced(_ entry: [String: Any], lastName: String, keepType: Bool) -> [String: Any] {
+                var whole: [String: Any] = ["_soupEntryId": entry["_soupEntryId"] ?? 0, "Id": entry["Id"] ?? "", "LastName": lastName,
+                                            "__local__": true, "__locally_updated__": true]
+                if keepType { whole["attributes"] = ["type": "Contact"] }
+                return whole
+            }
+            // 0: no type; 1: no modification date, the server unchanged; 2: no modification
+            // date, the server changed after the local edit.
+            _ = try store.upsert(soup: soup, entriesJSON: try jsonText([replaced(synced[0], lastName: "NoType", keepType: false),
+                                                                        replaced(synced[1], lastName: "NoDate", keepType: true),
+                                                                        replaced(synced[2], lastName: "NoDateLate", keepType: true)]))
+            try createLocally(["Fresh-\(mode)"], soup: soup)
+            sleepMillis(1100) // the server's dates have whole milliseconds, its Date header whole seconds
+            _ = try server.call("PATCH", "sobjects/Contact/\(synced[2]["Id"] as? String ?? "")", body: #"{"Title":"ServerSide"}"#)
+            let up = try run(manager) {
+                try manager.syncUp(targetJSON: #"{"type":"\#(mode)"}"#, soupName: soup, optionsJSON: #"{"mergeMode":"LEAVE_IF_CHANGED","fieldlist":["LastName"]}"#, name: nil, callback: nil)
+            }
+            XCTAssertEqual(up.status, .done, "\(mode): \(up.error)")
+            XCTAssertEqual(up.errors, 1, "\(mode): \(up.error)")
+            XCTAssertEqual(up.conflicts, 1, "\(mode): \(up.error)")
+            XCTAssertEqual(up.errorEntryIds, [Int64(synced[0]["_soupEntryId"] as? Int ?? -1)], mode)
+            XCTAssertEqual(up.conflictEntryIds, [Int64(synced[2]["_soupEntryId"] as? Int ?? -1)], mode)
+            XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Fresh-\(mode)'"), 1, "\(mode): the valid create was not sent")
+            XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'NoDate'"), 1, "\(mode): an unchanged record was taken for a conflict")
+            XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'NoDateLate'"), 0, "\(mode): a server change after the edit was overwritten")
+            let failed = try entries(soup, "{\(soup):LastName} = 'NoType'").first
+            let lastError = failed?["__last_error__"] as? String ?? ""
+            XCTAssertTrue(lastError.contains("NO_SOBJECT_TYPE") && lastError.contains("attributes.type"), lastError)
+            XCTAssertEqual(failed?["__local__"] as? Bool, true)
+        }
+    }
+
+    // Issue 17, item 4: a collections request the server refuses as a whole (400: one record it
+    // cannot read fails the request) failed the run; now its records are sent one by one, so
+    // each gets its own outcome.
+    func testCollectionRefusedAsAWholeIsSentRecordByRecord() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects status=400 times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["One", "Two", "Three"])
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: nil, callback: nil) }
+        XCTAssertEqual(up.status, .done, up.error)
+        XCTAssertEqual(up.errors, 0, up.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName IN ('One', 'Two', 'Three')"), 3)
+        XCTAssertEqual(try entries("contacts", "{contacts:__local__} = 'true'").count, 0)
+    }
 }
 
 extension DevServerProcess {

@@ -560,15 +560,8 @@ private struct ByteScanner {
 }
 
 extension ScannedPage {
-    /// Differential check of the two ways sync down reads a query page (for fuzz targets and
-    /// tests): the scanner (fast path) against jansson (the tree path), on the same bytes and
-    /// plan. nil when they agree, else what differs. They agree when the scanner declines
-    /// (jansson then takes the page), or when every record the scanner would store as text
-    /// parses with jansson to the record jansson reads in the page, with the same values on
-    /// the plan's paths, and the page's totalSize, done and nextRecordsUrl match. A record
-    /// the scanner leaves to the tree path may be one jansson refuses: that fails the run, as
-    /// jansson refusing the page does.
-    /// What SoupPath reads at `path` in `record`, in a form comparable with `comparable(record:slot:)`.
+    /// What SoupPath reads at `path` in `record`, in a form comparable with `comparable(record:slot:)`
+    /// (reals bit for bit).
     static func comparable(_ record: JSON, at path: [String]) -> String {
         let projected = SoupPath.project(record, path[...])
         return withExtendedLifetime(projected) { () -> String in
@@ -577,7 +570,7 @@ extension ScannedPage {
             case .null: return "null"
             case .string: return "s:" + (v.string ?? "")
             case .integer: return "i:\(v.int64 ?? 0)"
-            case .real: return "r:\(v.double ?? 0)"
+            case .real: return "r:\((v.double ?? 0).bitPattern)"
             case .bool: return "b:\(v.bool ?? false)"
             case .object, .array: return "tree"
             }
@@ -589,12 +582,20 @@ extension ScannedPage {
         switch value(record: record, slot: slot) {
         case .null: return "null"
         case .int(let v): return "i:\(v)"
-        case .real(let v): return "r:\(v)"
+        case .real(let v): return "r:\(v.bitPattern)"
         case .bool(let b): return "b:\(b)"
         case let other: return "s:" + (string(other) ?? "?")
         }
     }
 
+    /// Differential check of the two ways sync down reads a query page (for fuzz targets and
+    /// tests): the scanner (fast path) against jansson (the tree path), on the same bytes and
+    /// plan. nil when they agree, else what differs. They agree when the scanner declines
+    /// (jansson then takes the page), or when every record the scanner would store as text
+    /// parses with jansson to the record jansson reads in the page, with the same values on
+    /// the plan's paths, and the page's totalSize, done and nextRecordsUrl match. A record
+    /// the scanner leaves to the tree path may be one jansson refuses: that fails the run, as
+    /// jansson refusing the page does.
     static func disagreement(_ bytes: [UInt8], plan: ScanPlan) -> String? {
         guard let page = scan(bytes, plan: plan) else { return nil }
         let whole = try? RestClient.parse(bytes, method: "GET", path: "query")

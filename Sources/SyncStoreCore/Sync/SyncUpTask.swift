@@ -329,9 +329,15 @@ struct SyncUpTask {
     }
 
     /// LEAVE_IF_CHANGED: updates and deletes go ahead only if the local copy is at least as new
-    /// as the server's; otherwise the record is a conflict.
+    /// as the server's; otherwise the record is a conflict. A local copy without the
+    /// modification date (a whole-entry upsert dropped it) is compared by the time of its last
+    /// local write, on the server's clock: a server change after the local edit is a conflict;
+    /// one before it cannot be told from the copy the edit started from, and the edit is sent.
+    /// Entries that already failed (no type) are not looked up.
     private func checkConflicts(_ items: [Item], _ outcomes: inout [Outcome]) throws {
-        let candidates = items.indices.filter { (items[$0].action == .update || items[$0].action == .delete) && items[$0].serverId != nil }
+        let candidates = items.indices.filter {
+            (items[$0].action == .update || items[$0].action == .delete) && items[$0].serverId != nil && pending(outcomes, $0)
+        }
         guard !candidates.isEmpty else { return }
         var serverTimes: [String: Int64?] = [:]
         let field = target.modificationDateFieldName
@@ -356,6 +362,8 @@ struct SyncUpTask {
                 }
             }
         }
+        // Local write times are on this machine's clock; the server's answers give its offset.
+        let clockOffset = ctx.rest.serverNow.map { $0 - Clock.nowMillis() } ?? 0
         for i in candidates {
             guard let id = items[i].serverId, let known = serverTimes[id] else { continue }
             guard let serverTime = known else {
@@ -364,9 +372,12 @@ struct SyncUpTask {
                 }
                 continue
             }
-            let localTime = items[i].entry.root[field]?.string.flatMap(Timestamp.parse) ?? Int64.min
-            if localTime < serverTime {
-                outcomes[i] = .conflict(errorJSON("CONFLICT", "The server record changed after the local copy was synced (server \(field) \(Timestamp.format(serverTime))); the local change was not sent"))
+            if let localTime = items[i].entry.root[field]?.string.flatMap(Timestamp.parse) {
+                if localTime < serverTime {
+                    outcomes[i] = .conflict(errorJSON("CONFLICT", "The server record changed after the local copy was synced (server \(field) \(Timestamp.format(serverTime))); the local change was not sent"))
+                }
+            } else if let written = items[i].entry.root[SoupPath.lastModified]?.int64, written + clockOffset < serverTime {
+                outcomes[i] = .conflict(errorJSON("CONFLICT", "The server record changed after the local edit (server \(field) \(Timestamp.format(serverTime)); the local copy has no \(field)); the local change was not sent"))
             }
         }
         try acceptOwnWrites(items, &outcomes)
@@ -516,20 +527,15 @@ struct SyncUpTask {
         let creates = items.indices.filter { items[$0].action == .create && pending(outcomes, $0) }
         if let ext = target.externalIdFieldName {
             for (type, indices) in Dictionary(grouping: creates, by: { items[$0].type }) {
-                let results = try collectionCall("PATCH", "composite/sobjects/\(RemoteURL.encode(type))/\(RemoteURL.encode(ext))",
-                                                 records: indices.map { body(items[$0], creating: true, withType: true, withId: false) })
-                for (position, i) in indices.enumerated() { outcomes[i] = outcome(results, position, created: true) }
+                try collection("PATCH", "composite/sobjects/\(RemoteURL.encode(type))/\(RemoteURL.encode(ext))", items, indices,
+                               creating: true, &outcomes)
             }
         } else if !creates.isEmpty {
-            let results = try collectionCall("POST", "composite/sobjects",
-                                             records: creates.map { body(items[$0], creating: true, withType: true, withId: false) })
-            for (position, i) in creates.enumerated() { outcomes[i] = outcome(results, position, created: true) }
+            try collection("POST", "composite/sobjects", items, creates, creating: true, &outcomes)
         }
         let updates = items.indices.filter { items[$0].action == .update && pending(outcomes, $0) }
         if !updates.isEmpty {
-            let results = try collectionCall("PATCH", "composite/sobjects",
-                                             records: updates.map { body(items[$0], creating: false, withType: true, withId: true) })
-            for (position, i) in updates.enumerated() { outcomes[i] = outcome(results, position, created: false) }
+            try collection("PATCH", "composite/sobjects", items, updates, creating: false, &outcomes)
         }
         let deletes = items.indices.filter { items[$0].action == .delete && pending(outcomes, $0) }
         if !deletes.isEmpty {
@@ -550,14 +556,30 @@ struct SyncUpTask {
         }
     }
 
-    /// One sObject Collections request (allOrNone false): the per-record results, in order.
-    private func collectionCall(_ method: String, _ path: String, records: [JSONDocument]) throws -> JSONDocument {
+    /// Creates or updates `indices` in one collections request. A request the server refuses as a
+    /// whole (400: one record it cannot read, such as a field the type does not have, fails the
+    /// request, not that record) is sent again record by record, so each entry gets its own
+    /// outcome and the others still go up.
+    private func collection(_ method: String, _ path: String, _ items: [Item], _ indices: [Int], creating: Bool,
+                            _ outcomes: inout [Outcome]) throws {
+        let records = indices.map { body(items[$0], creating: creating, withType: true, withId: !creating) }
+        if let results = try collectionCall(method, path, records: records) {
+            for (position, i) in indices.enumerated() { outcomes[i] = outcome(results, position, created: creating) }
+        } else {
+            for i in indices { outcomes[i] = try pushSingle(items[i]) }
+        }
+    }
+
+    /// One sObject Collections request (allOrNone false): the per-record results, in order; nil
+    /// when the server refused the request as a whole as bad (400).
+    private func collectionCall(_ method: String, _ path: String, records: [JSONDocument]) throws -> JSONDocument? {
         let body = JSONDocument.object()
         body.root.set("allOrNone", owned: JSONMake.bool(false))
         let list = JSONDocument.array()
         for record in records { list.root.append(owned: record.root.retained()) }
         body.root.set("records", owned: list.root.retained())
         let response = try ctx.rest.send(method, path, body: Array(body.root.dump().utf8), cancel: ctx.cancel)
+        if response.status == 400 { return nil }
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
         let results = try response.json(what: "collection response")
         guard results.root.isArray, results.root.count == records.count else {
