@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@ void devserver_start(devserver *server, const char *binary, const char *const *e
     pid_t pid = fork();
     if (pid < 0) { perror("fork"); exit(2); }
     if (pid == 0) {
+        /* A test that crashes or aborts (a sanitizer report) takes its server with it: an
+         * orphaned server would hold CTest's output pipe open and hang the run. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
         close(fds[1]);

@@ -102,10 +102,13 @@ func spawnThread(_ body: @escaping () -> Void) -> pthread_t? {
 }
 
 /// A value computed on another thread; `join()` waits for it. Used to fetch the next page
-/// while the current one is written.
+/// while the current one is written. `join()` may be called again (a cleanup path after a
+/// failure): the thread is joined once, since joining a joined pthread is undefined (it can
+/// wait forever on a thread that reused the id); later calls give the same result. Joined
+/// from one thread (the run's).
 final class Prefetch<T>: @unchecked Sendable {
     private let box = ResultBox<T>()
-    private let thread: pthread_t?
+    private var thread: pthread_t?
 
     init(_ body: @escaping () throws -> T) {
         let box = self.box
@@ -113,7 +116,10 @@ final class Prefetch<T>: @unchecked Sendable {
     }
 
     func join() throws -> T {
-        if let thread { pthread_join(thread, nil) }
+        if let thread {
+            pthread_join(thread, nil)
+            self.thread = nil
+        }
         guard let result = box.result else { throw StoreError(.internal, "A background fetch produced no result") }
         return try result.get()
     }
