@@ -601,7 +601,10 @@ int syncstore_wait_sync(syncstore_store *store, int64_t sync_id, int64_t timeout
                         char **out_state_json, syncstore_error *err);
 
 /** Creates the syncs of a usersyncs.json / globalsyncs.json file ({"syncs": [{"syncName",
- *  "syncType", "soupName", "target", "options"}]}); existing names are skipped. */
+ *  "syncType", "soupName", "target", "options"}]}); existing names are skipped. All or nothing:
+ *  every sync is checked first and all are saved in one transaction, so a file with one bad
+ *  sync (the message names it) creates none.
+ *  Errors: ARGUMENT, NOT_FOUND (the file, a soup), STORAGE. */
 int syncstore_load_sync_config(syncstore_store *store, const char *path, syncstore_error *err);
 
 /**

@@ -252,6 +252,21 @@ final class ConcurrencyTests: StoreTestCase {
         XCTAssertFalse(sawPartial, "a reader saw uncommitted rows of the running write")
         XCTAssertEqual(try count("big"), Int64(total + 2))
     }
+
+    // A sync up whose last write failed (a full disk) joined its pending date read again in its
+    // cleanup: a second pthread_join of one thread (AddressSanitizer: "Joining already joined
+    // thread"; undefined without it, and it can wait forever on a thread that reused the id).
+    // Prefetch joins its thread once; later joins give the same result.
+    func testPrefetchJoinedTwiceJoinsItsThreadOnce() throws {
+        for i in 0..<50 {
+            let prefetch = Prefetch { i * 2 }
+            XCTAssertEqual(try prefetch.join(), i * 2)
+            // Threads started in between may take the joined thread's id.
+            let others = (0..<4).map { _ in Prefetch { 0 } }
+            XCTAssertEqual(try prefetch.join(), i * 2)
+            for other in others { _ = try other.join() }
+        }
+    }
 }
 
 // semantics §1: a store is one SQLite file, which SQLite lets several processes open. Two store
@@ -301,20 +316,5 @@ final class SharedFileTests: StoreTestCase {
         }
         manager.close()
         XCTAssertNoThrow(try b.syncManager().close())
-    }
-
-    // A sync up whose last write failed (a full disk) joined its pending date read again in its
-    // cleanup: a second pthread_join of one thread (AddressSanitizer: "Joining already joined
-    // thread"; undefined without it, and it can wait forever on a thread that reused the id).
-    // Prefetch joins its thread once; later joins give the same result.
-    func testPrefetchJoinedTwiceJoinsItsThreadOnce() throws {
-        for i in 0..<50 {
-            let prefetch = Prefetch { i * 2 }
-            XCTAssertEqual(try prefetch.join(), i * 2)
-            // Threads started in between may take the joined thread's id.
-            let others = (0..<4).map { _ in Prefetch { 0 } }
-            XCTAssertEqual(try prefetch.join(), i * 2)
-            for other in others { _ = try other.join() }
-        }
     }
 }

@@ -64,7 +64,7 @@ final class QueryPageScannerTests: XCTestCase {
         XCTAssertFalse(page.done)
         XCTAssertEqual(page.nextRecordsUrl, "/services/data/v62.0/query/01g-2000")
         XCTAssertEqual(actual(page, 0, 0), "s:001A")
-        XCTAssertEqual(actual(page, 0, 4), "r:12.5")
+        XCTAssertEqual(actual(page, 0, 4), "r:\((12.5).bitPattern)")
         XCTAssertEqual(actual(page, 1, 1), "null")
         XCTAssertEqual(actual(page, 1, 2), "s:Parent")
         XCTAssertEqual(actual(page, 1, 3), "s:001P")

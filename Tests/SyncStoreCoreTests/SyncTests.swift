@@ -172,6 +172,45 @@ final class SyncRunTests: StoreTestCase {
         return ((cursor?["currentPageOrderedEntries"] as? [[Any]])?.first?.first as? Int) ?? -1
     }
 
+    // usersyncs.json created its syncs one by one: a document whose second sync was refused left
+    // the first created (the store changed by a refused call). Now it is all or nothing.
+    func testSyncConfigIsAllOrNothing() throws {
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        let manager = try store.syncManager()
+        let good = #"{"syncName":"first","syncType":"syncDown","soupName":"contacts","target":{"type":"soql","query":"SELECT Id FROM Contact"}}"#
+        for bad in [#"{"syncName":"second","syncType":"syncDown","soupName":"nope","target":{"type":"soql","query":"SELECT Id FROM Contact"}}"#,
+                    #"{"syncName":"second","syncType":"syncUp","soupName":"contacts","target":{"type":"parent_children","parent":{"sobjectType":"Account"}}}"#,
+                    #"{"syncName":"second","syncType":"sideways","soupName":"contacts"}"#] {
+            XCTAssertThrowsError(try manager.loadSyncConfig(json: #"{"syncs":[\#(good),\#(bad)]}"#)) { error in
+                XCTAssertTrue("\(error)".contains("'second'"), "\(error)")
+            }
+            XCTAssertNil(try manager.status(name: "first"), "a refused config created its first sync")
+        }
+        try manager.loadSyncConfig(json: #"{"syncs":[\#(good),\#(good)]}"#)
+        XCTAssertNotNil(try manager.status(name: "first"))
+        try manager.loadSyncConfig(json: #"{"syncs":[\#(good)]}"#) // existing names are skipped
+    }
+
+    // A parent_children sync up target was stored unchecked and failed only when run; every
+    // other target is refused when the sync is created.
+    func testParentChildrenSyncUpTargetIsCheckedAtCreation() throws {
+        let store = try self.store
+        try store.registerSoup("accounts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        try store.registerSoup("kids", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        let manager = try store.syncManager()
+        let valid = #"{"type":"parent_children","parent":{"sobjectType":"Account","soupName":"accounts"},"children":{"sobjectType":"Contact","soupName":"kids","parentIdFieldName":"AccountId"}}"#
+        XCTAssertNoThrow(try manager.createSyncUp(targetJSON: valid, soupName: "accounts", optionsJSON: nil, name: "pc"))
+        for (target, code) in [(#"{"type":"parent_children","parent":{"sobjectType":"Account","soupName":"accounts"}}"#, ErrorCode.argument),
+                               (#"{"type":"parent_children","parent":{"soupName":"accounts"},"children":{"sobjectType":"Contact","soupName":"kids","parentIdFieldName":"AccountId"}}"#, .argument),
+                               (#"{"type":"parent_children","parent":{"sobjectType":"Account","soupName":"accounts"},"children":{"sobjectType":"Contact","soupName":"kids"}}"#, .argument),
+                               (#"{"type":"parent_children","parent":{"sobjectType":"Account","soupName":"accounts"},"children":{"sobjectType":"Contact","soupName":"missing","parentIdFieldName":"AccountId"}}"#, .notFound)] {
+            XCTAssertThrowsError(try manager.createSyncUp(targetJSON: target, soupName: "accounts", optionsJSON: nil, name: nil), target) { error in
+                XCTAssertEqual((error as? StoreError)?.code, code, "\(error)")
+            }
+        }
+    }
+
     // semantics §7-8: a soql sync down lands every record, reports every state, ends DONE once
     func testSyncDownAndIncrementalReSync() throws {
         let server = try DevServerProcess(["--seed", "Contact=1200"])

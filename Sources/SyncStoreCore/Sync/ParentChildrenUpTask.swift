@@ -10,19 +10,16 @@
 /// children, and the rewrite of temporary parent ids in children, commit in one transaction.
 /// Creates are marked before the request as in SyncUpTask, so after a lost answer a re-run
 /// adopts the parent and children the first request made instead of creating them twice.
-struct ParentChildrenUpTask {
-    static let maxSubrequests = 25
-    let ctx: SyncContext
-    let options: SyncOptions
-    let states: SyncStateStore
-    let emit: (SyncState) -> Void
-    let parentTask: SyncUpTask
-    let childTask: SyncUpTask
+/// A parent_children sync up target, read and checked (when the sync is created, and for each
+/// run): each side is a single-record target on its own soup.
+struct ParentChildrenUpTarget {
+    let parent: SyncUpTarget
+    let children: SyncUpTarget
     let parentSoup: String
     let childSoup: String
     let parentIdFieldName: String
 
-    init(ctx: SyncContext, targetJSON: String, options: SyncOptions, states: SyncStateStore, emit: @escaping (SyncState) -> Void) throws {
+    init(_ targetJSON: String) throws {
         let doc = try JSONDocument.parse(targetJSON, what: "sync up target")
         let root = doc.root
         let registry = CustomTargetRegistry()
@@ -39,19 +36,38 @@ struct ParentChildrenUpTask {
             if let v = root[update] { sideDoc.root.set("updateFieldlist", owned: v.retained()) }
             return (try SyncUpTarget.parse(sideDoc.root.dump(), customTargets: registry), soup, json)
         }
-        let (parentTarget, parentSoup, _) = try side("parent", create: "parentCreateFieldlist", update: "parentUpdateFieldlist")
-        let (childTarget, childSoup, childJSON) = try side("children", create: "childrenCreateFieldlist", update: "childrenUpdateFieldlist")
+        (parent, parentSoup, _) = try side("parent", create: "parentCreateFieldlist", update: "parentUpdateFieldlist")
+        let childJSON: JSON
+        (children, childSoup, childJSON) = try side("children", create: "childrenCreateFieldlist", update: "childrenUpdateFieldlist")
         parentIdFieldName = try TargetCommon(childJSON).required("parentIdFieldName")
+    }
+}
+
+struct ParentChildrenUpTask {
+    static let maxSubrequests = 25
+    let ctx: SyncContext
+    let options: SyncOptions
+    let states: SyncStateStore
+    let emit: (SyncState) -> Void
+    let parentTask: SyncUpTask
+    let childTask: SyncUpTask
+    let parentSoup: String
+    let childSoup: String
+    let parentIdFieldName: String
+
+    init(ctx: SyncContext, targetJSON: String, options: SyncOptions, states: SyncStateStore, emit: @escaping (SyncState) -> Void) throws {
+        let target = try ParentChildrenUpTarget(targetJSON)
+        parentIdFieldName = target.parentIdFieldName
         self.ctx = ctx
         self.options = options
         self.states = states
         self.emit = emit
-        self.parentSoup = parentSoup
-        self.childSoup = childSoup
+        self.parentSoup = target.parentSoup
+        self.childSoup = target.childSoup
         let parentCtx = SyncContext(rest: ctx.rest, cancel: ctx.cancel, store: ctx.store, soupName: parentSoup, syncId: ctx.syncId)
         let childCtx = SyncContext(rest: ctx.rest, cancel: ctx.cancel, store: ctx.store, soupName: childSoup, syncId: ctx.syncId)
-        parentTask = SyncUpTask(ctx: parentCtx, target: parentTarget, options: options, states: states, emit: emit)
-        childTask = SyncUpTask(ctx: childCtx, target: childTarget, options: options, states: states, emit: emit)
+        parentTask = SyncUpTask(ctx: parentCtx, target: target.parent, options: options, states: states, emit: emit)
+        childTask = SyncUpTask(ctx: childCtx, target: target.children, options: options, states: states, emit: emit)
     }
 
     static func isParentChildren(_ targetJSON: String) -> Bool {

@@ -41,6 +41,17 @@ public final class SyncManager: @unchecked Sendable {
 
     /// `requested`: the sync is created RUNNING, for a run started at once (see `start`).
     public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+        try states.create(try syncDownState(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name),
+                          requested: requested)
+    }
+
+    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+        try states.create(try syncUpState(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name),
+                          requested: requested)
+    }
+
+    /// A new sync down, checked, not saved yet.
+    private func syncDownState(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let target = try JSONDocument.parse(targetJSON, what: "sync down target")
         let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
@@ -48,21 +59,24 @@ public final class SyncManager: @unchecked Sendable {
         if info.index(for: parsed.idFieldName) == nil {
             throw StoreError.argument("Soup '\(soupName)' needs an index on '\(parsed.idFieldName)' to receive synced records; register it with that index")
         }
-        return try states.create(SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(),
-                                           optionsJSON: options, soupName: soupName), requested: requested)
+        return SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(), optionsJSON: options, soupName: soupName)
     }
 
-    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+    /// A new sync up, checked, not saved yet.
+    private func syncUpState(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let normalized: String
         if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
+            // Checked now, as every other target is: a malformed one would fail only when run.
+            let target = try ParentChildrenUpTarget(targetJSON)
+            _ = try store.requireSoup(target.parentSoup)
+            _ = try store.requireSoup(target.childSoup)
             normalized = targetJSON
         } else {
             normalized = try SyncUpTarget.parse(targetJSON, customTargets: customTargets).json
         }
         _ = try store.requireSoup(soupName)
-        return try states.create(SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized,
-                                           optionsJSON: options, soupName: soupName), requested: requested)
+        return SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized, optionsJSON: options, soupName: soupName)
     }
 
     private func checkedName(_ name: String?) throws -> String? {
@@ -351,28 +365,35 @@ public final class SyncManager: @unchecked Sendable {
         return state
     }
 
-    /// Creates the syncs of a usersyncs.json / globalsyncs.json document; existing names are skipped.
+    /// Creates the syncs of a usersyncs.json / globalsyncs.json document; existing names are
+    /// skipped. All or nothing: every sync is checked first and all are saved in one
+    /// transaction, so a document with one bad sync creates none.
     public func loadSyncConfig(json: String) throws {
         let doc = try JSONDocument.parse(json, what: "sync config")
         guard let list = doc.root["syncs"], list.isArray else {
             throw StoreError.argument("A sync config must be {\"syncs\": [{\"syncName\", \"syncType\", \"soupName\", \"target\", \"options\"}]}")
         }
+        var checked: [SyncState] = []
         for (i, item) in list.elements.enumerated() {
             guard let name = item["syncName"]?.string, let type = item["syncType"]?.string, let soup = item["soupName"]?.string else {
                 throw StoreError.argument("Sync \(i) of the config needs syncName, syncType and soupName")
             }
-            if try states.get(name: name) != nil { continue }
             let options = item["options"].map { $0.dump() }
-            switch type {
-            case "syncDown":
-                guard let target = item["target"] else { throw StoreError.argument("Sync '\(name)' needs a target") }
-                _ = try createSyncDown(targetJSON: target.dump(), soupName: soup, optionsJSON: options, name: name)
-            case "syncUp":
-                _ = try createSyncUp(targetJSON: item["target"]?.dump(), soupName: soup, optionsJSON: options, name: name)
-            default:
-                throw StoreError.argument("Sync '\(name)' has syncType '\(type)'; use syncDown or syncUp")
+            do {
+                switch type {
+                case "syncDown":
+                    guard let target = item["target"] else { throw StoreError.argument("Sync '\(name)' needs a target") }
+                    checked.append(try syncDownState(targetJSON: target.dump(), soupName: soup, optionsJSON: options, name: name))
+                case "syncUp":
+                    checked.append(try syncUpState(targetJSON: item["target"]?.dump(), soupName: soup, optionsJSON: options, name: name))
+                default:
+                    throw StoreError.argument("Sync '\(name)' has syncType '\(type)'; use syncDown or syncUp")
+                }
+            } catch let error as StoreError where !error.message.contains("'\(name)'") {
+                throw StoreError(error.code, "Sync '\(name)' of the config: \(error.message)", retryable: error.retryable)
             }
         }
+        try states.createAll(checked)
     }
 
     /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.

@@ -32,6 +32,17 @@ final class SyncStateStore: @unchecked Sendable {
         }
     }
 
+    /// Saves new syncs in one transaction; a sync whose name is taken (in the store, or earlier
+    /// in `states`) is skipped.
+    func createAll(_ states: [SyncState]) throws {
+        try store.write { db in
+            for state in states {
+                if let name = state.name, try self.find(name: name, db: db) != nil { continue }
+                try self.save(state, db: db, creating: true)
+            }
+        }
+    }
+
     /// Saves inside the caller's write transaction.
     @discardableResult
     func save(_ state: SyncState, db: Connection, creating: Bool = false) throws -> Int64 {
