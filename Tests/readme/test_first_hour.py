@@ -34,7 +34,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-MARKER = re.compile(r"<!--\s*first-hour:(.*?)-->")
+MARKER = re.compile(r"<!--\s*first-hour:(.*?)-->")  # alone on its line (prose may quote it)
 FENCE = re.compile(r"(`{3,})([\w-]*)\s*$")
 BLOCK_TIMEOUT_S = 40 * 60
 FLAGS = {"slow"}
@@ -55,7 +55,7 @@ def parse(text: str) -> List[Block]:
     lines = text.split("\n")
     blocks: List[Block] = []
     for i, line in enumerate(lines):
-        mark = MARKER.search(line)
+        mark = MARKER.fullmatch(line.strip())
         if not mark:
             continue
         words = mark.group(1).split()
@@ -87,7 +87,8 @@ def test_markers_name_blocks_the_readme_has() -> None:
 
 
 def test_parse_refuses_markers_it_would_silently_skip() -> None:
-    good = "<!-- first-hour: one -->\n```sh\necho 1\n```\n<!-- first-hour: two slow -->\n````bash\necho 2\n````\n"
+    good = ("<!-- first-hour: one -->\n```sh\necho 1\n```\nprose quoting `<!-- first-hour: NAME -->`\n"
+            "<!-- first-hour: two slow -->\n````bash\necho 2\n````\n")
     assert [(b.name, b.flags, b.code) for b in parse(good)] == [("one", [], "echo 1\n"), ("two", ["slow"], "echo 2\n")]
     for bad in ("<!-- first-hour: one -->\ntext\n```sh\necho\n```\n",        # not followed by the block
                 "<!-- first-hour: one fast -->\n```sh\necho\n```\n",          # unknown flag
