@@ -8,8 +8,8 @@ CI (minutes of compiling nothing else reuses): it runs only with ``SYNCSTORE_FIR
 
 The blocks run as a new user would run them: ``HOME`` is an empty directory (so ``~/.local`` and
 the default store root are the test's own), no ``SYNCSTORE_*``, virtualenv, Python, Node or
-loader variables, and a ``PATH`` without this checkout. Only the download caches under
-``~/.cache`` (SwiftPM's package repositories, pip's downloads) are shared, to spare the network.
+loader variables, and a ``PATH`` without this checkout. Only the download caches of SwiftPM (its
+package repositories) and pip are shared with the real home, to spare the network.
 A background process a block starts is killed with its process group when the block ends. Each
 block's time is printed (``pytest -s`` shows it live); the clone is removed at the end
 (``SYNCSTORE_FIRST_HOUR_KEEP=1`` keeps it).
@@ -38,6 +38,7 @@ MARKER = re.compile(r"<!--\s*first-hour:(.*?)-->")  # alone on its line (prose m
 FENCE = re.compile(r"(`{3,})([\w-]*)\s*$")
 BLOCK_TIMEOUT_S = 40 * 60
 FLAGS = {"slow"}
+DOWNLOAD_CACHES = (".cache/org.swift.swiftpm", ".cache/pip")  # SwiftPM's package repositories, pip's downloads
 
 
 @dataclass
@@ -123,9 +124,11 @@ def clone() -> Iterator[Clone]:
     base = Path(tempfile.mkdtemp(prefix="syncstore-first-hour-"))
     root, home = base / "SyncStore", base / "home"
     home.mkdir()
-    cache = Path.home() / ".cache"
-    if cache.is_dir():
-        (home / ".cache").symlink_to(cache)
+    # Download caches only: a compiler's caches record their own path and refuse another.
+    for cache in DOWNLOAD_CACHES:
+        if (Path.home() / cache).is_dir():
+            (home / cache).parent.mkdir(parents=True, exist_ok=True)
+            (home / cache).symlink_to(Path.home() / cache)
     started = time.monotonic()
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(root)], check=True)
     head = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%h %s"], capture_output=True, text=True,
