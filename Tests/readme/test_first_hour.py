@@ -141,7 +141,9 @@ def clone() -> Iterator[Clone]:
     if os.environ.get("SYNCSTORE_FIRST_HOUR_KEEP") == "1":
         print(f"first hour: kept {base}")
     else:
+        started = time.monotonic()
         shutil.rmtree(base, ignore_errors=True)
+        print(f"first hour: clone removed ({time.monotonic() - started:.1f} s)")
 
 
 def run_block(block: Block, clone: Clone) -> subprocess.CompletedProcess[str]:
