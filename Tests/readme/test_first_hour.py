@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -142,7 +141,7 @@ def clone() -> Iterator[Clone]:
         print(f"first hour: kept {base}")
     else:
         started = time.monotonic()
-        shutil.rmtree(base, ignore_errors=True)
+        subprocess.run(["rm", "-rf", str(base)], check=False)  # SwiftPM's checkouts: many files, rm is faster
         print(f"first hour: clone removed ({time.monotonic() - started:.1f} s)")
 
 
