@@ -214,8 +214,8 @@ class Store:
     def remove_by_query(self, soup: str, query_spec: QuerySpec) -> int:
         """Deletes every entry matching a (non-smart) query spec; returns how many."""
         count = ctypes.c_int64()
-        _lib.call(_lib.lib().syncstore_remove_by_query, self._p(), _lib.enc(soup), _object_json(query_spec, "the query spec"),
-                  ctypes.byref(count))
+        _lib.call(_lib.lib().syncstore_remove_by_query, self._p(), _lib.enc(soup),
+                  _object_json(query_spec, "the query spec"), ctypes.byref(count))
         return count.value
 
     # -- queries --
@@ -286,11 +286,11 @@ class Store:
                   name: Optional[str] = None, callback: Optional[SyncCallback] = None) -> SyncRun:
         """Creates a sync down and starts its first run; returns the :class:`SyncRun`.
         ``callback(state)`` gets every state change on the sync worker thread."""
+        target_json = _object_json(target, "the sync target")  # before the run is registered
         run = self._start("syncDown", callback)
         out = ctypes.c_int64()
-        self._launch(run, _lib.call, _lib.lib().syncstore_sync_down, self._p(), _object_json(target, "the sync target"),
-                     _lib.enc(soup), _opt_json(options), _lib.enc(name), _callbacks.SYNC_THUNK, run.key,
-                     ctypes.byref(out))
+        self._launch(run, _lib.call, _lib.lib().syncstore_sync_down, self._p(), target_json, _lib.enc(soup),
+                     _opt_json(options), _lib.enc(name), _callbacks.SYNC_THUNK, run.key, ctypes.byref(out))
         run.sync_id = out.value
         return run
 
@@ -309,8 +309,8 @@ class Store:
                          name: Optional[str] = None) -> int:
         """Creates a sync down without running it (status NEW); returns its id."""
         out = ctypes.c_int64()
-        _lib.call(_lib.lib().syncstore_create_sync_down, self._p(), _object_json(target, "the sync target"), _lib.enc(soup),
-                  _opt_json(options), _lib.enc(name), ctypes.byref(out))
+        _lib.call(_lib.lib().syncstore_create_sync_down, self._p(), _object_json(target, "the sync target"),
+                  _lib.enc(soup), _opt_json(options), _lib.enc(name), ctypes.byref(out))
         return out.value
 
     def create_sync_up(self, soup: str, target: Optional[Mapping[str, Any]] = None,

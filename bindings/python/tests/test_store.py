@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import syncstore
-from syncstore import cordova, mobilesync, smartstore
+from syncstore import _callbacks, cordova, mobilesync, smartstore
 
 from package_support import PACKAGE_ROOT, DevServer, run_python
 
@@ -204,6 +204,7 @@ def test_smart_sql_text_and_json_text_are_taken_as_node_takes_them(store: syncst
     assert store.find(None, '{"queryType": "smart", "smartSql": "select count(*) from {contacts}"}') == [[20]]
     assert len(store.query("contacts", '{"queryType": "range", "indexPath": "Id", "pageSize": 5}')) == 20
 
+    registered = len(_callbacks._registry)
     for call, says in [(lambda: store.run_smart_query(42), "Smart SQL text (str) or a smart query spec"),
                        (lambda: store.run_smart_query(["select 1"]), "not list"),
                        (lambda: store.set_remote(["https://x"]), "the remote must be a mapping"),
@@ -212,6 +213,7 @@ def test_smart_sql_text_and_json_text_are_taken_as_node_takes_them(store: syncst
         with pytest.raises(syncstore.ArgumentError, match=re.escape(says)) as raised:
             call()
         assert raised.value.code == 1
+    assert len(_callbacks._registry) == registered  # the refused sync_down left no listener behind
     with pytest.raises(syncstore.ArgumentError):  # JSON text the library refuses
         store.set_remote("instanceUrl=https://x")
     with pytest.raises(syncstore.ArgumentError):
