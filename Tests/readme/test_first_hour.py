@@ -61,10 +61,12 @@ def parse(text: str) -> List[Block]:
         words = mark.group(1).split()
         where = f"README.md:{i + 1}"
         if not words or not re.fullmatch(r"[\w-]+", words[0]) or set(words[1:]) - FLAGS:
-            raise ValueError(f"{where}: a marker is <!-- first-hour: NAME [{' '.join(sorted(FLAGS))}] -->, not {line.strip()!r}")
+            raise ValueError(f"{where}: a marker is <!-- first-hour: NAME [{' '.join(sorted(FLAGS))}] -->, "
+                             f"not {line.strip()!r}")
         fence = FENCE.fullmatch(lines[i + 1]) if i + 1 < len(lines) else None
         if fence is None:
-            raise ValueError(f"{where}: the first-hour marker {words[0]!r} must be followed directly by a ``` code block")
+            raise ValueError(f"{where}: the first-hour marker {words[0]!r} must be followed directly by a "
+                             "``` code block")
         end = next((j for j in range(i + 2, len(lines)) if lines[j].strip() == fence.group(1)), None)
         if end is None:
             raise ValueError(f"{where}: the code block of {words[0]!r} is not closed")
@@ -177,7 +179,8 @@ def test_first_hour_block(block: Block, clone: Clone) -> None:
     started = time.monotonic()
     result = run_block(block, clone)
     clone.times[block.name] = time.monotonic() - started
-    print(f"first hour: {block.name} (README.md:{block.line}) {clone.times[block.name]:.1f} s, exit {result.returncode}")
+    print(f"first hour: {block.name} (README.md:{block.line}) {clone.times[block.name]:.1f} s, "
+          f"exit {result.returncode}")
     if result.returncode != 0:
         clone.failed = block.name
         tail = "\n".join(result.stdout.splitlines()[-60:])
