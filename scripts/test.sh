@@ -3,7 +3,8 @@
 # real dev server process, the install tree with pkg-config and find_package, the examples),
 # Python (the syncstore package installed into .venv, mypy --strict, its pytest suite, the dev
 # server with simple-salesforce, syncstore-cli, the chaos suite), Node (the N-API addon and its
-# Cordova / promise faces), the fuzz targets' slice and the sanitizer slices (docs/fuzzing.md).
+# Cordova / promise faces), the README's first hour on a fresh clone, the fuzz targets' slice and
+# the sanitizer slices (docs/fuzzing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
@@ -31,6 +32,9 @@ echo "== Node tests"
 bash scripts/build-node.sh
 SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \
     node --test bindings/node/test/
+
+echo "== README first hour (its marked blocks, verbatim, on a fresh clone of HEAD; Tests/readme)"
+.venv/bin/python -m pytest -q -s Tests/readme
 
 echo "== Fuzz targets (slice: every seed and regression input replayed, then a short run of each target)"
 FUZZ_CI_SECONDS=${FUZZ_CI_SECONDS:-5} bash scripts/fuzz.sh --ci

@@ -24,23 +24,34 @@ NAME = "libsyncstore.so.1"
 PACKAGED = HERE / "syncstore" / NAME
 
 
+def say(message: str) -> None:
+    """A progress line. pip shows a build's output with -v (and when it fails); by default only
+    a spinner, which turns at each line."""
+    print(f"syncstore: {message}", flush=True)
+
+
 def find_library() -> Path:
     override = os.environ.get("SYNCSTORE_LIB")
     if override:
         path = Path(override)
         if not path.is_file():
             raise SystemExit(f"SYNCSTORE_LIB={override} does not exist")
+        say(f"packaging {path} ($SYNCSTORE_LIB)")
         return path
     built = REPO / "build" / "lib" / NAME
     if built.is_file():
+        say(f"packaging {built}")
         return built
     if PACKAGED.is_file():
+        say(f"packaging {PACKAGED}")
         return PACKAGED
     if (REPO / "CMakeLists.txt").is_file() and (REPO / "include" / "syncstore.h").is_file():
-        print(f"{NAME} not built yet: running the CMake build in {REPO / 'build'}")
+        say(f"{NAME} is not built yet: building it with CMake in {REPO / 'build'} (a SwiftPM release build, "
+            "several minutes the first time)")
         subprocess.run(["cmake", "-S", str(REPO), "-B", str(REPO / "build"), "-DCMAKE_BUILD_TYPE=Release"], check=True)
         subprocess.run(["cmake", "--build", str(REPO / "build"), "--target", "syncstore_swift", "-j2"], check=True)
         if built.is_file():
+            say(f"built {built}; packaging it")
             return built
     raise SystemExit(f"{NAME} not found: build it (cmake --build build) or set SYNCSTORE_LIB")
 

@@ -21,12 +21,17 @@ smartstore.registerSoup('contacts', [
   { path: '__local__', type: 'string' },
 ], () => {
   mobilesync.setRemote(remote, () => {
-    mobilesync.syncDown(
-      { type: 'soql', query: 'SELECT Id, FirstName, LastName FROM Contact' },
-      'contacts',
-      { mergeMode: mobilesync.MERGE_MODE.OVERWRITE },
-      'contactsDown',
-      (state) => console.log(`started sync ${state._soupEntryId}: ${state.status}`),
-      fail);
+    const started = (state) => console.log(`started sync ${state._soupEntryId}: ${state.status}`);
+    // The first run creates the named sync; later runs run it again (only what changed since).
+    mobilesync.getSyncStatus('contactsDown', (existing) => {
+      if (existing) return mobilesync.reSync('contactsDown', started, fail);
+      mobilesync.syncDown(
+        { type: 'soql', query: 'SELECT Id, FirstName, LastName FROM Contact' },
+        'contacts',
+        { mergeMode: mobilesync.MERGE_MODE.OVERWRITE },
+        'contactsDown',
+        started,
+        fail);
+    }, fail);
   }, fail);
 }, fail);

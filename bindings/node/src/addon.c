@@ -13,9 +13,24 @@ pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- errors and arguments ---- */
 
+/* The name of a status before the library is loaded (syncstore_status_name lives in it), from the
+ * header's own macro names, so .code always agrees with .status. */
+static const char *status_name(int status) {
+    if (ss_loaded) return SS.syncstore_status_name(status);
+    switch (status) {
+#define SS_NAME(code) case code: return #code;
+        SS_NAME(SYNCSTORE_OK) SS_NAME(SYNCSTORE_ERR_ARGUMENT) SS_NAME(SYNCSTORE_ERR_NOT_FOUND)
+        SS_NAME(SYNCSTORE_ERR_EXISTS) SS_NAME(SYNCSTORE_ERR_BUSY) SS_NAME(SYNCSTORE_ERR_NETWORK)
+        SS_NAME(SYNCSTORE_ERR_AUTH) SS_NAME(SYNCSTORE_ERR_SERVER) SS_NAME(SYNCSTORE_ERR_CONFLICT)
+        SS_NAME(SYNCSTORE_ERR_STORAGE) SS_NAME(SYNCSTORE_ERR_INTERNAL) SS_NAME(SYNCSTORE_ERR_STATE)
+#undef SS_NAME
+    default: return "SYNCSTORE_ERR_INTERNAL";
+    }
+}
+
 napi_value make_error(napi_env env, int status, int retryable, const char *message) {
     napi_value msg, error, code, num, retry;
-    const char *name = ss_loaded ? SS.syncstore_status_name(status) : "SYNCSTORE_ERR_INTERNAL";
+    const char *name = status_name(status);
     napi_create_string_utf8(env, message && *message ? message : name, NAPI_AUTO_LENGTH, &msg);
     napi_create_error(env, NULL, msg, &error);
     napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
@@ -106,7 +121,7 @@ static napi_value js_load(napi_env env, napi_callback_info info) {
     free(path);
     if (problem) {
         char msg[600];
-        snprintf(msg, sizeof msg, "cannot load libsyncstore: %s", problem);
+        snprintf(msg, sizeof msg, "%s", problem); /* lib/native.js says where it looked and what to do */
         throw_error(env, SYNCSTORE_ERR_STATE, msg);
         return NULL;
     }

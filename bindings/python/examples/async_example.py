@@ -8,7 +8,7 @@ import syncstore
 
 
 async def main(url: str, token: str) -> None:
-    with syncstore.Store(tempfile.mkdtemp()) as store:
+    with tempfile.TemporaryDirectory() as root, syncstore.Store(root) as store:
         store.register_soup("contacts", [{"path": "Id", "type": "string"}])
         store.set_remote({"instanceUrl": url, "accessToken": token, "apiVersion": "v62.0"})
 

@@ -6,7 +6,8 @@ import tempfile
 
 from syncstore import mobilesync, smartstore
 
-smartstore.init(tempfile.mkdtemp())
+scratch = tempfile.TemporaryDirectory()  # the stores' directory, removed at the end
+smartstore.init(scratch.name)
 config = {"storeName": "hybrid", "isGlobalStore": False}
 smartstore.registerSoup(config, "contacts", [{"path": "Id", "type": "string"}])
 mobilesync.setRemote(config, {"instanceUrl": sys.argv[1], "accessToken": sys.argv[2]})
@@ -18,3 +19,6 @@ print("syncDown", run.wait(60)["status"])
 cursor = smartstore.querySoup(config, "contacts", smartstore.buildAllQuerySpec("Id", "ascending", 5))
 print("entries", cursor["totalEntries"], "first page", len(cursor["currentPageOrderedEntries"]))
 smartstore.closeCursor(config, cursor)
+
+smartstore.close_all()
+scratch.cleanup()

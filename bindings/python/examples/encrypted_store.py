@@ -9,7 +9,9 @@ from typing import Optional
 import syncstore
 from syncstore import cordova, smartstore
 
-root = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
+# The stores' directory: the first argument, else a scratch directory removed at the end.
+scratch = tempfile.TemporaryDirectory()
+root = sys.argv[1] if len(sys.argv) > 1 else scratch.name
 
 # In an app the key comes from the platform's key store, never from the source code.
 key = os.environ.get("VAULT_KEY", "correct horse battery staple")
@@ -44,3 +46,5 @@ with syncstore.Store(root, {"storeName": "vault", "key": "a new passphrase", "kd
 
 with open(os.path.join(root, "user", "vault.db"), "rb") as f:
     print("plaintext again:", f.read(16) == b"SQLite format 3\0")
+
+scratch.cleanup()

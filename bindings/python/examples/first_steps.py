@@ -5,7 +5,9 @@ import tempfile
 
 import syncstore
 
-root = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
+# The stores' directory: the first argument, else a scratch directory removed at the end.
+scratch = tempfile.TemporaryDirectory()
+root = sys.argv[1] if len(sys.argv) > 1 else scratch.name
 
 with syncstore.Store(root, {"storeName": "app"}) as store:
     store.register_soup("contacts", [{"path": "Id", "type": "string"},
@@ -23,3 +25,5 @@ with syncstore.Store(root, {"storeName": "app"}) as store:
         store.upsert("no-such-soup", [{}])
     except syncstore.NotFoundError as e:
         print("error", e.code, e.name)
+
+scratch.cleanup()

@@ -13,7 +13,7 @@ def on_state(state: syncstore.SyncState) -> None:
     print(state["type"], state["status"], state["progress"])
 
 
-with syncstore.Store(tempfile.mkdtemp(), {"storeName": "sync"}) as store:
+with tempfile.TemporaryDirectory() as root, syncstore.Store(root, {"storeName": "sync"}) as store:
     store.register_soup("contacts", [{"path": "Id", "type": "string"},
                                      {"path": "LastName", "type": "string"}])
     store.set_remote({"instanceUrl": url, "accessToken": token, "apiVersion": "v62.0"})

@@ -59,7 +59,8 @@ def _emitter(config: Any) -> Callable[[SyncState], None]:
 
 
 def setRemote(*args: Any) -> None:
-    """setRemote([storeConfig,] remote): the store's instanceUrl, accessToken, apiVersion..."""
+    """setRemote([storeConfig,] remote): the store's instanceUrl, accessToken, apiVersion... (a
+    mapping or its JSON text)."""
     config, (remote,) = split_config(args, 1)
     store_for(config).set_remote(remote)
 

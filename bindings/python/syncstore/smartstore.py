@@ -95,7 +95,7 @@ def querySoup(*args: Any) -> Dict[str, Any]:
 
 
 def runSmartQuery(*args: Any) -> Dict[str, Any]:
-    """runSmartQuery([storeConfig,] querySpec) -> cursor JSON (first page)."""
+    """runSmartQuery([storeConfig,] querySpec or Smart SQL text) -> cursor JSON (first page)."""
     config, (spec,) = split_config(args, 1)
     cursor = store_for(config).run_smart_query(spec)
     cursor.detach()

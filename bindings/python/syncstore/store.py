@@ -11,7 +11,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Type, Union
 from . import _callbacks, _lib, targets
 from ._handle import Handle
 from .cursor import Cursor
-from .errors import NotFoundError
+from .errors import ArgumentError, NotFoundError
 from .sync import RestartListener, SyncRun, wait_sync
 from .types import Entry, IndexSpec, PathLike, QuerySpec, StoreConfig, SyncCallback, SyncState
 
@@ -48,6 +48,17 @@ def _path(value: PathLike) -> bytes:
 
 def _opt_json(value: Any) -> Optional[bytes]:
     return None if value is None else _lib.dump(value)
+
+
+def _object_json(value: Union[Mapping[str, Any], str], what: str) -> bytes:
+    """JSON text of an object argument (a query spec, a remote, a target): a mapping, or JSON text
+    already written (a str, as the Node binding takes it; the library checks it). Anything else
+    is an :class:`ArgumentError` naming the argument."""
+    if isinstance(value, Mapping):
+        return _lib.dump(dict(value))
+    if isinstance(value, str):
+        return _lib.dump(value)
+    raise ArgumentError(f"{what} must be a mapping (dict) or JSON text (str), not {type(value).__name__}")
 
 
 def list_stores(root: PathLike, is_global: bool = False) -> List[str]:
@@ -203,8 +214,8 @@ class Store:
     def remove_by_query(self, soup: str, query_spec: QuerySpec) -> int:
         """Deletes every entry matching a (non-smart) query spec; returns how many."""
         count = ctypes.c_int64()
-        _lib.call(_lib.lib().syncstore_remove_by_query, self._p(), _lib.enc(soup), _lib.dump(dict(query_spec)),
-                  ctypes.byref(count))
+        _lib.call(_lib.lib().syncstore_remove_by_query, self._p(), _lib.enc(soup),
+                  _object_json(query_spec, "the query spec"), ctypes.byref(count))
         return count.value
 
     # -- queries --
@@ -212,12 +223,21 @@ class Store:
     def query_soup(self, soup: str, query_spec: QuerySpec) -> Cursor:
         """Runs a query spec (exact, range, like, match) and opens a :class:`Cursor` on page 0."""
         payload = _lib.call_json(_lib.lib().syncstore_query_soup, self._p(), _lib.enc(soup),
-                                 _lib.dump(dict(query_spec)))
+                                 _object_json(query_spec, "the query spec"))
         return Cursor(self._handle, payload)
 
-    def run_smart_query(self, query_spec: QuerySpec) -> Cursor:
-        """Runs a smart query spec (``{"queryType": "smart", "smartSql": ...}``); a :class:`Cursor`."""
-        payload = _lib.call_json(_lib.lib().syncstore_run_smart_query, self._p(), _lib.dump(dict(query_spec)))
+    def run_smart_query(self, query: Union[QuerySpec, str], page_size: int = 10) -> Cursor:
+        """Runs Smart SQL, given as a smart query spec (``{"queryType": "smart", "smartSql": ...,
+        "pageSize": ...}``) or as the SQL text itself (pages of ``page_size`` rows); a
+        :class:`Cursor`. Another type is an :class:`ArgumentError`."""
+        if isinstance(query, str):
+            spec: Any = {"queryType": "smart", "smartSql": query, "pageSize": page_size}
+        elif isinstance(query, Mapping):
+            spec = dict(query)
+        else:
+            raise ArgumentError("run_smart_query takes Smart SQL text (str) or a smart query spec (a mapping), "
+                                f"not {type(query).__name__}")
+        payload = _lib.call_json(_lib.lib().syncstore_run_smart_query, self._p(), _lib.dump(spec))
         return Cursor(self._handle, payload)
 
     def query(self, soup: str, query_spec: QuerySpec) -> List[Any]:
@@ -231,7 +251,7 @@ class Store:
         is ``[]``."""
         return cast(List[Any], _lib.call_json(_lib.lib().syncstore_query_page, self._p(),
                                               None if soup is None else _lib.enc(soup),
-                                              _lib.dump(dict(query_spec)), int(page_index)))
+                                              _object_json(query_spec, "the query spec"), int(page_index)))
 
     def move_cursor_to_page(self, cursor_id: int, page_index: int) -> Any:
         """The raw cursor JSON after moving cursor ``cursor_id`` (see :class:`Cursor` for the
@@ -244,9 +264,10 @@ class Store:
 
     # -- sync --
 
-    def set_remote(self, remote: Mapping[str, Any]) -> None:
-        """Sets the store's remote (instanceUrl, accessToken, apiVersion, refresh settings...)."""
-        _lib.call(_lib.lib().syncstore_set_remote, self._p(), _lib.dump(dict(remote)))
+    def set_remote(self, remote: Union[Mapping[str, Any], str]) -> None:
+        """Sets the store's remote (instanceUrl, accessToken, apiVersion, refresh settings...): a
+        mapping, or its JSON text (e.g. read from a file)."""
+        _lib.call(_lib.lib().syncstore_set_remote, self._p(), _object_json(remote, "the remote"))
 
     def _start(self, kind: str, callback: Optional[SyncCallback]) -> SyncRun:
         run = SyncRun(self._handle, kind, callback)
@@ -265,11 +286,11 @@ class Store:
                   name: Optional[str] = None, callback: Optional[SyncCallback] = None) -> SyncRun:
         """Creates a sync down and starts its first run; returns the :class:`SyncRun`.
         ``callback(state)`` gets every state change on the sync worker thread."""
+        target_json = _object_json(target, "the sync target")  # before the run is registered
         run = self._start("syncDown", callback)
         out = ctypes.c_int64()
-        self._launch(run, _lib.call, _lib.lib().syncstore_sync_down, self._p(), _lib.dump(dict(target)),
-                     _lib.enc(soup), _opt_json(options), _lib.enc(name), _callbacks.SYNC_THUNK, run.key,
-                     ctypes.byref(out))
+        self._launch(run, _lib.call, _lib.lib().syncstore_sync_down, self._p(), target_json, _lib.enc(soup),
+                     _opt_json(options), _lib.enc(name), _callbacks.SYNC_THUNK, run.key, ctypes.byref(out))
         run.sync_id = out.value
         return run
 
@@ -288,8 +309,8 @@ class Store:
                          name: Optional[str] = None) -> int:
         """Creates a sync down without running it (status NEW); returns its id."""
         out = ctypes.c_int64()
-        _lib.call(_lib.lib().syncstore_create_sync_down, self._p(), _lib.dump(dict(target)), _lib.enc(soup),
-                  _opt_json(options), _lib.enc(name), ctypes.byref(out))
+        _lib.call(_lib.lib().syncstore_create_sync_down, self._p(), _object_json(target, "the sync target"),
+                  _lib.enc(soup), _opt_json(options), _lib.enc(name), ctypes.byref(out))
         return out.value
 
     def create_sync_up(self, soup: str, target: Optional[Mapping[str, Any]] = None,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,13 +17,24 @@ EXAMPLES = PACKAGE_ROOT / "examples"
 
 
 def run_example(name: str, *args: str) -> str:
-    out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    """Runs an example with a temp directory of its own, which it must leave empty."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TMPDIR": tmp}
+        out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
+                             timeout=120, env=env)
+        assert out.returncode == 0, out.stderr
+        assert os.listdir(tmp) == [], f"{name} left {os.listdir(tmp)} in its temp directory"
     return out.stdout
 
 
 def test_first_steps(tmp_path: Path) -> None:
     assert run_example("first_steps.py", str(tmp_path)).splitlines() == ["Ng 34", "error 2 SYNCSTORE_ERR_NOT_FOUND"]
+
+
+@pytest.mark.parametrize("name", ["first_steps.py", "encrypted_store.py"])
+def test_example_without_a_root_cleans_up(name: str) -> None:
+    """Without a root argument the example works in a scratch directory and removes it."""
+    assert run_example(name).splitlines()[0] in ("Ng 34", "wrong key: SYNCSTORE_ERR_AUTH")
 
 
 def test_encrypted_store_example(tmp_path: Path) -> None:

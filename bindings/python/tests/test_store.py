@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 import syncstore
+from syncstore import _callbacks, cordova, mobilesync, smartstore
 
-from package_support import PACKAGE_ROOT, run_python
+from package_support import PACKAGE_ROOT, DevServer, run_python
 
 SPECS = [{"path": "Id", "type": "string"}, {"path": "Age", "type": "integer"}, {"path": "Bio", "type": "full_text"}]
 
@@ -184,3 +186,53 @@ def test_one_process_at_a_time_runs_a_stores_syncs(tmp_path: Path) -> None:
     store.close()
     out = run_python(SECOND_PROCESS, str(tmp_path))
     assert json.loads(out.stdout) == {"ok": True}, out.stderr
+
+
+def test_smart_sql_text_and_json_text_are_taken_as_node_takes_them(store: syncstore.Store,
+                                                                    shared_server: DevServer) -> None:
+    """run_smart_query takes the SQL text, set_remote and specs JSON text (as Node's smartQuery,
+    setRemote and specs do); another type is an ArgumentError naming the argument, not Python's
+    own ValueError from dict()."""
+    store.register_soup("contacts", [{"path": "Id", "type": "string"}, {"path": "LastName", "type": "string"}])
+    store.set_remote(json.dumps(shared_server.remote))
+    down = store.sync_down('{"type": "soql", "query": "SELECT Id, LastName FROM Contact"}', "contacts").wait(60)
+    assert down["status"] == "DONE" and down["totalSize"] == 20
+    with store.run_smart_query("select count(*) from {contacts}") as cursor:
+        assert cursor.entries == [[20]]
+    with store.run_smart_query("select {contacts:Id} from {contacts}", page_size=7) as cursor:
+        assert (cursor.page_size, cursor.total_pages) == (7, 3)
+    assert store.find(None, '{"queryType": "smart", "smartSql": "select count(*) from {contacts}"}') == [[20]]
+    assert len(store.query("contacts", '{"queryType": "range", "indexPath": "Id", "pageSize": 5}')) == 20
+
+    registered = len(_callbacks._registry)
+    for call, says in [(lambda: store.run_smart_query(42), "Smart SQL text (str) or a smart query spec"),
+                       (lambda: store.run_smart_query(["select 1"]), "not list"),
+                       (lambda: store.set_remote(["https://x"]), "the remote must be a mapping"),
+                       (lambda: store.query_soup("contacts", 7), "the query spec must be"),
+                       (lambda: store.sync_down(None, "contacts"), "the sync target must be")]:
+        with pytest.raises(syncstore.ArgumentError, match=re.escape(says)) as raised:
+            call()
+        assert raised.value.code == 1
+    assert len(_callbacks._registry) == registered  # the refused sync_down left no listener behind
+    with pytest.raises(syncstore.ArgumentError):  # JSON text the library refuses
+        store.set_remote("instanceUrl=https://x")
+    with pytest.raises(syncstore.ArgumentError):
+        store.run_smart_query("delete from {contacts}")
+    assert store.run_smart_query("select count(*) from {contacts}").entries == [[20]]  # unchanged
+
+
+def test_cordova_faces_take_smart_sql_and_remote_json_text(tmp_path: Path, shared_server: DevServer) -> None:
+    smartstore.init(tmp_path)
+    try:
+        smartstore.registerSoup("contacts", [{"path": "Id", "type": "string"}])
+        mobilesync.setRemote(json.dumps(shared_server.remote))
+        run = mobilesync.syncDown({"type": "soql", "query": "SELECT Id FROM Contact"}, "contacts",
+                                  {"mergeMode": "OVERWRITE"})
+        assert run.wait(60)["status"] == "DONE"
+        cursor = smartstore.runSmartQuery("select count(*) from {contacts}")
+        assert cursor["currentPageOrderedEntries"] == [[20]]
+        smartstore.closeCursor(cursor)
+        with pytest.raises(syncstore.ArgumentError, match="Smart SQL text"):
+            smartstore.runSmartQuery(3)
+    finally:
+        cordova.close_all()
