@@ -68,7 +68,7 @@ if [ "$kind" = asan ]; then
         SYNCSTORE_CLI="$PWD/.build/debug/syncstore-cli" PYTHONPATH="$PWD/bindings/python" \
         .venv/bin/python -m pytest -q -p no:cacheprovider bindings/python/tests --ignore=bindings/python/tests/test_package.py
     echo "== asan: Node tests"
-    [ -f bindings/node/build/syncstore.node ] || bash scripts/build-node.sh
+    [ -f bindings/node/build/syncstore.node ] || SYNCSTORE_LIB="$lib" bash scripts/build-node.sh
     LD_PRELOAD="$preload" SYNCSTORE_LIB="$lib" SYNCSTORE_DEVSERVER="$devserver" node --test bindings/node/test/
 fi
 
