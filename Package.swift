@@ -75,7 +75,9 @@ let package = Package(
             dependencies: [
                 "SyncStoreCore", "SyncStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // The release build (what `cmake --install` installs) runs without the toolchain.
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
         ),
         .testTarget(
             name: "SyncStoreCoreTests",
