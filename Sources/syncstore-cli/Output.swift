@@ -123,13 +123,17 @@ final class SyncProgress: @unchecked Sendable {
     static func runCounting(_ manager: SyncManager, label: String, json: Bool, timeoutMs: Int64 = -1,
                             _ start: (@escaping SyncCallback) throws -> Int64) throws -> (state: SyncState, records: Int64) {
         let progress = SyncProgress(label: label, json: json)
-        let id = try start { progress.update($0) }
+        // Before the start: its first callback may come before `start` returns.
         Interrupt.running(manager, label: label)
         defer { Interrupt.running(nil, label: label) }
+        let id = try start { progress.update($0) }
         let state = try manager.wait(id: id, timeoutMs: timeoutMs)
         return (state, progress.lock.withLock { progress.recordsDone })
     }
 }
+
+/// The write end of the pipe the signal handler writes to (a signal handler may only do that much).
+nonisolated(unsafe) private var interruptWriteFD: Int32 = -1
 
 /// Ctrl-C (SIGINT) or SIGTERM while a sync runs: the syncs are stopped (their state saved as
 /// STOPPED), the command says so and how to resume, and exits 130. A second Ctrl-C exits at once.
@@ -138,18 +142,27 @@ enum Interrupt {
     nonisolated(unsafe) private static var manager: SyncManager?
     nonisolated(unsafe) private static var label = ""
     nonisolated(unsafe) private(set) static var stopped = false
-    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+    nonisolated(unsafe) private static var installed = false
 
-    /// Handles the signals from now on (once per process).
+    /// Handles the signals from now on (once per process): the handler writes a byte to a pipe,
+    /// and a thread reading it stops the sync.
     static func install() {
         lock.withLock {
-            guard sources.isEmpty else { return }
+            guard !installed else { return }
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else { return }
+            installed = true
+            interruptWriteFD = fds[1]
+            let readFD = fds[0]
+            Thread.detachNewThread {
+                var byte: UInt8 = 0
+                while read(readFD, &byte, 1) == 1 { received() }
+            }
             for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { received() }
-                source.resume()
-                sources.append(source)
+                signal(sig) { _ in
+                    var byte: UInt8 = 1
+                    _ = write(interruptWriteFD, &byte, 1)
+                }
             }
         }
     }
