@@ -215,7 +215,7 @@ def test_a_conflict_is_exit_code_3_with_the_entry_named(tmp_path, server, config
     assert json.loads(r.stdout)[0]["Title"] == "local side"
     r = cli("sync", "--root", root, *remote(server), "contacts-up")
     assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
-    assert f"1 conflict (entries {entry['_soupEntryId']})" in r.stdout
+    assert f"DONE, 1 record, 1 conflict (entries {entry['_soupEntryId']})" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("args,code,words", [
