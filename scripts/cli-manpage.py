@@ -28,16 +28,19 @@ def paragraphs(text):
     """Prose paragraphs filled by man; indented lines (examples, JSON) kept as they are."""
     out = []
     for block in text.strip("\n").split("\n\n"):
-        lines = block.split("\n")
         out.append(".PP")
-        prose = []
-        for line in lines:
+        prose, pre = [], []
+        for line in block.split("\n") + [""]:
             if line.startswith("  "):
                 if prose:
                     out.append(roff(" ".join(prose)))
                     prose = []
-                out.extend([".nf", roff(line), ".fi"])
-            else:
+                pre.append(line)
+                continue
+            if pre:
+                out.extend([".nf", roff("\n".join(pre)), ".fi"])
+                pre = []
+            if line:
                 prose.append(line)
         if prose:
             out.append(roff(" ".join(prose)))

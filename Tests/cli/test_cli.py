@@ -98,7 +98,7 @@ def synced(tmp_path, server, configs):
 def test_help_teaches_with_examples():
     r = cli("--help")
     assert r.returncode == 0
-    for sub in ["demo", "serve", "sync", "status", "soups", "query", "upsert", "ghosts", "rekey"]:
+    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "ghosts", "rekey"]:
         assert sub in r.stdout
     assert "Exit codes" in r.stdout
     for sub in ["sync", "query", "upsert", "serve", "ghosts", "status", "soups", "demo", "rekey"]:
