@@ -75,7 +75,12 @@ let package = Package(
             dependencies: [
                 "SyncStoreCore", "SyncStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // The release build (what `cmake --install` installs) runs without the toolchain. Also
+            // a compile flag: the module then asks for static Foundation's own libraries.
+            swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))],
+            // Without DWARF (symbols stay, for backtraces): 77 MB instead of 143.
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "--strip-debug"], .when(configuration: .release))]
         ),
         .testTarget(
             name: "SyncStoreCoreTests",

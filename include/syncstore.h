@@ -144,6 +144,17 @@ const char *syncstore_status_name(int status);
  * <root>/global/<name>.db. Store names are 1-128 characters of [A-Za-z0-9_.-], not starting
  * with '.'.
  *
+ * Read-only stores. {"storeName": ..., "readOnly": true} opens an existing store for reading
+ * only, e.g. a file or directory this process cannot write: queries, soup and sync state reads
+ * work; writes, soup changes, syncs and syncstore_change_key are SYNCSTORE_ERR_STATE naming the
+ * file; a store that does not exist is NOT_FOUND (nothing is created). SQLite needs the store's
+ * -wal and -shm files, or a directory where it can create them, to read a WAL database: when
+ * neither is there (no process has the store open and the directory is read-only), the file is
+ * read as unchanging (SQLite's immutable open), so a process writing it meanwhile may make
+ * reads fail or miss its commits. A store already open in this process must be opened the same
+ * way (STATE otherwise). Without readOnly, such a store is STORAGE (at the open or at the first
+ * write) naming the file.
+ *
  * Encryption at rest. {"storeName": ..., "key": "<passphrase>", "kdfIter": 256000} opens (or
  * creates) an encrypted store, in SQLCipher 4's file format: AES-256-CBC pages with a random IV
  * and an HMAC-SHA512 each, the key derived from the passphrase by PBKDF2-HMAC-SHA512 with
@@ -174,7 +185,8 @@ const char *syncstore_status_name(int status);
  * An open racing the close of the store's last handle waits for that close to end (see
  * "Callbacks, threads and close"). Syncs whose run was queued or running when a process ended
  * become STOPPED (see "Runs").
- * Errors: ARGUMENT (bad config, name, empty key or kdfIter < 1), AUTH (the key does not open the
+ * Errors: ARGUMENT (bad config, name, empty key or kdfIter < 1), NOT_FOUND (readOnly and no
+ * such store), STATE (open in this process with another readOnly), AUTH (the key does not open the
  * store: wrong key or kdfIter, no key for an encrypted store, a key for a plaintext one; the
  * file is not touched), STORAGE (cannot create or open the file; a damaged encrypted page 1).
  */

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import HummingbirdTLS
+import NIOCore
 
 /// The dev server's options, shared by `syncstore-devserver` and `syncstore-cli serve`.
 public struct DevServerOptions: ParsableArguments {
@@ -9,13 +10,12 @@ public struct DevServerOptions: ParsableArguments {
 
     /// The grammar of faults and the clock, for the commands' help.
     public static let discussion = """
-        The first line on stdout is the base URL, e.g. https://127.0.0.1:40123.
-        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0):
-        sobjects, describe, query, queryAll, search, composite,
-        composite/sobjects, composite/batch, ui-api/layout,
-        connect/briefcase/priming-records. Authenticate with --token, or
-        POST /services/oauth2/token (grant_type=password with --user, or
-        grant_type=refresh_token).
+        The first line on stdout is the base URL, e.g. https://127.0.0.1:40123. \
+        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0): sobjects, \
+        describe, query, queryAll, search, composite, composite/sobjects, \
+        composite/batch, ui-api/layout, connect/briefcase/priming-records. \
+        Authenticate with --token, or POST /services/oauth2/token \
+        (grant_type=password with --user, or grant_type=refresh_token).
 
         FAULT SPEC (--faults, or PUT /__devserver/faults with --admin):
           SPEC := PART (';' PART)*      PART := seed=N | RULE
@@ -23,28 +23,30 @@ public struct DevServerOptions: ParsableArguments {
           ITEM := latency=MS[-MS] | status=CODE | drop=before|after|mid
                 | unauthorized | expire-tokens | repeat-locator
                 | rate=P | times=N | after=N
-        '*' in PATH-GLOB matches anything, '/' included. drop=after handles
-        (commits) the request, then closes the connection unanswered (on
-        every route: sobjects, composite/sobjects, composite, composite/batch);
-        on a kept-alive connection that looks like a stale connection, which
-        libcurl answers by sending the request again. drop=mid sends half the
-        body. repeat-locator (GET query/queryAll only, other requests pass it
-        by): the answer is not done and its nextRecordsUrl names the page
-        just served, so a client that follows it blindly never ends.
-        Examples:
+
+        '*' in PATH-GLOB matches anything, '/' included. drop=after handles \
+        (commits) the request, then closes the connection unanswered (on every \
+        route: sobjects, composite/sobjects, composite, composite/batch); on a \
+        kept-alive connection that looks like a stale connection, which libcurl \
+        answers by sending the request again. drop=mid sends half the body. \
+        repeat-locator (GET query/queryAll only, other requests pass it by): the \
+        answer is not done and its nextRecordsUrl names the page just served, so a \
+        client that follows it blindly never ends.
+
+        Fault examples:
           --faults 'latency=20ms'
           --faults 'POST */sobjects/* drop=after times=1'
           --faults 'seed=7; GET */query* status=503 rate=0.1'
           --faults '* unauthorized after=10 times=3'
           --faults 'GET */query* repeat-locator times=5'
 
-        CLOCK: --clock-offset SECONDS (negative = behind, |x| <= 86400), or
-        PUT /__devserver/clock with '-600' or {"offsetSeconds": -600} (GET
-        shows it, DELETE resets it; needs --admin), shifts the server clock:
-        CreatedDate/LastModifiedDate/SystemModstamp, the Date header,
-        sobjects/{T}/updated|deleted latestDateCovered, SOQL TODAY etc.
-        Token expiry stays on the real clock. Stamps never go back: after the
-        offset is lowered they advance 1 ms per write until the clock passes.
+        CLOCK: --clock-offset SECONDS (negative = behind, |x| <= 86400), or PUT \
+        /__devserver/clock with '-600' or {"offsetSeconds": -600} (GET shows it, \
+        DELETE resets it; needs --admin), shifts the server clock: \
+        CreatedDate/LastModifiedDate/SystemModstamp, the Date header, \
+        sobjects/{T}/updated|deleted latestDateCovered, SOQL TODAY etc. Token expiry \
+        stays on the real clock. Stamps never go back: after the offset is lowered \
+        they advance 1 ms per write until the clock passes.
         """
 
     @Option(help: "Address to bind (127.0.0.1 or ::1).") public var host = "127.0.0.1"
@@ -81,6 +83,32 @@ public struct DevServerOptions: ParsableArguments {
     }
 }
 
+/// Why the dev server could not start (or stopped listening), with what to do; `kind` lets a
+/// command pick its exit code.
+public struct DevServerError: Error, CustomStringConvertible {
+    public enum Kind: Sendable { case portInUse, badAddress, notFound, badInput, storage, other }
+    public let kind: Kind
+    public let message: String
+    public var description: String { message }
+
+    /// `body`'s errors as DevServerErrors: a missing file is notFound, bad content badInput.
+    static func classify<T>(_ what: String, _ kind: Kind = .badInput, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DevServerError {
+            throw error
+        } catch let error as CocoaError where error.code == .fileReadNoSuchFile || error.code == .fileNoSuchFile {
+            throw DevServerError(kind: .notFound, message: "\(what): no such file")
+        } catch let error as CocoaError where error.code == .fileReadNoPermission {
+            throw DevServerError(kind: .storage, message: "\(what): permission denied")
+        } catch let error as JSONParseError {
+            throw DevServerError(kind: .badInput, message: "\(what): not valid JSON (\(error.message))")
+        } catch {
+            throw DevServerError(kind: kind, message: "\(what): \(error)")
+        }
+    }
+}
+
 /// Runs a dev server until its task is cancelled or the process gets SIGINT/SIGTERM.
 public enum DevServer {
     /// Starts the server; `announce` gets the base URL once it listens.
@@ -91,19 +119,23 @@ public enum DevServer {
         if let clockOffset = o.clockOffset, let millis = ClockOffset.parseSeconds(clockOffset) { ClockOffset.shared.set(millis: millis) }
         let schemaJSON: JSON
         if let schema = o.schema {
-            schemaJSON = try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: schema))))
+            schemaJSON = try DevServerError.classify("--schema \(schema)") { try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: schema)))) }
         } else {
             schemaJSON = try JSON.parse(Schema.builtInJSON)
         }
-        let loadedSchema = try Schema.load(json: schemaJSON)
-        let store = try Store(schema: loadedSchema, path: o.db ?? ":memory:")
+        let loadedSchema = try DevServerError.classify("--schema") { try Schema.load(json: schemaJSON) }
+        let store = try DevServerError.classify("--db \(o.db ?? ":memory:") (make its directory writable, or choose another file)", .storage) {
+            try Store(schema: loadedSchema, path: o.db ?? ":memory:")
+        }
         if let importPath = o.importPath {
-            let n = try Seeder(store: store).importFile(try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: importPath)))))
+            let n = try DevServerError.classify("--import \(importPath)") {
+                try Seeder(store: store).importFile(try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: importPath)))))
+            }
             notes.append("imported \(n) records")
         }
         if let seed = o.seed {
-            for (obj, count) in try Seeder.parseSpec(seed, schema: loadedSchema) {
-                let n = try Seeder(store: store).seed(obj, count: count)
+            for (obj, count) in try DevServerError.classify("--seed", .badInput, { try Seeder.parseSpec(seed, schema: loadedSchema) }) {
+                let n = try DevServerError.classify("--seed", .storage) { try Seeder(store: store).seed(obj, count: count) }
                 notes.append("seeded \(n) \(obj.name)")
             }
         }
@@ -118,8 +150,8 @@ public enum DevServer {
 
         let tls: TLSConfiguration?
         if let tlsCert = o.tlsCert, let tlsKey = o.tlsKey {
-            let chain = try NIOSSLCertificate.fromPEMFile(tlsCert)
-            let key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
+            let chain = try DevServerError.classify("--tls-cert \(tlsCert) (a PEM certificate chain)") { try NIOSSLCertificate.fromPEMFile(tlsCert) }
+            let key = try DevServerError.classify("--tls-key \(tlsKey) (a PEM private key)") { try NIOSSLPrivateKey(file: tlsKey, format: .pem) }
             tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         } else {
             tls = nil
@@ -149,6 +181,24 @@ public enum DevServer {
             onServerRunning: { listening($0.localAddress?.port ?? port) })
         app.logger.logLevel = o.verbose ? .info : .warning
         if o.verbose { for n in notes { app.logger.info("\(n)") } }
-        try await app.runService()
+        do {
+            try await app.runService()
+        } catch let error as IOError {
+            throw listenError(error, host: o.host, port: o.port)
+        }
+    }
+
+    /// A failure to listen, saying which address and what to do.
+    static func listenError(_ error: IOError, host: String, port: Int) -> DevServerError {
+        switch error.errnoCode {
+        case EADDRINUSE:
+            return DevServerError(kind: .portInUse, message: "Port \(port) on \(host) is already in use (another server listens there): stop it, or choose another port with --port N (--port 0 picks a free one)")
+        case EACCES:
+            return DevServerError(kind: .badAddress, message: "Port \(port) on \(host) needs privileges this user does not have: choose a port above 1023 with --port N (--port 0 picks a free one)")
+        case EADDRNOTAVAIL:
+            return DevServerError(kind: .badAddress, message: "Address \(host) is not one of this machine's: use --host 127.0.0.1 or ::1")
+        default:
+            return DevServerError(kind: .other, message: "Cannot listen on \(host) port \(port): \(String(cString: strerror(error.errnoCode)))")
+        }
     }
 }

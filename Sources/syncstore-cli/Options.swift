@@ -46,18 +46,28 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// The store's config: name, user or global, key.
-    func config() throws -> StoreConfig {
-        try StoreConfig(isGlobal: global, name: store, key: try key())
+    func config(readOnly: Bool = false) throws -> StoreConfig {
+        try StoreConfig(isGlobal: global, name: store, key: try key(), readOnly: readOnly)
     }
 
-    /// Opens the store; with `mustExist`, an unknown store is NOT_FOUND instead of a new empty one.
-    func open(mustExist: Bool) throws -> OpenedStore {
-        let config = try config()
+    /// Opens the store; with `mustExist`, an unknown store is NOT_FOUND instead of a new empty
+    /// one. `readOnly`: the command only reads, so a store this user cannot write is opened for
+    /// reading only; a command that writes such a store fails first, naming the file.
+    func open(mustExist: Bool, readOnly: Bool = false) throws -> OpenedStore {
         let root = resolvedRoot
-        let path = StoreRegistry.path(root: root, config: config)
+        let path = StoreRegistry.path(root: root, config: try config())
         if mustExist && !FileManager.default.fileExists(atPath: path) {
-            throw StoreError(.notFound, "No \(global ? "global" : "user") store '\(store)' under \(root) (no file \(path)); check --root and --store, or create it with `syncstore-cli sync --store-config userstore.json ...`")
+            throw StoreError(.notFound, "No \(global ? "global" : "user") store '\(store)' under \(root) (no file \(path)); "
+                + existingStores(root: root) + "check --root and --store, or create it with `syncstore-cli soup register` or `syncstore-cli sync`")
         }
+        let directory = (path as NSString).deletingLastPathComponent
+        let writable = FileManager.default.fileExists(atPath: path)
+            ? access(path, W_OK) == 0 && access(directory, W_OK) == 0 : true
+        if !writable && !readOnly {
+            throw CLIError("Cannot write store '\(store)': this user may not write its file \(path) or its directory \(directory) (\(String(cString: strerror(errno)))). "
+                + "Make both writable (chmod/chown, or run as their owner), or copy the store under a --root of your own; query, soup list and status read it as it is.", exitCode: 74)
+        }
+        let config = try config(readOnly: !writable)
         do {
             return try OpenedStore(root: root, config: config)
         } catch let error as StoreError where error.code == .auth {
@@ -65,6 +75,18 @@ struct StoreOptions: ParsableArguments {
                 keySource: config.key == nil ? nil : keyFile.map { "--key-file \($0)" } ?? "$SYNCSTORE_KEY",
                 kdfIter: config.key?.kdfIter ?? StoreKey.defaultKdfIter, path: path))
         }
+    }
+
+    /// "Stores there: a, b (global: c); " or "There are no stores under ROOT; ", for a store not found.
+    private func existingStores(root: String) -> String {
+        let registry = StoreRegistry()
+        let user = (try? registry.listStores(root: root, global: false)) ?? []
+        let globals = (try? registry.listStores(root: root, global: true)) ?? []
+        if user.isEmpty && globals.isEmpty { return "there are no stores under \(root); " }
+        var parts: [String] = []
+        if !user.isEmpty { parts.append("user stores: " + user.joined(separator: ", ")) }
+        if !globals.isEmpty { parts.append("global stores (--global): " + globals.joined(separator: ", ")) }
+        return parts.joined(separator: "; ") + "; "
     }
 
     /// "Store 'main' (user) at PATH; encrypted: yes (kdfIter 256000)", for the text output.

@@ -9,16 +9,17 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the local Salesforce REST API emulator (the dev server) for development, tests and demos.",
         discussion: """
-        Prints the base URL (first line), the access token, and a remote config ready to paste
-        into syncstore_set_remote / setRemote. Without --token a random one is made. Stop it
-        with Ctrl-C.
+        Prints the base URL (first line), the access token, a remote config ready to \
+        paste into syncstore_set_remote / setRemote, and a first sync to try (it works \
+        on a fresh root). Without --token a random one is made. Stop it with Ctrl-C. \
+        Exit codes: 64 bad command line, 65 a bad file (schema, import, certificate), \
+        66 a file not found, 74 the --db file cannot be written, 75 the port is in use.
 
         Examples:
           syncstore-cli serve --seed Contact=1000,Account=100
           syncstore-cli serve --port 8080 --token dev --db server.db
-          syncstore-cli serve --tls self-signed      # HTTPS; prints the CA file for clients
-
-        """ + DevServerOptions.discussion)
+          syncstore-cli serve --tls self-signed      # HTTPS; prints its CA file
+        """ + "\n\n" + DevServerOptions.discussion)
 
     @OptionGroup var server: DevServerOptions
     @Option(help: "TLS: 'self-signed' makes a certificate for 127.0.0.1, ::1 and localhost (needs openssl) and prints its CA file.")
@@ -45,6 +46,23 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let json = self.json
         let ca = caFile
+        do {
+            try await serve(options, token: token, ca: ca, json: json)
+        } catch let error as DevServerError {
+            let code: Int32
+            switch error.kind {
+            case .portInUse: code = 75
+            case .badAddress: code = ExitCodes.usage
+            case .notFound: code = 66
+            case .badInput: code = 65
+            case .storage: code = 74
+            case .other: code = ExitCodes.state
+            }
+            throw CLIError(error.message, exitCode: code)
+        }
+    }
+
+    private func serve(_ options: DevServerOptions, token: String, ca: String?, json: Bool) async throws {
         try await DevServer.run(options) { url in
             let remote = JSONDocument.object()
             remote.root.set("instanceUrl", owned: JSONMake.string(url))
@@ -62,7 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
                 Console.out("token:  \(token)")
                 if let ca { Console.out("CA:     \(ca)  (trust it: --ca-bundle, or \"caBundle\" in the remote config)") }
                 Console.out("remote: \(remote.root.dump())")
-                Console.out("Try:    syncstore-cli sync --url \(url) --token \(token)\(ca.map { " --ca-bundle \($0)" } ?? "") --soql 'SELECT Id, LastName FROM Contact' --soup contacts")
+                Console.out("Try:    syncstore-cli sync --url \(url) --token \(token)\(ca.map { " --ca-bundle \($0)" } ?? "") --soql 'SELECT Id, LastName, LastModifiedDate FROM Contact' --soup contacts --create-soup --name contacts-down")
             }
         }
     }

@@ -8,29 +8,76 @@ struct SyncCommand: ParsableCommand {
         commandName: "sync",
         abstract: "Run syncs of a store against a server.",
         discussion: """
-        With --sync-config, the syncs of that usersyncs.json are created (existing names are
-        kept) and run in file order; names on the command line run only those (also syncs
-        created earlier). A sync that ran before runs again incrementally (reSync). With --soql,
-        a sync down of that query into --soup runs instead. Soups come from --store-config (a
-        userstore.json); a soup that already exists is kept.
+        With --sync-config, the syncs of that usersyncs.json are created (existing names \
+        are kept) and run in file order; names on the command line run only those (also \
+        syncs created earlier). A sync that ran before runs again incrementally (reSync). \
+        With --soql, a sync down of that query into --soup runs instead; --create-soup \
+        registers that soup when it does not exist (indexes: Id, LastModifiedDate and \
+        the local-change flags). Soups come from --store-config (a userstore.json) or \
+        `syncstore-cli soup register`; a soup that already exists is kept.
+
+        Ctrl-C stops the running sync (saved as STOPPED) and exits 130; run the same \
+        command again to resume (a named sync goes on from its last saved point).
 
         Examples:
           syncstore-cli sync --url http://127.0.0.1:8080 --token T \\
               --store-config userstore.json --sync-config usersyncs.json
           syncstore-cli sync --url URL --token T contacts-up contacts-down
-          syncstore-cli sync --url URL --token T --soql 'SELECT Id, LastName FROM Contact' --soup contacts --name contacts-down
-        """)
+          syncstore-cli sync --url URL --token T --soup contacts --create-soup \\
+              --soql 'SELECT Id, LastName, LastModifiedDate FROM Contact' \\
+              --name contacts-down
+        """ + "\n\n" + userStoreHelp + "\n\n" + userSyncsHelp)
+
+    /// A complete userstore.json, as `--store-config` and `soup register --store-config` read it.
+    static let userStoreHelp = """
+        A userstore.json lists soups and their index specs (types: string, integer, \
+        floating, full_text, json1):
+          {"soups": [
+            {"soupName": "contacts", "indexes": [
+              {"path": "Id", "type": "string"},
+              {"path": "LastName", "type": "string"},
+              {"path": "LastModifiedDate", "type": "string"},
+              {"path": "__local__", "type": "string"}]}]}
+        """
+
+    /// A complete usersyncs.json, as `--sync-config` reads it.
+    static let userSyncsHelp = """
+        A usersyncs.json lists syncs: syncType syncDown (target types soql, sosl, mru, \
+        refresh, parent_children, briefcase, layout, metadata; idFieldName and \
+        modificationDateFieldName default to Id and LastModifiedDate) or syncUp \
+        (target type collection, the default, or single); options: mergeMode \
+        OVERWRITE (default) or LEAVE_IF_CHANGED, fieldlist:
+          {"syncs": [
+            {"syncName": "contacts-down", "syncType": "syncDown",
+             "soupName": "contacts",
+             "target": {"type": "soql", "query":
+               "SELECT Id, LastName, LastModifiedDate FROM Contact"},
+             "options": {"mergeMode": "LEAVE_IF_CHANGED"}},
+            {"syncName": "contacts-up", "syncType": "syncUp",
+             "soupName": "contacts",
+             "target": {"createFieldlist": ["LastName"],
+                        "updateFieldlist": ["LastName"]},
+             "options": {"fieldlist": ["LastName"],
+                         "mergeMode": "LEAVE_IF_CHANGED"}}]}
+        """
 
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var remote: RemoteOptions
     @OptionGroup var output: OutputOptions
-    @Option(help: "A userstore.json: soups to register.") var storeConfig: String?
-    @Option(help: "A usersyncs.json: syncs to create and run.") var syncConfig: String?
+    @Option(help: ArgumentHelp("A userstore.json: soups to register.", valueName: "path")) var storeConfig: String?
+    @Option(help: ArgumentHelp("A usersyncs.json: syncs to create and run.", valueName: "path")) var syncConfig: String?
     @Option(help: "An ad-hoc sync down of this SOQL query.") var soql: String?
     @Option(help: "The soup the --soql sync down fills.") var soup: String?
+    @Flag(help: "Register the --soup of --soql when it does not exist (indexes: Id, LastModifiedDate, __local__ and the other local-change flags).")
+    var createSoup = false
     @Option(help: "Name of the --soql sync (then a later run with the same name is incremental).") var name: String?
     @Option(help: "Merge mode of the --soql sync: OVERWRITE or LEAVE_IF_CHANGED.") var mergeMode = "OVERWRITE"
     @Argument(help: "Names of the syncs to run (default: every sync of --sync-config).") var names: [String] = []
+
+    /// The indexes --create-soup gives a soup: what a sync down and up look up.
+    static let defaultIndexSpecs = #"[{"path":"Id","type":"string"},{"path":"LastModifiedDate","type":"string"},"#
+        + #"{"path":"__local__","type":"string"},{"path":"__locally_created__","type":"string"},"#
+        + #"{"path":"__locally_updated__","type":"string"},{"path":"__locally_deleted__","type":"string"}]"#
 
     func validate() throws {
         if soql != nil {
@@ -39,6 +86,7 @@ struct SyncCommand: ParsableCommand {
         } else if names.isEmpty && syncConfig == nil {
             throw ValidationError("Nothing to run: give sync names, --sync-config or --soql")
         }
+        if createSoup && soql == nil { throw ValidationError("--create-soup goes with --soql and --soup") }
         guard ["OVERWRITE", "LEAVE_IF_CHANGED"].contains(mergeMode) else {
             throw ValidationError("--merge-mode must be OVERWRITE or LEAVE_IF_CHANGED")
         }
@@ -46,10 +94,27 @@ struct SyncCommand: ParsableCommand {
 
     func run() throws {
         let config = try remote.require()
+        let path = StoreRegistry.path(root: storeOptions.resolvedRoot, config: try storeOptions.config())
+        let existed = FileManager.default.fileExists(atPath: path)
         let opened = try storeOptions.open(mustExist: false)
         defer { opened.close() }
         let store = opened.store
-        if let storeConfig { try store.loadStoreConfig(path: storeConfig) }
+        do {
+            if let storeConfig { try store.loadStoreConfig(path: storeConfig) }
+            if let soup, soql != nil, !store.soupExists(soup) {
+                guard createSoup else {
+                    throw CLIError("Soup '\(soup)' does not exist in store '\(storeOptions.store)'; add --create-soup to register it with indexes on Id, LastModifiedDate and the local-change flags, or register it first: syncstore-cli soup register \(soup) '[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"__local__\",\"type\":\"string\"}]'", exitCode: 66)
+                }
+                try store.registerSoup(soup, specsJSON: SyncCommand.defaultIndexSpecs)
+            }
+        } catch {
+            // A refused first command leaves no empty store behind.
+            if !existed {
+                opened.close()
+                try? StoreRegistry().removeStore(root: storeOptions.resolvedRoot, config: try storeOptions.config())
+            }
+            throw error
+        }
         let manager = try store.syncManager()
         manager.setRemote(config)
         var toRun = names
@@ -57,33 +122,39 @@ struct SyncCommand: ParsableCommand {
             try manager.loadSyncConfig(path: syncConfig)
             if toRun.isEmpty { toRun = try SyncCommand.syncNames(inFile: syncConfig) }
         }
-        var states: [SyncState] = []
+        Interrupt.install()
+        var results: [(state: SyncState, records: Int64)] = []
         if let soql, let soup {
             let target = JSONDocument.object()
             target.root.set("type", owned: JSONMake.string("soql"))
             target.root.set("query", owned: JSONMake.string(soql))
             let options = #"{"mergeMode":"\#(mergeMode)"}"#
             let label = name ?? "sync down \(soup)"
-            let state: SyncState
             if let name, try manager.status(name: name) != nil {
-                state = try SyncProgress.run(manager, label: label, json: output.json) { try manager.reSync(name: name, callback: $0) }
+                results.append(try SyncProgress.runCounting(manager, label: label, json: output.json) { try manager.reSync(name: name, callback: $0) })
             } else {
-                state = try SyncProgress.run(manager, label: label, json: output.json) {
+                results.append(try SyncProgress.runCounting(manager, label: label, json: output.json) {
                     try manager.syncDown(targetJSON: target.root.dump(), soupName: soup, optionsJSON: options, name: name, callback: $0)
-                }
+                })
             }
-            states.append(state)
         }
-        for name in toRun {
+        for name in toRun where !Interrupt.stopped {
             guard try manager.status(name: name) != nil else {
                 throw StoreError(.notFound, "No sync named '\(name)' in store '\(storeOptions.store)'; define it in a usersyncs.json given with --sync-config")
             }
-            states.append(try SyncProgress.run(manager, label: name, json: output.json) { try manager.reSync(name: name, callback: $0) })
+            results.append(try SyncProgress.runCounting(manager, label: name, json: output.json) { try manager.reSync(name: name, callback: $0) })
         }
+        let states = results.map(\.state)
         if output.json {
             Console.out("[" + states.map(\.jsonText).joined(separator: ",") + "]")
         } else {
-            for state in states { Console.out(describe(state)) }
+            for result in results { Console.out(describe(result.state, records: result.records)) }
+        }
+        if Interrupt.stopped {
+            let unnamed = results.contains { $0.state.name == nil }
+            throw CLIError("The sync was stopped by Ctrl-C; run the same command again to resume"
+                + (unnamed ? " (give --name NAME so that a stopped --soql sync goes on where it stopped instead of starting over)" : ""),
+                exitCode: ExitCodes.interrupted)
         }
         if let failing = states.map(ExitCodes.forState).first(where: { $0 != 0 }) { throw ExitCode(failing) }
     }
@@ -104,7 +175,9 @@ struct GhostsCommand: ParsableCommand {
         commandName: "ghosts",
         abstract: "Remove local records a sync down brought that the server no longer has (cleanResyncGhosts).",
         discussion: """
-        Entries with local changes are kept. Examples:
+        Entries with local changes are kept.
+
+        Examples:
           syncstore-cli ghosts contacts-down --url http://127.0.0.1:8080 --token T
           syncstore-cli ghosts 3 --url URL --token T --json
         """)

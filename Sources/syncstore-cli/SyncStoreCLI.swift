@@ -8,33 +8,45 @@ struct SyncStoreCLI: AsyncParsableCommand {
         commandName: "syncstore-cli",
         abstract: "Look into SyncStore stores, run their syncs, serve the dev server, and see a demo of offline sync.",
         discussion: """
-        Stores live under a root directory (--root, else $SYNCSTORE_ROOT, else
+        Stores live under a root directory (--root, else $SYNCSTORE_ROOT, else \
         ~/.local/share/syncstore): <root>/user/<store>.db, or global/ with --global.
 
         An encrypted store opens with its key from --key-file PATH or $SYNCSTORE_KEY \
         (never a key on the command line), and --kdf-iter N if it was not encrypted with \
         256000 iterations; `rekey` encrypts a store, changes its key or decrypts it.
 
+        A first sync on a fresh root (the Try: line of `serve` prints the URL and token):
+          syncstore-cli serve --port 8080 --token dev --seed Contact=100 &
+          syncstore-cli sync --url http://127.0.0.1:8080 --token dev \\
+              --soql 'SELECT Id, LastName, LastModifiedDate FROM Contact' \\
+              --soup contacts --create-soup --name contacts-down
+          syncstore-cli query "select {contacts:LastName} from {contacts} limit 5"
+
         Examples:
           syncstore-cli demo
-          syncstore-cli serve --seed Contact=1000
-          syncstore-cli sync --url http://127.0.0.1:8080 --token T \\
+          syncstore-cli soup register contacts \\
+              '[{"path":"Id","type":"string"},{"path":"__local__","type":"string"}]'
+          syncstore-cli sync --url URL --token T \\
               --store-config userstore.json --sync-config usersyncs.json
-          syncstore-cli sync --url URL --token T --soql 'SELECT Id, LastName FROM Contact' --soup contacts
           syncstore-cli status
-          syncstore-cli soups
-          syncstore-cli query "select {contacts:LastName} from {contacts} limit 5"
+          syncstore-cli soup list
           syncstore-cli ghosts contacts-down --url URL --token T
           syncstore-cli rekey --store main --new-key-file main.key
-          syncstore-cli soups --store main --key-file main.key
+          syncstore-cli soup list --store main --key-file main.key
 
-        Exit codes: 0 success; 3 a sync finished with record conflicts or errors;
-        64 bad command line; 65 bad input (ARGUMENT); 66 not found; 69 network;
-        70 state or internal error; 73 exists; 74 storage; 75 busy (retry);
-        76 server error; 77 authentication.
+        `sync --help` shows a userstore.json and a usersyncs.json. Shell completions: \
+        `syncstore-cli --generate-completion-script bash` (or zsh, fish) prints a script; \
+        `man syncstore-cli` once installed (cmake --install).
+
+        Exit codes: 0 success; 3 a sync finished with record conflicts or errors; \
+        64 bad command line; 65 bad input (ARGUMENT); 66 not found; 69 network; \
+        70 state or internal error; 73 exists; 74 storage; 75 busy (retry); \
+        76 server error; 77 authentication; 130 stopped by Ctrl-C. With --json, \
+        errors are one JSON object on stderr: {"error": {"code", "exitCode", "message"}}.
         """,
-        subcommands: [DemoCommand.self, ServeCommand.self, SyncCommand.self, StatusCommand.self, SoupsCommand.self,
-                      QueryCommand.self, UpsertCommand.self, GhostsCommand.self, RekeyCommand.self])
+        version: SyncStoreVersion.string,
+        subcommands: [DemoCommand.self, ServeCommand.self, SyncCommand.self, StatusCommand.self, SoupCommand.self,
+                      SoupsCommand.self, QueryCommand.self, UpsertCommand.self, GhostsCommand.self, RekeyCommand.self])
 
     /// Errors of the engine become a message on stderr and an exit code by class.
     static func main() async {
@@ -46,13 +58,56 @@ struct SyncStoreCLI: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as StoreError {
-            FileHandle.standardError.write(Data("syncstore-cli: \(error.message)\n".utf8))
-            Foundation.exit(ExitCodes.forError(error.code))
+            fail(error.message + hint(forError: error.message), code: ErrorNames.name(error.code), exitCode: ExitCodes.forError(error.code))
         } catch let error as CLIError {
-            FileHandle.standardError.write(Data("syncstore-cli: \(error.message)\n".utf8))
-            Foundation.exit(error.exitCode)
-        } catch {
+            fail(error.message, code: error.code, exitCode: error.exitCode)
+        } catch let error as ExitCode {
+            // The command already reported (a sync's final states).
             exit(withError: error)
+        } catch {
+            let exitCode = exitCode(for: error).rawValue
+            guard wantsJSON, exitCode != 0 else { exit(withError: error) }
+            fail(fullMessage(for: error), code: exitCode == ExitCodes.usage ? "USAGE" : "EXIT", exitCode: exitCode)
+        }
+    }
+
+    /// Whether --json was given (before a `--`): errors are then JSON too, whatever failed.
+    static var wantsJSON: Bool {
+        CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
+    }
+
+    /// Prints an error (text, or one JSON object with --json) on stderr and exits.
+    static func fail(_ message: String, code: String, exitCode: Int32) -> Never {
+        if wantsJSON {
+            let error = JSONDocument.object()
+            error.root.set("code", owned: JSONMake.string(code))
+            error.root.set("exitCode", owned: JSONMake.int(Int64(exitCode)))
+            error.root.set("message", owned: JSONMake.string(message))
+            let doc = JSONDocument.object()
+            doc.root.set("error", owned: error.root.retained())
+            Console.err(doc.root.dump())
+        } else {
+            Console.err("syncstore-cli: \(message)")
+        }
+        Foundation.exit(exitCode)
+    }
+}
+
+/// Names of error classes in JSON output (the C ABI's SYNCSTORE_ERR_* without the prefix).
+enum ErrorNames {
+    static func name(_ code: ErrorCode) -> String {
+        switch code {
+        case .argument: return "ARGUMENT"
+        case .notFound: return "NOT_FOUND"
+        case .exists: return "EXISTS"
+        case .busy: return "BUSY"
+        case .network: return "NETWORK"
+        case .auth: return "AUTH"
+        case .server: return "SERVER"
+        case .conflict: return "CONFLICT"
+        case .storage: return "STORAGE"
+        case .internal: return "INTERNAL"
+        case .state: return "STATE"
         }
     }
 }
@@ -66,6 +121,21 @@ struct CLIError: Error {
         self.message = message
         self.exitCode = exitCode
     }
+
+    /// The error class in JSON output, by exit code.
+    var code: String {
+        switch exitCode {
+        case ExitCodes.usage: return "USAGE"
+        case 65: return "ARGUMENT"
+        case 66: return "NOT_FOUND"
+        case 69: return "NETWORK"
+        case 73: return "EXISTS"
+        case 74: return "STORAGE"
+        case 75: return "BUSY"
+        case ExitCodes.interrupted: return "STOPPED"
+        default: return "STATE"
+        }
+    }
 }
 
 /// Exit codes by error class (sysexits.h numbers where one fits).
@@ -73,6 +143,8 @@ enum ExitCodes {
     static let partial: Int32 = 3
     static let usage: Int32 = 64
     static let state: Int32 = 70
+    /// 128 + SIGINT, as shells report a command stopped by Ctrl-C.
+    static let interrupted: Int32 = 130
 
     static func forError(_ code: ErrorCode) -> Int32 {
         switch code {

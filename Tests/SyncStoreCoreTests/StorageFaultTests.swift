@@ -333,6 +333,35 @@ final class StorageFaultTests: StoreTestCase {
         try registry.close(again)
     }
 
+    // "readOnly": true reads a store on read-only media (its directory cannot take a -wal or
+    // -shm: SQLite's immutable open) and refuses every write with STATE naming the file; the
+    // file is not touched.
+    func testReadOnlyOpenReadsAStoreOnReadOnlyMedia() throws {
+        let disk = try SmallDisk(under: root)
+        let registry = StoreRegistry()
+        let handle = try registry.open(root: disk.path, config: config)
+        let path = try registry.store(handle).path
+        try registry.store(handle).registerSoup("contacts", specsJSON: specs)
+        _ = try registry.store(handle).upsert(soup: "contacts", entriesJSON: entriesJSON(["a", "b", "c"], local: false))
+        try registry.close(handle)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+
+        try disk.setReadOnly(true)
+        defer { try? disk.setReadOnly(false) }
+        let readOnly = try StoreConfig(name: config.name, readOnly: true)
+        let reader = try registry.open(root: disk.path, config: readOnly)
+        let store = try registry.store(reader)
+        XCTAssertEqual(try count(store, "contacts"), 3)
+        XCTAssertEqual(store.soupNames, ["contacts"])
+        XCTAssertEqual(try store.entryCounts(soup: "contacts").entries, 3)
+        let refused = assertStoreError(.state) { try store.upsert(soup: "contacts", entriesJSON: entriesJSON(["d"], local: false)) }
+        XCTAssertTrue(refused?.message.contains(path) ?? false, refused?.message ?? "")
+        XCTAssertTrue(refused?.message.contains("read-only") ?? false, refused?.message ?? "")
+        try registry.close(reader)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), bytes)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
     func integrityCheck(_ path: String) throws -> String {
         var db: OpaquePointer?
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else { throw TestFailure("open \(path)") }

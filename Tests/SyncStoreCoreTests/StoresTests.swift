@@ -57,6 +57,44 @@ final class StoreRegistryTests: StoreTestCase {
         try registry.open(root: root, config: try StoreConfig.parse(config))
     }
 
+    // "readOnly": true: reads (also what another connection has in the WAL), refuses writes,
+    // syncs and changes of key with STATE naming the file, never creates a store, and must
+    // match how the store is already open in this process.
+    func testReadOnlyStoreConfig() throws {
+        XCTAssertTrue(try StoreConfig.parse(#"{"storeName": "ro", "readOnly": true}"#).readOnly)
+        XCTAssertFalse(try StoreConfig.parse(#"{"storeName": "ro", "readOnly": null}"#).readOnly)
+        assertStoreError(.argument) { try StoreConfig.parse(#"{"readOnly": "yes"}"#) }
+        let missing = assertStoreError(.notFound) { try open(#"{"storeName": "ro", "readOnly": true}"#) }
+        XCTAssertTrue(missing?.message.contains("ro.db") ?? false, missing?.message ?? "")
+        XCTAssertNotEqual(access(root + "/user", F_OK), 0, "a read-only open created the store's folder")
+
+        let writer = try open(#"{"storeName": "ro"}"#)
+        let store = try registry.store(writer)
+        try store.registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        _ = try store.upsert(soup: "s", entriesJSON: #"[{"k":"a"},{"k":"b"}]"#)
+        assertStoreError(.state) { try open(#"{"storeName": "ro", "readOnly": true}"#) }
+
+        // Another process's view: its own registry, while this one keeps the store open (the WAL
+        // holds the last commits).
+        let other = StoreRegistry()
+        let handle = try other.open(root: root, config: try StoreConfig.parse(#"{"storeName": "ro", "readOnly": true}"#))
+        let reading = try other.store(handle)
+        _ = try store.upsert(soup: "s", entriesJSON: #"[{"k":"c"}]"#)
+        XCTAssertEqual(try reading.entryCounts(soup: "s").entries, 3)
+        XCTAssertEqual(try CursorPage(reading.runSmartQuery(specJSON: #"{"queryType":"smart","smartSql":"select {s:k} from {s} order by {s:k}","pageSize":10}"#)).rows.count, 3)
+        for (what, call) in [("upsert", { _ = try reading.upsert(soup: "s", entriesJSON: #"{"k":"d"}"#) }),
+                             ("register", { try reading.registerSoup("t", specsJSON: #"[{"path":"k","type":"string"}]"#) }),
+                             ("remove", { try reading.removeSoup("s") }),
+                             ("sync", { _ = try reading.syncManager() }),
+                             ("rekey", { try reading.changeKey(to: try StoreKey("k")) })] as [(String, () throws -> Void)] {
+            let error = assertStoreError(.state, what) { try call() }
+            XCTAssertTrue(error?.message.contains(reading.path) ?? false, "\(what): \(error?.message ?? "")")
+        }
+        try other.close(handle)
+        XCTAssertEqual(try store.entryCounts(soup: "s").entries, 3)
+        try registry.close(writer)
+    }
+
     func testUserAndGlobalStoresWithTheSameNameAreDifferentDatabases() throws {
         let user = try open(#"{"isGlobalStore": false, "storeName": "Same"}"#)
         let global = try open(#"{"isGlobalStore": true, "storeName": "Same"}"#)

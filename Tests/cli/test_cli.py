@@ -7,6 +7,7 @@ The binary is $SYNCSTORE_CLI, else .build/debug/syncstore-cli (scripts/test.sh b
 import json
 import os
 import re
+import shlex
 import signal
 import ssl
 import subprocess
@@ -97,7 +98,7 @@ def synced(tmp_path, server, configs):
 def test_help_teaches_with_examples():
     r = cli("--help")
     assert r.returncode == 0
-    for sub in ["demo", "serve", "sync", "status", "soups", "query", "upsert", "ghosts", "rekey"]:
+    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "ghosts", "rekey"]:
         assert sub in r.stdout
     assert "Exit codes" in r.stdout
     for sub in ["sync", "query", "upsert", "serve", "ghosts", "status", "soups", "demo", "rekey"]:
@@ -214,7 +215,7 @@ def test_a_conflict_is_exit_code_3_with_the_entry_named(tmp_path, server, config
     assert json.loads(r.stdout)[0]["Title"] == "local side"
     r = cli("sync", "--root", root, *remote(server), "contacts-up")
     assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
-    assert f"1 conflicts (entries {entry['_soupEntryId']})" in r.stdout
+    assert f"DONE, 1 record, 1 conflict (entries {entry['_soupEntryId']})" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("args,code,words", [
@@ -419,7 +420,11 @@ def test_a_key_that_does_not_open_the_store_exits_77_and_is_never_shown(tmp_path
             r = cli(*args, "--root", root, *key_args, env=env)
             assert r.returncode == 77, (args, key_args, r.returncode, r.stdout, r.stderr)
             assert r.stdout == "", (args, r.stdout)
-            assert r.stderr.startswith("syncstore-cli: ") and "Traceback" not in r.stderr
+            if "--json" in key_args:
+                # --json: the error is one JSON object on stderr.
+                assert json.loads(r.stderr)["error"]["exitCode"] == 77, r.stderr
+            else:
+                assert r.stderr.startswith("syncstore-cli: ") and "Traceback" not in r.stderr
             for secret in (WRONG, KEY1):
                 assert secret not in r.stdout + r.stderr, (args, key_args, r.stderr)
             if env or "--key-file" in key_args:
@@ -599,3 +604,314 @@ def test_readers_racing_changes_of_key_get_data_auth_or_busy_never_storage(tmp_p
     assert flips.wait() == 0, flips.stderr.read()
     assert sum(codes.values()) > 5, codes
     assert count(root) == 30
+
+
+# ---- The first hour (issue 17): a fresh root, soups, installable form, errors a newcomer meets.
+
+def serve_text(*args):
+    """`syncstore-cli serve` in text mode: the process and its announcement lines up to `Try:`."""
+    proc = subprocess.Popen([CLI, "serve", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not lines or not lines[-1].startswith("Try:"):
+        line = proc.stdout.readline()
+        assert line, f"serve ended: {proc.stderr.read()}"
+        lines.append(line.rstrip("\n"))
+    return proc, lines
+
+
+def test_the_try_line_of_serve_works_on_a_fresh_root(tmp_path):
+    proc, lines = serve_text("--seed", "Contact=25")
+    try:
+        words = shlex.split(lines[-1][len("Try:"):])
+        assert words[0] == "syncstore-cli"
+        root = str(tmp_path / "fresh")
+        r = cli(*words[1:], "--root", root)
+        assert r.returncode == 0, (lines[-1], r.stdout, r.stderr)
+        assert json.loads(cli("query", "--root", root, "select count(*) from {contacts}", "--json").stdout) == [[25]]
+        # Named, so the same line again is incremental.
+        assert cli(*words[1:], "--root", root).returncode == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+
+
+def test_soql_sync_into_a_missing_soup_says_create_soup_and_leaves_no_store(tmp_path, server):
+    root = tmp_path / "fresh"
+    r = cli("sync", "--root", str(root), *remote(server), "--soql", "SELECT Id, LastName FROM Contact", "--soup", "contacts")
+    assert r.returncode == 66, r.stderr
+    assert "--create-soup" in r.stderr and "soup register" in r.stderr
+    assert not (root / "user" / "smartstore.db").exists(), "a refused first sync left an empty store"
+    r = cli("sync", "--root", str(root), *remote(server), "--soql", "SELECT Id, LastName, LastModifiedDate FROM Contact",
+            "--soup", "contacts", "--create-soup", "--json")
+    assert r.returncode == 0, r.stderr
+    soups = {s["soupName"]: s for s in json.loads(cli("soup", "list", "--root", str(root), "--json").stdout)}
+    assert soups["contacts"]["entries"] == 30
+    paths = [i["path"] for i in soups["contacts"]["indexes"]]
+    assert {"Id", "LastModifiedDate", "__local__", "__locally_created__", "__locally_updated__", "__locally_deleted__"} <= set(paths)
+
+
+def test_soup_register_list_remove(tmp_path, configs):
+    root = str(tmp_path / "stores")
+    specs = '[{"path":"Id","type":"string"},{"path":"__local__","type":"string"}]'
+    r = cli("soup", "register", "--root", root, "contacts", specs)
+    assert r.returncode == 0 and "Registered soup 'contacts' (Id:string, __local__:string)" in r.stdout, r.stdout + r.stderr
+    r = cli("soup", "register", "--root", root, "contacts", specs)
+    assert r.returncode == 0 and "already exists" in r.stdout
+    r = cli("soup", "register", "--root", root, "contacts", '[{"path":"Name","type":"string"}]')
+    assert r.returncode == 73 and "other indexes" in r.stderr and "soup remove contacts" in r.stderr
+    r = cli("soup", "register", "--root", root, "bad", "[{")
+    assert r.returncode == 65, r.stderr
+    r = cli("soup", "register", "--root", root, "--store-config", configs[0], "--store", "other", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [(s["soupName"], s["registered"]) for s in json.loads(r.stdout)] == [("contacts", True)]
+    assert "contacts" in cli("soups", "--root", root, "--store", "other").stdout, "soups stays the listing alias"
+    listed = cli("soup", "list", "--root", root)
+    assert listed.returncode == 0 and "Id:string, __local__:string" in listed.stdout
+    assert cli("upsert", "--root", root, "--soup", "contacts", '{"Id":"1","__local__":true}').returncode == 0
+    r = cli("soup", "remove", "--root", root, "contacts")
+    assert r.returncode == 70 and "--force" in r.stderr and "1 entry" in r.stderr, r.stderr
+    r = cli("soup", "remove", "--root", root, "contacts", "--force")
+    assert r.returncode == 0 and "Removed soup 'contacts' and its 1 entry" in r.stdout, r.stdout + r.stderr
+    r = cli("soup", "remove", "--root", root, "contacts")
+    assert r.returncode == 66 and "does not exist" in r.stderr
+
+
+def help_text(*args, columns):
+    r = cli(*args, "--help", env={"COLUMNS": str(columns)})
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def all_commands():
+    commands = [[]]
+    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "ghosts", "rekey"]:
+        commands.append([sub])
+    commands += [["soup", "list"], ["soup", "register"], ["soup", "remove"]]
+    return commands
+
+
+def test_help_examples_are_not_split_at_80_columns():
+    """The help's preformatted lines (examples, JSON) come out the same at 80 columns as on a wide
+    terminal, none longer than 80; prose is not pre-wrapped (one line per paragraph when wide)."""
+    for command in all_commands():
+        narrow, wide = help_text(*command, columns=80), help_text(*command, columns=1000)
+        discussion = lambda text: text.split("\nUSAGE:")[0]  # noqa: E731
+        pre = lambda text: [l for l in discussion(text).splitlines() if l.startswith("  ")]  # noqa: E731
+        assert pre(narrow) == pre(wide), (command, [l for l in pre(narrow) if l not in pre(wide)])
+        assert pre(wide), f"{command}: no examples"
+        assert all(len(line) <= 80 for line in discussion(narrow).splitlines()), command
+        paragraphs = [p for p in discussion(wide).split("\n\n") if p and not p.startswith(" ")]
+        for paragraph in paragraphs:
+            prose = [l for l in paragraph.splitlines() if not l.startswith(" ")]
+            assert len(prose) == 1, f"{command}: pre-wrapped paragraph: {prose}"
+
+
+def test_help_shows_a_userstore_and_usersyncs_that_work(tmp_path, server):
+    text = help_text("sync", columns=1000)
+
+    def block(start):
+        lines = text.splitlines()
+        first = next(i for i, l in enumerate(lines) if l.strip().startswith(start))
+        end = first
+        while end < len(lines) and lines[end].startswith("  "):
+            end += 1
+        return json.loads("\n".join(lines[first:end]))
+
+    store, syncs = tmp_path / "userstore.json", tmp_path / "usersyncs.json"
+    store.write_text(json.dumps(block('{"soups"')))
+    syncs.write_text(json.dumps(block('{"syncs"')))
+    r = cli("sync", "--root", str(tmp_path / "s"), *remote(server), "--store-config", str(store), "--sync-config", str(syncs), "--json")
+    assert r.returncode == 0, r.stderr
+    assert [(s["name"], s["status"]) for s in json.loads(r.stdout)] == [("contacts-down", "DONE"), ("contacts-up", "DONE")]
+    readme = (ROOT / "README.md").read_text()
+    assert json.dumps(block('{"soups"'), indent=None) and '"soupName": "contacts"' in readme and '"syncType": "syncUp"' in readme
+
+
+def test_version_and_completions():
+    version = re.search(r'string = "([^"]+)"', (ROOT / "Sources/SyncStoreCore/Version.swift").read_text()).group(1)
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == version
+    for shell in ("bash", "zsh", "fish"):
+        r = cli("--generate-completion-script", shell)
+        assert r.returncode == 0 and "soup" in r.stdout and "register" in r.stdout, shell
+
+
+def test_progress_bar_leaves_no_stale_characters_on_a_terminal(tmp_path):
+    import pty
+    # Pages of 10 records: the bar is redrawn with an ETA, longer than the final line.
+    paged = Served("--seed", "Contact=200", "--min-batch-size", "1", "--default-batch-size", "10")
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([CLI, "sync", "--root", str(tmp_path / "s"), *remote(paged), "--soup", "contacts",
+                                 "--create-soup", "--soql", "SELECT Id, LastName, LastModifiedDate FROM Contact"],
+                                stdout=subprocess.PIPE, stderr=slave, text=True)
+        out, _ = proc.communicate(timeout=120)
+        os.close(slave)
+        slave = -1
+        raw = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            raw += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+        paged.stop()
+    assert proc.returncode == 0, out
+    assert b"ETA" in raw, "no bar with an ETA was drawn: the test did not reproduce the case"
+    # What a terminal shows: \r returns to column 0, ESC[K erases to the end of the line.
+    screen, line, col = [], [], 0
+    for part in re.split(rb"(\r\n|\n|\r|\x1b\[K)", raw):
+        if part in (b"\n", b"\r\n"):
+            screen.append(bytes(line).decode())
+            line, col = [], 0
+        elif part == b"\r":
+            col = 0
+        elif part == b"\x1b[K":
+            del line[col:]
+        else:
+            for byte in part:
+                if col < len(line):
+                    line[col] = byte
+                else:
+                    line.append(byte)
+                col += 1
+    bars = [l for l in screen if "[" in l and "%" in l]
+    assert bars, raw
+    for bar in bars:
+        assert re.fullmatch(r"sync down contacts \[#{30}\] 100%  200/200 records  \d+ rec/s", bar.strip()), repr(bar)
+
+
+def test_a_store_the_user_cannot_write_is_read_and_errors_name_the_file(tmp_path, server, configs):
+    """Read-only commands work on a store whose file and directory this user cannot write, both
+    closed (no -wal) and while another process has it open (its -wal and -shm there); a write
+    names the file and says what to do. As root, the commands run as nobody (setpriv)."""
+    import shutil
+    import stat
+    import tempfile
+    shared = Path(tempfile.mkdtemp(prefix="syncstore-ro-"))
+    try:
+        root = shared / "stores"
+        r = cli("sync", "--root", str(root), *remote(server), "--store-config", configs[0], "--sync-config", configs[1])
+        assert r.returncode == 0, r.stderr
+        db = root / "user" / "smartstore.db"
+        assert not Path(str(db) + "-wal").exists()
+        for path in (shared, root, root / "user"):
+            path.chmod(0o755)
+        db.chmod(0o644)
+        if os.geteuid() == 0:
+            as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        else:
+            (root / "user").chmod(0o555)
+            db.chmod(0o444)
+            as_user = []
+        before = db.read_bytes()
+
+        def run(*args):
+            return subprocess.run([*as_user, CLI, *args, "--root", str(root)], capture_output=True, text=True, timeout=60,
+                                  env={"PATH": os.environ["PATH"], "HOME": str(shared)})
+
+        def reads_everything():
+            r = run("query", "select count(*) from {contacts}", "--json")
+            assert r.returncode == 0 and json.loads(r.stdout) == [[30]], (r.returncode, r.stderr)
+            r = run("soup", "list")
+            assert r.returncode == 0 and "contacts" in r.stdout, r.stderr
+            r = run("status", "--json")
+            assert r.returncode == 0 and {s["name"] for s in json.loads(r.stdout)} == {"contacts-down", "contacts-up"}, r.stderr
+
+        reads_everything()
+        # Another process has the store open (its -wal and -shm exist, owned by it).
+        import sqlite3
+        other = sqlite3.connect(str(db))
+        try:
+            other.execute("select count(*) from sqlite_master").fetchall()
+            assert Path(str(db) + "-wal").exists()
+            reads_everything()
+        finally:
+            other.close()
+        r = run("upsert", "--soup", "contacts", '{"LastName": "x"}')
+        assert r.returncode == 74, (r.returncode, r.stderr)
+        assert str(db) in r.stderr and "writable" in r.stderr and "query" in r.stderr, r.stderr
+        assert db.read_bytes() == before, "the store changed"
+    finally:
+        for path in shared.rglob("*"):
+            if path.is_dir():
+                path.chmod(stat.S_IRWXU)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_serve_errors_have_the_documented_exit_codes(tmp_path, server):
+    port = server.url.rsplit(":", 1)[1]
+    r = cli("serve", "--port", port, timeout=30)
+    assert r.returncode == 75, (r.returncode, r.stderr)
+    assert f"Port {port} on 127.0.0.1 is already in use" in r.stderr and "--port" in r.stderr, r.stderr
+    r = cli("serve", "--port", port, "--json", timeout=30)
+    assert r.returncode == 75 and json.loads(r.stderr)["error"]["code"] == "BUSY", r.stderr
+    r = cli("serve", "--port", "0", "--schema", str(tmp_path / "missing.json"), timeout=30)
+    assert r.returncode == 66 and "missing.json" in r.stderr, (r.returncode, r.stderr)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = cli("serve", "--port", "0", "--schema", str(bad), timeout=30)
+    assert r.returncode == 65 and "bad.json" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_an_untrusted_certificate_says_ca_bundle(tmp_path):
+    s = Served("--tls", "self-signed", "--tls-dir", str(tmp_path / "tls"))
+    try:
+        r = cli("sync", "--root", str(tmp_path / "stores"), "--url", s.url, "--token", TOKEN,
+                "--soql", "SELECT Id FROM Contact", "--soup", "c", "--create-soup")
+        assert r.returncode == 69, (r.returncode, r.stdout, r.stderr)
+        assert "--ca-bundle" in r.stdout + r.stderr, r.stdout + r.stderr
+    finally:
+        s.stop()
+
+
+def test_json_errors_tables_and_counts(tmp_path, server, configs):
+    root = synced(tmp_path, server, configs)
+    # --json: every error is one JSON object on stderr, also outside sync runs.
+    for args, code in ((["status", "--store", "nope"], 66), (["query"], 64), (["query", "--soup", "contacts", "--spec", "{x"], 65),
+                       (["soup", "remove", "nosuch"], 66)):
+        r = cli(*args, "--root", root, "--json")
+        assert r.returncode == code, (args, r.returncode, r.stderr)
+        error = json.loads(r.stderr)["error"]
+        assert error["exitCode"] == code and error["message"] and error["code"], error
+        assert r.stdout == ""
+    # A missing store's error names those that exist.
+    assert cli("soup", "register", "--root", root, "--store", "main", "s", '[{"path":"a","type":"string"}]').returncode == 0
+    r = cli("status", "--root", root, "--store", "nope")
+    assert r.returncode == 66 and "main, smartstore" in r.stderr, r.stderr
+    # Smart SQL tables are headed by the selected expressions.
+    r = cli("query", "--root", root, "select {contacts:LastName}, count(*) as n from {contacts} group by {contacts:LastName}")
+    assert r.stdout.splitlines()[0].split() == ["LastName", "n"], r.stdout
+    # A FAILED run does not report the previous run's count.
+    r = cli("sync", "--root", root, "--url", server.url, "--token", "not-the-token", "contacts-down")
+    assert r.returncode == 77 and "FAILED" in r.stdout, (r.returncode, r.stdout)
+    assert "30 records" not in r.stdout, r.stdout
+
+
+def test_ctrl_c_stops_the_sync_and_says_how_to_resume(tmp_path, configs):
+    slow = Served("--seed", "Contact=10", "--faults", "GET */query* latency=3000")
+    try:
+        root = str(tmp_path / "stores")
+        args = ["sync", "--root", root, "--url", slow.url, "--token", TOKEN, "--store-config", configs[0], "--sync-config", configs[1]]
+        proc = subprocess.Popen([CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while "RUNNING" not in seen:
+            line = proc.stderr.readline()
+            assert line, seen
+            seen += line
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (proc.returncode, out, err)
+        assert "STOPPED" in out and "stopped by Ctrl-C" in err and "run the same command again" in err, (out, err)
+        states = {s["name"]: s["status"] for s in json.loads(cli("status", "--root", root, "--json").stdout)}
+        assert states["contacts-down"] == "STOPPED", states
+        r = cli(*args)
+        assert r.returncode == 0, r.stderr
+    finally:
+        slow.stop()

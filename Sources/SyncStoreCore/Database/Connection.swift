@@ -22,7 +22,7 @@ final class Connection {
             | SQLITE_OPEN_NOMUTEX | file.openFlags
         let rc = sqlite3_open_v2(file.sqliteName, &handle, flags, file.vfs)
         guard rc == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) + Connection.storageAdvice(rc & 0xff, $0) } ?? "out of memory"
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) + Connection.storageAdvice(rc & 0xff, $0, path: file.path) } ?? "out of memory"
             if let handle { sqlite3_close_v2(handle) }
             throw StoreError(.storage, "Cannot open database '\(file.path)': \(message)")
         }
@@ -113,18 +113,18 @@ final class Connection {
         // SQLite opens a file it cannot write read-only: a writer in that state is on read-only
         // media (or lacks permissions), whatever error its first write then reports.
         let readOnlyFile = !readOnly && sqlite3_db_readonly(db, "main") == 1
-        let advice = code == .storage ? Connection.storageAdvice(readOnlyFile ? SQLITE_READONLY : primary, db) : ""
+        let advice = code == .storage ? Connection.storageAdvice(readOnlyFile ? SQLITE_READONLY : primary, db, path: path) : ""
         return StoreError(code, "\(context): \(errorMessage)\(advice)", retryable: code == .busy)
     }
 
     /// What a storage failure means and what to do, from SQLite's code and the OS error under it.
-    private static func storageAdvice(_ primary: Int32, _ db: OpaquePointer) -> String {
+    private static func storageAdvice(_ primary: Int32, _ db: OpaquePointer, path: String) -> String {
         let os = (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) ? sqlite3_system_errno(db) : 0
         if primary == SQLITE_FULL || os == ENOSPC || os == EDQUOT {
             return ". The disk holding the store is full: free space and try again (nothing of the failed write was stored)"
         }
         if primary == SQLITE_READONLY || os == EROFS || os == EACCES || os == EPERM {
-            return ". The store's file or its directory is read-only (read-only media or permissions): make it writable, or open the store under a writable root"
+            return ". The store's file '\(path)' or its directory is read-only (read-only media or permissions): make both writable, or open the store with \"readOnly\": true to read it"
         }
         if primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB {
             return ". The store file is damaged: restore it from a backup, or remove the store and sync its data again"

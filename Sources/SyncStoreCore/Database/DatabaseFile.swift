@@ -70,6 +70,9 @@ final class DatabaseFile: @unchecked Sendable {
     var isEncrypted: Bool { keyId != 0 }
     /// The KDF iterations of the key (the default for a plaintext file).
     let kdfIter: Int
+    /// Read as a file nobody changes (SQLite's `immutable`): a read-only store in a directory
+    /// this process cannot write, with no -wal file, which SQLite could not open otherwise.
+    var immutable = false
 
     /// Checks that `key` fits the file at `path` (nil: the file must be plaintext or new) and
     /// registers the key. Never writes the file. `keyFrom` names the file whose salt the key
@@ -129,7 +132,10 @@ final class DatabaseFile: @unchecked Sendable {
 
     /// What sqlite3_open_v2 takes: the name (a URI carrying the key's number when encrypted),
     /// the flags to add, and the VFS.
-    var sqliteName: String { DatabaseFile.uri(path, parameters: keyId == 0 ? "" : "sskey=\(keyId)") }
+    var sqliteName: String {
+        DatabaseFile.uri(path, parameters: [keyId == 0 ? nil : "sskey=\(keyId)", immutable ? "immutable=1" : nil]
+            .compactMap { $0 }.joined(separator: "&"))
+    }
     /// The name of `otherPath` opened with this file's key, for ATTACH / VACUUM INTO from a
     /// connection that may not use the codec's VFS.
     func uri(at otherPath: String) -> String {

@@ -65,6 +65,20 @@ final class HTTPClient {
 
     /// Performs the request. Any HTTP status is returned; transport failures throw NETWORK
     /// (retryable), a cancelled transfer throws STATE.
+    /// What to do about a certificate the client could not verify or a CA file it could not load.
+    static func tlsAdvice(_ result: CURLcode, caBundle: String?) -> String {
+        switch result {
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return caBundle == nil
+                ? ". The server's TLS certificate is not trusted: give the certificate authority that signed it (a PEM file) as \"caBundle\" in the remote config"
+                : ". The server's TLS certificate is not signed by the certificate authorities in \"caBundle\" \(caBundle ?? ""): give the one that signed it"
+        case CURLE_SSL_CACERT_BADFILE:
+            return ". The \"caBundle\" file \(caBundle ?? "") cannot be read as PEM certificates: check its path and content"
+        default:
+            return ""
+        }
+    }
+
     func perform(_ request: HTTPRequest, settings: HTTPSettings, cancel: CancelFlag?) throws -> HTTPResponse {
         curl_easy_reset(handle)
         let sink = ResponseSink(cancel: cancel, body: request.body ?? [])
@@ -118,8 +132,8 @@ final class HTTPClient {
                              retryable: true)
         }
         guard result == CURLE_OK else {
-            throw StoreError(.network, "\(request.method) \(RemoteURL.redacted(request.url)) failed: \(String(cString: curl_easy_strerror(result)))",
-                             retryable: true)
+            throw StoreError(.network, "\(request.method) \(RemoteURL.redacted(request.url)) failed: \(String(cString: curl_easy_strerror(result)))"
+                             + HTTPClient.tlsAdvice(result, caBundle: settings.caBundle), retryable: true)
         }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)

@@ -26,7 +26,7 @@ public struct IndexSpec: Equatable, Sendable {
     }
 
     /// Parses `[{"path": "...", "type": "..."}]`; rejects an empty list and duplicate paths.
-    static func parseList(_ json: JSON) throws -> [IndexSpec] {
+    public static func parseList(_ json: JSON) throws -> [IndexSpec] {
         guard json.isArray else { throw StoreError.argument("Index specs must be a JSON array of {\"path\", \"type\"} objects") }
         guard json.count > 0 else { throw StoreError.argument("Index specs must not be empty: give at least one {\"path\", \"type\"}") }
         var specs: [IndexSpec] = []

@@ -7,6 +7,9 @@ import Glibc
 /// connections and run beside a write (WAL).
 public final class SmartStore: @unchecked Sendable {
     public let path: String
+    /// Opened for reading only (store config "readOnly"): every write, sync and change of key is
+    /// STATE, and the "writer" is a read-only connection that only loads the catalog.
+    public let readOnly: Bool
     /// The writer; replaced only by a change of key, under writeLock.
     private(set) var writer: Connection
     private let writeLock = Lock()
@@ -47,14 +50,19 @@ public final class SmartStore: @unchecked Sendable {
 
     /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
     /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
-    public init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
+    /// `readOnly`: the file must exist; it is neither created nor written.
+    public init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter, readOnly: Bool = false) throws {
         self.path = path
-        (currentFile, writer, soups) = try SmartStore.openWriter(path: path, key: key, kdfIter: kdfIter)
+        self.readOnly = readOnly
+        if readOnly && !FileSystem.exists(path) {
+            throw StoreError.notFound("Store file '\(path)' does not exist (a read-only open does not create it)")
+        }
+        (currentFile, writer, soups) = try SmartStore.openWriter(path: path, key: key, kdfIter: kdfIter, readOnly: readOnly)
         let file = currentFile
         // The writer now holds a shared lock on the file, which a change of key in another
         // process would have to break first (it holds an exclusive one from start to end): a
         // .rekey file here is a crash's leftover, not another process's work in progress.
-        StoreRekey.removeLeftovers(of: path)
+        if !readOnly { StoreRekey.removeLeftovers(of: path) }
         dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
         readers = ReaderPool(file: file)
     }
@@ -62,7 +70,7 @@ public final class SmartStore: @unchecked Sendable {
     /// The file (checked against `key`) and the writer. A change of key in another process may
     /// rename a new file over the one the writer opened while it waited for its first lock; then
     /// the file is checked and opened again (with a key that may no longer fit: AUTH).
-    private static func openWriter(path: String, key: StoreKey?, kdfIter: Int) throws -> (DatabaseFile, Connection, [String: SoupInfo]) {
+    private static func openWriter(path: String, key: StoreKey?, kdfIter: Int, readOnly: Bool) throws -> (DatabaseFile, Connection, [String: SoupInfo]) {
         var attempts = 0
         while true {
             // The file is read (encrypted or not) and opened with no change of key in between;
@@ -70,10 +78,13 @@ public final class SmartStore: @unchecked Sendable {
             let gate = try RekeyGate(databasePath: path, exclusive: false, waitMs: Connection.busyTimeoutMs)
             defer { gate.release() }
             let file = try DatabaseFile(path: path, key: key, kdfIter: kdfIter)
+            // SQLite reads a WAL store it cannot write only when its -wal and -shm exist or can
+            // be created; else (no -wal: no process has it open) only as an unchanging file.
+            file.immutable = readOnly && !FileSystem.exists(path + "-wal") && !FileSystem.isWritableDirectory(of: path)
             do {
-                let writer = try Connection(file: file, readOnly: false)
+                let writer = try Connection(file: file, readOnly: readOnly)
                 do {
-                    try SoupCatalog.createMetadataTables(writer)
+                    if !readOnly { try SoupCatalog.createMetadataTables(writer) }
                     return (file, writer, try SoupCatalog.loadAll(writer))
                 } catch {
                     if writer.hasMoved { throw DatabaseFileReplaced() }
@@ -124,6 +135,7 @@ public final class SmartStore: @unchecked Sendable {
     /// writer never sees a catalog that disagrees with the committed schema.
     func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
         try writeLock.withLock {
+            if readOnly { throw readOnlyError("written") }
             if let writerFailure { throw writerFailure }
             catalogLock.withLock { writeInFlight = true }
             defer { catalogLock.withLock { writeInFlight = false } }
@@ -180,10 +192,16 @@ public final class SmartStore: @unchecked Sendable {
         return result
     }
 
+    /// What a write to a read-only store answers.
+    func readOnlyError(_ what: String) -> StoreError {
+        StoreError(.state, "Store file '\(path)' is open read-only (\"readOnly\": true in the store config), so it cannot be \(what); open it without readOnly (the file and its directory must be writable)")
+    }
+
     /// The store's sync engine (one per store, shared by all handles). STATE once the last
-    /// handle has started closing.
+    /// handle has started closing, or for a read-only store.
     public func syncManager() throws -> SyncManager {
-        try syncManagerLock.withLock {
+        if readOnly { throw readOnlyError("synced") }
+        return try syncManagerLock.withLock {
             if let manager = syncManagerStorage { return manager }
             if syncsClosed { throw StoreError(.state, "The store is closed; open it again") }
             let manager = try SyncManager(store: self)
@@ -225,7 +243,7 @@ public final class SmartStore: @unchecked Sendable {
     func checkpointForClose() {
         writeLock.withLock {
             readers.drain()
-            if writerFailure != nil { return }
+            if writerFailure != nil || readOnly { return }
             writer.checkpointTruncate(waitMs: SmartStore.closeCheckpointWaitMs)
         }
     }
@@ -235,6 +253,7 @@ public final class SmartStore: @unchecked Sendable {
     /// while a sync of the store runs or is queued, or another process has the store open.
     public func changeKey(to newKey: StoreKey?) throws {
         if onSyncWorker { throw StoreError(.state, "A sync callback cannot change its store's key (its own run would never end first)") }
+        if readOnly { throw readOnlyError("re-keyed") }
         try syncManagerLock.withLock {
             if let manager = syncManagerStorage {
                 try manager.withoutRuns { try rekey(to: newKey) }

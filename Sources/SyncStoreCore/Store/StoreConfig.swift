@@ -1,6 +1,8 @@
 /// Which store a host means (semantics §1): `{"isGlobalStore": bool, "storeName": "...",
-/// "key": "...", "kdfIter": n}`, a bare boolean for isGlobalStore, or nothing for the default
-/// user store. `key` opens (or creates) an encrypted store (docs/encryption.md).
+/// "key": "...", "kdfIter": n, "readOnly": bool}`, a bare boolean for isGlobalStore, or nothing
+/// for the default user store. `key` opens (or creates) an encrypted store (docs/encryption.md);
+/// `readOnly` opens an existing store for reading only (a file or directory this process cannot
+/// write).
 public struct StoreConfig: Equatable, Sendable {
     public static let defaultName = "smartstore"
 
@@ -9,14 +11,17 @@ public struct StoreConfig: Equatable, Sendable {
     public let key: StoreKey?
     /// PBKDF2 iterations: the key's, or (no key) the ones a later change of key will use.
     public let kdfIter: Int
+    /// Opened for reading only: never created or written (see SmartStore's `readOnly`).
+    public let readOnly: Bool
 
     public init(isGlobal: Bool = false, name: String = StoreConfig.defaultName, key: StoreKey? = nil,
-                kdfIter: Int? = nil) throws {
+                kdfIter: Int? = nil, readOnly: Bool = false) throws {
         try StoreConfig.validate(name: name)
         self.isGlobal = isGlobal
         self.name = name
         self.key = key
         self.kdfIter = key?.kdfIter ?? kdfIter ?? StoreKey.defaultKdfIter
+        self.readOnly = readOnly
     }
 
     public static func parse(_ text: String?) throws -> StoreConfig {
@@ -36,11 +41,16 @@ public struct StoreConfig: Equatable, Sendable {
                 guard let s = n.string else { throw StoreError.argument("storeName must be a string") }
                 name = s
             }
+            var readOnly = false
+            if let r = root["readOnly"], !r.isNull {
+                guard let b = r.bool else { throw StoreError.argument("readOnly must be true or false") }
+                readOnly = b
+            }
             let kdfIter = try parseKdfIter(root)
             let key = try parseKey(root, kdfIter: kdfIter)
-            return try StoreConfig(isGlobal: isGlobal, name: name, key: key, kdfIter: kdfIter)
+            return try StoreConfig(isGlobal: isGlobal, name: name, key: key, kdfIter: kdfIter, readOnly: readOnly)
         default:
-            throw StoreError.argument("A store config is {\"isGlobalStore\": bool, \"storeName\": string, \"key\": string}, a boolean, or null")
+            throw StoreError.argument("A store config is {\"isGlobalStore\": bool, \"storeName\": string, \"key\": string, \"readOnly\": bool}, a boolean, or null")
         }
     }
 

@@ -43,6 +43,9 @@ public final class StoreRegistry: @unchecked Sendable {
             let store: SmartStore
             if let open = byPath[path] {
                 store = open.store
+                guard store.readOnly == config.readOnly else {
+                    throw StoreError(.state, "Store '\(config.name)' is already open in this process \(store.readOnly ? "read-only" : "for writing"); open it the same way (\"readOnly\": \(store.readOnly)) or close its handles first")
+                }
                 guard store.isOpen(with: config.key) else {
                     throw StoreError(.auth, config.key == nil
                         ? "Store '\(config.name)' is encrypted: open it with its key (\"key\" in the store config)"
@@ -51,10 +54,10 @@ public final class StoreRegistry: @unchecked Sendable {
                             : "Store '\(config.name)' is not encrypted: open it without a key, or encrypt it with syncstore_change_key")
                 }
             } else {
-                try FileSystem.makeDirectories("\(root)/\(config.folder)")
-                store = try SmartStore(path: path, key: config.key, kdfIter: config.kdfIter)
+                if !config.readOnly { try FileSystem.makeDirectories("\(root)/\(config.folder)") }
+                store = try SmartStore(path: path, key: config.key, kdfIter: config.kdfIter, readOnly: config.readOnly)
                 // Best effort: the sync manager does it again when it starts.
-                try? SyncStateStore.stopOrphansIfUnowned(store)
+                if !config.readOnly { try? SyncStateStore.stopOrphansIfUnowned(store) }
             }
             let handle = nextHandle
             nextHandle += 1
@@ -147,6 +150,15 @@ public final class StoreRegistry: @unchecked Sendable {
 enum FileSystem {
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// The directory holding `path` ("." for a bare file name).
+    static func directory(of path: String) -> String {
+        let directory = String(path.reversed().drop(while: { $0 != "/" }).reversed())
+        return directory.isEmpty ? "." : directory
+    }
+
+    /// Whether this process may create files in the directory holding `path`.
+    static func isWritableDirectory(of path: String) -> Bool { access(directory(of: path), W_OK) == 0 }
+
     static func makeDirectories(_ path: String) throws {
         var current = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
@@ -191,9 +203,7 @@ enum FileSystem {
 
     /// Flushes a directory entry change (a rename) to the disk; best effort.
     static func syncDirectory(of path: String) {
-        var directory = String(path.reversed().drop(while: { $0 != "/" }).reversed())
-        if directory.isEmpty { directory = "." }
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         _ = fsync(fd)
         Glibc.close(fd)
