@@ -52,7 +52,7 @@ fi
 echo "== $kind: libsyncstore ($kind build in build-$kind/)"
 # The C hosts (tests, examples) are compiled with the toolchain's clang and the same sanitizer,
 # so they carry its runtime, which the library's sanitizer calls resolve against.
-cmake -S . -B "build-$kind" -DCMAKE_BUILD_TYPE=Release -DSYNCSTORE_DEVSERVER="$devserver" \
+cmake -S . -B "build-$kind" -DCMAKE_BUILD_TYPE=Release -DSYNCSTORE_DEVSERVER="$devserver" -DSYNCSTORE_CLI=OFF \
     -DCMAKE_C_COMPILER="$toolchain/bin/clang" -DCMAKE_C_FLAGS="$cflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
     "-DSYNCSTORE_SWIFT_BUILD_FLAGS=$(IFS=';'; echo "${flags[*]}")" >/dev/null
 cmake --build "build-$kind" -j2
