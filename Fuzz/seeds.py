@@ -90,10 +90,11 @@ seed('store_config', 'userstore', '{"soups":[{"soupName":"contacts","indexes":[{
 seed('store_config', 'open_config', '{"isGlobalStore":true,"storeName":"my.store-1","kdfIter":4000}')
 seed('store_config', 'keyed', '{"storeName":"enc","key":"x\'000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\'"}')
 seed('store_config', 'passphrase', '{"key":"secret","kdfIter":null,"isGlobalStore":false}')
+seed('store_config', 'read_only', '{"storeName":"main","readOnly":true}')
 seed('store_config', 'bool', 'true')
 seed('store_config', 'bad_name', '{"storeName":"../x"}')
 seed('store_config', 'soups_bad', '{"soups":[{"soupName":"ok","indexes":[{"path":"a","type":"string"}]},{"soupName":"","indexes":[]}]}')
-dict_('store_config', json_tokens + ['"soups"', '"soupName"', '"indexes"', '"path"', '"type"', '"string"', '"integer"', '"floating"', '"full_text"', '"json1"', '"isGlobalStore"', '"storeName"', '"key"', '"kdfIter"', "x'", "'", '0123456789abcdef', '..', '/'])
+dict_('store_config', json_tokens + ['"soups"', '"soupName"', '"indexes"', '"path"', '"type"', '"string"', '"integer"', '"floating"', '"full_text"', '"json1"', '"isGlobalStore"', '"storeName"', '"key"', '"kdfIter"', '"readOnly"', "x'", "'", '0123456789abcdef', '..', '/'])
 
 # sync_config
 seed('sync_config', 'usersyncs', json.dumps({"syncs": [
