@@ -393,7 +393,7 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * in the store (soup "syncs_soup") and identified by an integer id and an optional unique name.
  * A sync state is JSON: {"_soupEntryId" (= sync id), "type": "syncDown"|"syncUp", "name",
  * "target", "options", "soupName", "status": "NEW"|"RUNNING"|"DONE"|"FAILED"|"STOPPED",
- * "progress" (0-100), "totalSize" (-1 unknown), "maxTimeStamp" (epoch ms, -1 initially),
+ * "progress" (0-100), "totalSize" (-1 unknown, as at the start of every run), "maxTimeStamp" (epoch ms, -1 initially),
  * "startTime", "endTime", "error" ("" when none), "errorCode" (SYNCSTORE_ERR_*, 0 when none),
  * "conflicts"; sync up also "errors", "conflictEntryIds", "errorEntryIds"}.
  * Server text in "error" and in entries' "__last_error__" is cut to about 4 KB (the cut says so).

@@ -697,6 +697,22 @@ final class SyncFaultTests: StoreTestCase {
         }
     }
 
+    // Issue 17, item 12: a run that failed before it learned its size (the server was gone)
+    // reported the previous run's totalSize as its own record count.
+    func testFailedRunDoesNotReportThePreviousRunsSize() throws {
+        let server = try DevServerProcess(["--seed", "Contact=3"])
+        let manager = try self.manager(server)
+        let done = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
+        }
+        XCTAssertEqual(done.status, .done, done.error)
+        XCTAssertEqual(done.totalSize, 3)
+        manager.setRemote(try RemoteConfig.parse(#"{"instanceUrl":"http://127.0.0.1:1","accessToken":"t","maxAttempts":1}"#))
+        let failed = try run(manager) { try manager.reSync(name: "down", callback: nil) }
+        XCTAssertEqual(failed.status, .failed)
+        XCTAssertEqual(failed.totalSize, -1, "the failed run reports the previous run's size")
+    }
+
     // Issue 17, item 4: a collections request the server refuses as a whole (400: one record it
     // cannot read fails the request) failed the run; now its records are sent one by one, so
     // each gets its own outcome.

@@ -101,10 +101,12 @@ public struct SyncState: Sendable {
         resetRunReport()
     }
 
-    /// Clears what a previous run reported.
+    /// Clears what a previous run reported (a run that fails before it learns its size must not
+    /// report the previous run's).
     private mutating func resetRunReport() {
         error = ""
         errorCode = 0
+        totalSize = -1
         if kind == .syncUp {
             conflicts = 0
             errors = 0
