@@ -91,6 +91,18 @@ public struct DevServerError: Error, CustomStringConvertible {
     public let message: String
     public var description: String { message }
 
+    /// The exit code of a command that could not serve (sysexits, as syncstore-cli's codes).
+    public var exitCode: Int32 {
+        switch kind {
+        case .portInUse: return 75   // EX_TEMPFAIL: retry, or another port
+        case .badAddress: return 64  // EX_USAGE
+        case .notFound: return 66    // EX_NOINPUT
+        case .badInput: return 65    // EX_DATAERR
+        case .storage: return 74     // EX_IOERR
+        case .other: return 70       // EX_SOFTWARE
+        }
+    }
+
     /// `body`'s errors as DevServerErrors: a missing file is notFound, bad content badInput.
     static func classify<T>(_ what: String, _ kind: Kind = .badInput, _ body: () throws -> T) throws -> T {
         do {

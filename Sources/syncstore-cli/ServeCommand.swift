@@ -49,16 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             try await serve(options, token: token, ca: ca, json: json)
         } catch let error as DevServerError {
-            let code: Int32
-            switch error.kind {
-            case .portInUse: code = 75
-            case .badAddress: code = ExitCodes.usage
-            case .notFound: code = 66
-            case .badInput: code = 65
-            case .storage: code = 74
-            case .other: code = ExitCodes.state
-            }
-            throw CLIError(error.message, exitCode: code)
+            throw CLIError(error.message, exitCode: error.exitCode)
         }
     }
 

@@ -12,9 +12,15 @@ struct DevServerCommand: AsyncParsableCommand {
     @OptionGroup var options: DevServerOptions
 
     func run() async throws {
-        try await DevServer.run(options) { url in
-            print(url)
-            fflush(nil)
+        do {
+            try await DevServer.run(options) { url in
+                print(url)
+                fflush(nil)
+            }
+        } catch let error as DevServerError {
+            // As syncstore-cli serve: the message, and an exit code that says what kind of failure.
+            FileHandle.standardError.write(Data("syncstore-devserver: \(error.message)\n".utf8))
+            throw ExitCode(error.exitCode)
         }
     }
 }

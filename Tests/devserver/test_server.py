@@ -92,6 +92,20 @@ def test_bad_schema_fails_fast(tmp_path):
     assert r.returncode != 0 and "unknown sobject Nope" in r.stderr
 
 
+def test_start_failures_have_their_exit_codes(start_server, tmp_path):
+    """Issue 17, item 9 (the standalone server as `syncstore-cli serve`): every start failure
+    exited 1 and a busy port printed a raw NIO error naming no port."""
+    busy = start_server().url.rsplit(":", 1)[1]
+    r = subprocess.run([binary_path(), "--port", busy], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 75 and f"Port {busy}" in r.stderr and "--port 0" in r.stderr, (r.returncode, r.stderr)
+    r = subprocess.run([binary_path(), "--port", "0", "--schema", str(tmp_path / "missing.json")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 66 and "missing.json" in r.stderr, (r.returncode, r.stderr)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = subprocess.run([binary_path(), "--port", "0", "--schema", str(bad)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 65 and "bad.json" in r.stderr, (r.returncode, r.stderr)
+
+
 def test_help_documents_faults():
     r = subprocess.run([binary_path(), "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0
