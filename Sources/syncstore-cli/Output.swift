@@ -118,8 +118,8 @@ final class SyncProgress: @unchecked Sendable {
         try runCounting(manager, label: label, json: json, timeoutMs: timeoutMs, start).state
     }
 
-    /// `run`, with the records the run handled before it ended (-1: unknown), since a run that
-    /// did not end DONE keeps the previous run's total in its state.
+    /// `run`, with the records the run handled before it ended (-1: unknown): a state's
+    /// totalSize is what the server announced, not what was stored before a failure.
     static func runCounting(_ manager: SyncManager, label: String, json: Bool, timeoutMs: Int64 = -1,
                             _ start: (@escaping SyncCallback) throws -> Int64) throws -> (state: SyncState, records: Int64) {
         let progress = SyncProgress(label: label, json: json)

@@ -196,7 +196,15 @@ struct GhostsCommand: ParsableCommand {
         guard let state = try manager.status(name: sync) ?? Int64(sync).flatMap({ try? manager.status(id: $0) }) else {
             throw StoreError(.notFound, "No sync named (or with id) '\(sync)' in store '\(storeOptions.store)'")
         }
+        Interrupt.install()
+        let label = "cleaning ghosts of \(state.name ?? "sync \(state.id)")"
+        Interrupt.running(manager, label: label)
         let report = try GhostsCommand.clean(manager, id: state.id)
+        Interrupt.running(nil, label: label)
+        if Interrupt.stopped {
+            throw CLIError("Cleaning ghosts was stopped by Ctrl-C; nothing more was removed. Run the same command again to clean them",
+                           exitCode: ExitCodes.interrupted)
+        }
         if output.json {
             Console.out(report.root.dump())
         } else {

@@ -915,3 +915,21 @@ def test_ctrl_c_stops_the_sync_and_says_how_to_resume(tmp_path, configs):
         assert r.returncode == 0, r.stderr
     finally:
         slow.stop()
+
+
+def test_ctrl_c_stops_ghost_cleaning(tmp_path, configs):
+    """Ctrl-C during `ghosts` printed nothing (the command was killed where it stood)."""
+    slow = Served("--seed", "Contact=10", "--faults", "GET */query* latency=4000 after=1")
+    try:
+        root = str(tmp_path / "stores")
+        down = cli("sync", "--root", root, "--url", slow.url, "--token", TOKEN, "--store-config", configs[0], "--sync-config", configs[1], "contacts-down")
+        assert down.returncode == 0, down.stderr
+        proc = subprocess.Popen([CLI, "ghosts", "contacts-down", "--root", root, "--url", slow.url, "--token", TOKEN],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)  # inside the slow query for the server's ids
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (proc.returncode, out, err)
+        assert "stopped by Ctrl-C" in err and "run the same command again" in err.lower(), (out, err)
+    finally:
+        slow.stop()
