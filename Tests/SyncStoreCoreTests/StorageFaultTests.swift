@@ -304,13 +304,9 @@ final class StorageFaultTests: StoreTestCase {
 
     // MARK: read-only media
 
-    // A store on media mounted read-only: opening it is STORAGE saying so, and the file is not
-    // touched; writable again, it opens with every entry. A new store under a read-only root
-    // cannot be created either. (Root ignores directory permissions, so a read-only mount is
-    // the way to make a directory read-only for this test; and Linux refuses to remount a file
-    // system read-only while a file on it is open for writing, so media cannot turn read-only
-    // under an open store: writes of an open store meet a full disk, not read-only media.)
-    func testReadOnlyMedia() throws {
+    /// A small disk holding a closed store with 3 entries: the disk, the registry, the store's
+    /// path and its bytes.
+    func closedStoreOnSmallDisk() throws -> (SmallDisk, StoreRegistry, String, Data) {
         let disk = try SmallDisk(under: root)
         let registry = StoreRegistry()
         let handle = try registry.open(root: disk.path, config: config)
@@ -318,7 +314,17 @@ final class StorageFaultTests: StoreTestCase {
         try registry.store(handle).registerSoup("contacts", specsJSON: specs)
         _ = try registry.store(handle).upsert(soup: "contacts", entriesJSON: entriesJSON(["a", "b", "c"], local: false))
         try registry.close(handle)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        return (disk, registry, path, try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    // A store on media mounted read-only: opening it is STORAGE saying so, and the file is not
+    // touched; writable again, it opens with every entry. A new store under a read-only root
+    // cannot be created either. (Root ignores directory permissions, so a read-only mount is
+    // the way to make a directory read-only for this test; and Linux refuses to remount a file
+    // system read-only while a file on it is open for writing, so media cannot turn read-only
+    // under an open store: writes of an open store meet a full disk, not read-only media.)
+    func testReadOnlyMedia() throws {
+        let (disk, registry, path, bytes) = try closedStoreOnSmallDisk()
 
         try disk.setReadOnly(true)
         defer { try? disk.setReadOnly(false) }
@@ -337,14 +343,7 @@ final class StorageFaultTests: StoreTestCase {
     // -shm: SQLite's immutable open) and refuses every write with STATE naming the file; the
     // file is not touched.
     func testReadOnlyOpenReadsAStoreOnReadOnlyMedia() throws {
-        let disk = try SmallDisk(under: root)
-        let registry = StoreRegistry()
-        let handle = try registry.open(root: disk.path, config: config)
-        let path = try registry.store(handle).path
-        try registry.store(handle).registerSoup("contacts", specsJSON: specs)
-        _ = try registry.store(handle).upsert(soup: "contacts", entriesJSON: entriesJSON(["a", "b", "c"], local: false))
-        try registry.close(handle)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let (disk, registry, path, bytes) = try closedStoreOnSmallDisk()
 
         try disk.setReadOnly(true)
         defer { try? disk.setReadOnly(false) }
