@@ -102,8 +102,11 @@ def test_interpreter_exit_with_syncs_running_finishes_100_of_100(tmp_path: Path)
 
 
 CTRL_C = r"""
-import sys, time
+import signal, sys, time
 import syncstore
+# Python raises KeyboardInterrupt only if SIGINT was not ignored when it started (a test run in
+# the background, under nohup, inherits it ignored): this host wants Ctrl-C.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 class Slow(syncstore.CustomTarget):
     def fetch_page(self, target, since_ms, continuation):
         time.sleep(0.05)
