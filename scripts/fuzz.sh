@@ -142,7 +142,10 @@ for t in "${targets[@]}"; do
     log="$OUT/logs/$t.log"; mkdir -p "$OUT/logs" "$OUT/corpus/$t" "$OUT/crashes/$t"
     : > "$log"
     echo "== fuzz $t for $minutes CPU minutes"
-    before=$(find "$OUT/crashes/$t" -type f | wc -l)
+    # Crashes, hangs, OOMs and failed oracles; not libFuzzer's informational slow-unit files (a
+    # busy or suspended machine makes those).
+    found() { find "$OUT/crashes/$t" -type f ! -name 'slow-unit-*' | wc -l; }
+    before=$(found)
     budget=$((minutes * 60 * tick)) used=0 execs=0 chunks=0 started=$SECONDS
     start_ticks=$(children_ticks)
     while ((used < budget)); do
@@ -156,7 +159,7 @@ for t in "${targets[@]}"; do
         used=$(( $(children_ticks) - start_ticks ))
     done
     rm -f "$log.chunk"
-    after=$(find "$OUT/crashes/$t" -type f | wc -l)
+    after=$(found)
     echo "fuzz $t: CPU $((used / tick / 60)) min (wall $(( (SECONDS - started) / 60 )) min, $chunks chunks)  execs $execs  $(figures "$log" | sed 's/^execs [0-9]* *//')  corpus files $(find "$OUT/corpus/$t" -type f | wc -l)  new crashes $((after - before))  (log: $log)"
     ((after == before)) || status=1
 done
