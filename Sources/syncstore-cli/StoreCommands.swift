@@ -193,7 +193,7 @@ struct SoupRegisterCommand: ParsableCommand {
         if let storeConfig {
             let before = Set(store.soupNames)
             try store.loadStoreConfig(path: storeConfig)
-            report(store, registered: store.soupNames.filter { !before.contains($0) }, kept: try SoupRegisterCommand.soupNames(inFile: storeConfig).filter(before.contains))
+            report(store, registered: store.soupNames.filter { !before.contains($0) }, kept: (try ConfigFile.names(in: storeConfig, list: "soups", key: "soupName", what: "store config") ?? []).filter(before.contains))
             return
         }
         guard let soup, let specs else { return }
@@ -231,12 +231,6 @@ struct SoupRegisterCommand: ParsableCommand {
         }
     }
 
-    /// The soup names of a userstore.json, in file order.
-    static func soupNames(inFile path: String) throws -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        let doc = try JSONDocument.parse(String(decoding: data, as: UTF8.self), what: "store config")
-        return (doc.root["soups"]?.elements ?? []).compactMap { $0["soupName"]?.string }
-    }
 }
 
 /// `soup remove`: drop a soup and its entries.

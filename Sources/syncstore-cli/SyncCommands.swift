@@ -120,7 +120,12 @@ struct SyncCommand: ParsableCommand {
         var toRun = names
         if let syncConfig {
             try manager.loadSyncConfig(path: syncConfig)
-            if toRun.isEmpty { toRun = try SyncCommand.syncNames(inFile: syncConfig) }
+            if toRun.isEmpty {
+                guard let names = try ConfigFile.names(in: syncConfig, list: "syncs", key: "syncName", what: "sync config") else {
+                    throw StoreError(.notFound, "Cannot read the sync config \(syncConfig)")
+                }
+                toRun = names
+            }
         }
         Interrupt.install()
         var results: [(state: SyncState, records: Int64)] = []
@@ -159,14 +164,6 @@ struct SyncCommand: ParsableCommand {
         if let failing = states.map(ExitCodes.forState).first(where: { $0 != 0 }) { throw ExitCode(failing) }
     }
 
-    /// The sync names of a usersyncs.json, in file order.
-    static func syncNames(inFile path: String) throws -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError(.notFound, "Cannot read the sync config \(path)")
-        }
-        let doc = try JSONDocument.parse(String(decoding: data, as: UTF8.self), what: "sync config")
-        return (doc.root["syncs"]?.elements ?? []).compactMap { $0["syncName"]?.string }
-    }
 }
 
 /// `ghosts`: cleanResyncGhosts for a sync down.
@@ -234,5 +231,16 @@ struct GhostsCommand: ParsableCommand {
         last.lock.lock()
         defer { last.lock.unlock() }
         return try JSONDocument.parse(last.text, what: "ghost report")
+    }
+}
+
+/// userstore.json / usersyncs.json as the CLI reads them for itself (the engine reads them too).
+enum ConfigFile {
+    /// The `key` of each object in the file's `list` array, in file order; nil when the file
+    /// cannot be read.
+    static func names(in path: String, list: String, key: String, what: String) throws -> [String]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let doc = try JSONDocument.parse(String(decoding: data, as: UTF8.self), what: what)
+        return (doc.root[list]?.elements ?? []).compactMap { $0[key]?.string }
     }
 }

@@ -22,6 +22,17 @@ final class SyncFaultTests: StoreTestCase {
         try manager.wait(id: try start(), timeoutMs: 120_000)
     }
 
+    /// Syncs every Contact's LastName down into `soup` and checks the run ended DONE.
+    @discardableResult
+    func syncDownContacts(_ manager: SyncManager, soup: String = "contacts", name: String? = nil,
+                          file: StaticString = #filePath, line: UInt = #line) throws -> SyncState {
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: soup, optionsJSON: nil, name: name, callback: nil)
+        }
+        XCTAssertEqual(down.status, .done, down.error, file: file, line: line)
+        return down
+    }
+
     func entries(_ soup: String, _ condition: String = "1 = 1") throws -> [[String: Any]] {
         let spec = try jsonText(["queryType": "smart", "pageSize": 100_000,
                                  "smartSql": "select {\(soup):_soup} from {\(soup)} where \(condition) order by {\(soup):_soupEntryId}"] as [String: Any])
@@ -98,10 +109,7 @@ final class SyncFaultTests: StoreTestCase {
         try createLocally(["Once"])
         let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
         XCTAssertEqual(up.status, .failed)
-        let down = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
-        }
-        XCTAssertEqual(down.status, .done, down.error)
+        try syncDownContacts(manager)
         let local = try entries("contacts")
         XCTAssertEqual(local.count, 1, "the record came down as a second entry: \(local)")
         XCTAssertEqual(local.first?["__local__"] as? Bool, false)
@@ -126,10 +134,7 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try manager.wait(id: up, timeoutMs: 30_000).status, .stopped)
         XCTAssertNotNil(try entries("contacts").first?[LocalFlags.pendingCreate], "the create was sent")
         try manager.restart(restartStopped: false, callback: nil)
-        let down = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
-        }
-        XCTAssertEqual(down.status, .done, down.error)
+        try syncDownContacts(manager)
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Late'"), 1, "the create never reached the server: the test did not set up the race")
         let local = try entries("contacts")
         XCTAssertEqual(local.count, 1, "the record came down as a second entry: \(local)")
@@ -409,10 +414,7 @@ final class SyncFaultTests: StoreTestCase {
     func testNoFalseConflictAfterOwnWrites() throws {
         let server = try DevServerProcess(["--seed", "Contact=3"])
         let manager = try self.manager(server)
-        let down = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
-        }
-        XCTAssertEqual(down.status, .done, down.error)
+        try syncDownContacts(manager, name: "down")
         try createLocally(["Fresh"])
         let lic = #"{"mergeMode":"LEAVE_IF_CHANGED","fieldlist":["LastName"]}"#
         for round in 1...3 {
@@ -435,10 +437,7 @@ final class SyncFaultTests: StoreTestCase {
     func testLostUpdateAnswerIsNoConflict() throws {
         let server = try DevServerProcess(["--seed", "Contact=2", "--admin"])
         let manager = try self.manager(server)
-        let down = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
-        }
-        XCTAssertEqual(down.status, .done, down.error)
+        try syncDownContacts(manager)
         for var entry in try entries("contacts") {
             entry["LastName"] = "Edited-\(entry["_soupEntryId"] ?? 0)"
             entry["__local__"] = true
@@ -579,10 +578,7 @@ final class SyncFaultTests: StoreTestCase {
     func testLostAnswerOfAnUpdateIsRetriedWithinTheRun() throws {
         let server = try DevServerProcess(["--seed", "Contact=1", "--admin"])
         let manager = try self.manager(server)
-        let down = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
-        }
-        XCTAssertEqual(down.status, .done, down.error)
+        try syncDownContacts(manager)
         guard var entry = try entries("contacts").first else { throw TestFailure("no entry") }
         entry["LastName"] = "Retried"
         entry["__local__"] = true
@@ -620,10 +616,7 @@ final class SyncFaultTests: StoreTestCase {
     func testPartialSuccessIsVisible() throws {
         let server = try DevServerProcess(["--seed", "Contact=2"])
         let manager = try self.manager(server)
-        let down = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
-        }
-        XCTAssertEqual(down.status, .done, down.error)
+        try syncDownContacts(manager)
         var local = try entries("contacts")
         XCTAssertEqual(local.count, 2)
         // Record 0 changes on the server after the sync down: a conflict under LEAVE_IF_CHANGED.
@@ -659,10 +652,7 @@ final class SyncFaultTests: StoreTestCase {
             let server = try DevServerProcess(["--seed", "Contact=3"])
             let soup = "contacts_\(mode)"
             let manager = try self.manager(server, soup: soup)
-            let down = try run(manager) {
-                try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: soup, optionsJSON: nil, name: nil, callback: nil)
-            }
-            XCTAssertEqual(down.status, .done, down.error)
+            try syncDownContacts(manager, soup: soup)
             let synced = try entries(soup)
             XCTAssertEqual(synced.count, 3)
             func replaced(_ entry: [String: Any], lastName: String, keepType: Bool) -> [String: Any] {
@@ -702,10 +692,7 @@ final class SyncFaultTests: StoreTestCase {
     func testFailedRunDoesNotReportThePreviousRunsSize() throws {
         let server = try DevServerProcess(["--seed", "Contact=3"])
         let manager = try self.manager(server)
-        let done = try run(manager) {
-            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
-        }
-        XCTAssertEqual(done.status, .done, done.error)
+        let done = try syncDownContacts(manager, name: "down")
         XCTAssertEqual(done.totalSize, 3)
         manager.setRemote(try RemoteConfig.parse(#"{"instanceUrl":"http://127.0.0.1:1","accessToken":"t","maxAttempts":1}"#))
         let failed = try run(manager) { try manager.reSync(name: "down", callback: nil) }
