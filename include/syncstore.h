@@ -653,6 +653,107 @@ typedef struct syncstore_custom_target {
 int syncstore_register_custom_target(syncstore_store *store, const char *type,
                                      const syncstore_custom_target *target, syncstore_error *err);
 
+/* ---------------------------------------------------------------------------------------------
+ * The hybrid plugins (the native half of Cordova's and React Native's SmartStore and MobileSync)
+ *
+ * One dispatcher answers the calls the Mobile SDK's hybrid JavaScript makes: cordova.force.js
+ * sends cordova.exec(success, fail, service, action, args), and a host forwards service, action
+ * and the args array (as JSON) to syncstore_plugin_exec(). Services and actions:
+ *   "com.salesforce.smartstore": pgRegisterSoup, pgRemoveSoup, pgSoupExists, pgGetSoupIndexSpecs,
+ *     pgAlterSoup, pgReIndexSoup, pgClearSoup, pgQuerySoup, pgRunSmartQuery,
+ *     pgRetrieveSoupEntries, pgUpsertSoupEntries, pgRemoveFromSoup, pgMoveCursorToPageIndex,
+ *     pgCloseCursor, pgGetDatabaseSize, pgGetAllStores, pgGetAllGlobalStores, pgRemoveStore,
+ *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector;
+ *   "com.salesforce.mobilesync": syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
+ *     deleteSync.
+ * args is the array cordova.force.js builds: one object with the action's fields and the
+ * storeConfig's "isGlobalStore" / "storeName" (missing: the user store "smartstore"), optionally
+ * preceded by its "pluginSDKVersion:<version>" string. Answers, fields and error strings are the
+ * plugins' own (docs/hybrid-plugin.md lists them per action). A plugin handle opens the stores
+ * the actions name, under its root directory, on first use, and keeps them open until
+ * syncstore_plugin_free(); cursors are the plugin's ("cursorId" in the cursor objects).
+ * ------------------------------------------------------------------------------------------- */
+
+/** A plugin dispatcher: its root directory, its open stores, remotes, keys and listener. Opaque. */
+typedef struct syncstore_plugin syncstore_plugin;
+
+/**
+ * Receives the answer of one syncstore_plugin_exec() call. status is SYNCSTORE_OK for the
+ * plugin's success, else the SYNCSTORE_ERR_* code of its error. On success `json` is the JSON
+ * text of the success value, or NULL when the plugin answers without one (call the success
+ * function with no argument); on error it is the plugin's error message as a JSON string (what
+ * the fail function receives). `json` is valid during the call only.
+ */
+typedef void (*syncstore_plugin_answer)(void *context, int status, const char *json);
+
+/**
+ * Receives a document event the plugins fire: event "sync" with the sync state (plus
+ * "isGlobalStore" and "storeName") as `detail_json`, for every state change of every run
+ * started through the plugin. Valid during the call only.
+ */
+typedef void (*syncstore_plugin_event)(void *context, const char *event, const char *detail_json);
+
+/**
+ * Gives the key of a store about to be opened (the SDK's encryption key generator): store_json
+ * is {"storeName", "isGlobalStore"}. Set *out_key to a malloc'd key ("passphrase" or
+ * "x'<64 hex>'") or leave it NULL for a plaintext store; *out_kdf_iter may be set (0: the
+ * default, 256000; the Mobile SDK uses 4000). Return 0, or a SYNCSTORE_ERR_* code (the action
+ * then fails with that code and err's message). Called on the thread that called
+ * syncstore_plugin_exec(), once per open of a store.
+ */
+typedef int (*syncstore_plugin_key_provider)(void *context, const char *store_json, char **out_key,
+                                             int *out_kdf_iter, syncstore_error *err);
+
+/**
+ * Creates a dispatcher whose stores live under root_dir (as syncstore_open()). options_json
+ * (optional): {"remote": {...}} the default remote of every store it opens (the logged-in
+ * user's credentials: syncstore_set_remote()'s JSON). *out is freed with syncstore_plugin_free().
+ * Errors: ARGUMENT.
+ */
+int syncstore_plugin_new(const char *root_dir, const char *options_json, syncstore_plugin **out,
+                         syncstore_error *err);
+
+/**
+ * Sets the remote (syncstore_set_remote()'s JSON) of one store (store_json {"storeName",
+ * "isGlobalStore"}) or, with store_json NULL, the default of every store without its own.
+ * Applies at once to the stores already open that it concerns. Errors: ARGUMENT, STATE (freed
+ * plugin).
+ */
+int syncstore_plugin_set_remote(syncstore_plugin *plugin, const char *store_json,
+                                const char *remote_json, syncstore_error *err);
+
+/**
+ * Sets the listener of the plugin's document events (NULL removes it). It is called on the
+ * stores' sync worker threads (see "Callbacks, threads and close"); context must stay valid
+ * until it is replaced or the plugin is freed. Errors: STATE.
+ */
+int syncstore_plugin_set_listener(syncstore_plugin *plugin, syncstore_plugin_event listener,
+                                  void *context, syncstore_error *err);
+
+/** Sets the key provider (NULL: stores open without a key). Stores already open keep their key.
+ *  Errors: STATE. */
+int syncstore_plugin_set_key_provider(syncstore_plugin *plugin, syncstore_plugin_key_provider provider,
+                                      void *context, syncstore_error *err);
+
+/**
+ * Runs one plugin action. answer is called exactly once: before this call returns for every
+ * action but cleanResyncGhosts, whose answer (the number of entries removed) comes from the
+ * store's sync worker thread when the clean ends. syncDown, syncUp and reSync answer with the
+ * state of the run they started; its progress comes as "sync" events. Returns SYNCSTORE_OK when
+ * answer was or will be called (the action's own outcome is in the answer), else the code of a
+ * call that could not be made (a NULL plugin or answer: ARGUMENT; a freed plugin: STATE) and
+ * answer is not called.
+ */
+int syncstore_plugin_exec(syncstore_plugin *plugin, const char *service, const char *action,
+                          const char *args_json, syncstore_plugin_answer answer, void *context,
+                          syncstore_error *err);
+
+/**
+ * Closes the stores the plugin opened (stopping their runs, as syncstore_close()) and frees it.
+ * NULL is a no-op. Not from a callback of the plugin's own stores (STATE). Errors: STATE.
+ */
+int syncstore_plugin_free(syncstore_plugin *plugin, syncstore_error *err);
+
 #ifdef __cplusplus
 }
 #endif

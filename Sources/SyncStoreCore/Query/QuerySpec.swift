@@ -16,6 +16,14 @@ public struct QuerySpec {
     public var selectPaths: [String]?
     /// How long one Smart SQL step (the count, or one page) may run before it is stopped.
     public var timeoutMs: Int64 = QuerySpec.defaultTimeoutMs
+    /// An exact query whose matchKey is null matches no entry (the hybrid plugins' reading)
+    /// instead of being refused.
+    public var nullMatchKeyMatchesNothing = false
+
+    /// Whose rules a spec is read by: the library's (a missing queryType is range, an exact
+    /// query needs a matchKey) or the hybrid plugins' (queryType is required, as the SDK's
+    /// QuerySpec always sends it; an exact query with a null matchKey matches nothing).
+    public enum Dialect { case library, plugin }
 
     /// A key value from the spec, kept with its JSON type.
     public enum SQLKey {
@@ -42,14 +50,19 @@ public struct QuerySpec {
     public static let maxPageSize = 100_000
     public static let defaultTimeoutMs: Int64 = 30_000
 
-    public static func parse(_ json: JSON) throws -> QuerySpec {
+    public static func parse(_ json: JSON, dialect: Dialect = .library) throws -> QuerySpec {
         guard json.isObject else { throw StoreError.argument("A query spec must be a JSON object with a \"queryType\"") }
         // A missing or null queryType means range; any other non-string is an error, not "all".
-        let typeName = try optionalString(json, "queryType") ?? "range"
+        let given = try optionalString(json, "queryType")
+        if given == nil && dialect == .plugin {
+            throw StoreError.argument("The query spec has no queryType: use exact, range, like, match or smart")
+        }
+        let typeName = given ?? "range"
         guard let type = QueryType(rawValue: typeName) else {
             throw StoreError.argument("Unknown queryType '\(typeName)': use exact, range, like, match or smart")
         }
         var spec = QuerySpec(queryType: type)
+        spec.nullMatchKeyMatchesNothing = dialect == .plugin
         spec.indexPath = try optionalString(json, "indexPath")
         spec.matchKey = try key(json, "matchKey")
         spec.beginKey = try key(json, "beginKey")
@@ -94,7 +107,9 @@ public struct QuerySpec {
         switch queryType {
         case .exact:
             guard indexPath != nil else { throw StoreError.argument("An exact query needs \"indexPath\"") }
-            guard matchKey != nil else { throw StoreError.argument("An exact query needs a non-null \"matchKey\"") }
+            guard matchKey != nil || nullMatchKeyMatchesNothing else {
+                throw StoreError.argument("An exact query needs a non-null \"matchKey\"")
+            }
         case .like:
             guard indexPath != nil else { throw StoreError.argument("A like query needs \"indexPath\"") }
             guard likeKey != nil else { throw StoreError.argument("A like query needs a non-null \"likeKey\"") }

@@ -139,7 +139,11 @@ enum SoupQueryBuilder {
         }
         switch spec.queryType {
         case .exact:
-            guard let key = spec.matchKey else { throw StoreError.argument("An exact query needs a non-null \"matchKey\"") }
+            guard let key = spec.matchKey else {
+                // `= NULL` is never true: the plugins' answer to a null matchKey, no entry.
+                if spec.nullMatchKeyMatchesNothing { return [.null] }
+                throw StoreError.argument("An exact query needs a non-null \"matchKey\"")
+            }
             return [key.sql(textual: textual())]
         case .like:
             guard let key = spec.likeKey else { throw StoreError.argument("A like query needs a non-null \"likeKey\"") }

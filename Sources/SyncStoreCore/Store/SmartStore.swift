@@ -634,8 +634,11 @@ public final class SmartStore: @unchecked Sendable {
     @discardableResult
     public func removeByQuery(soup name: String, specJSON: String) throws -> Int {
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        let spec = try QuerySpec.parse(doc.root)
-        return try write { db in
+        return try removeByQuery(soup: name, spec: try QuerySpec.parse(doc.root))
+    }
+
+    public func removeByQuery(soup name: String, spec: QuerySpec) throws -> Int {
+        try write { db in
             let info = try self.requireSoup(name)
             let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
             let whereSQL = condition.isEmpty ? "" : " WHERE \(condition)"
@@ -662,7 +665,10 @@ public final class SmartStore: @unchecked Sendable {
 
     public func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        let spec = try QuerySpec.parse(doc.root)
+        return try querySoup(name, spec: try QuerySpec.parse(doc.root), owner: owner)
+    }
+
+    public func querySoup(_ name: String, spec: QuerySpec, owner: Int = 0) throws -> TextBuffer {
         guard spec.queryType != .smart else {
             throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
         }

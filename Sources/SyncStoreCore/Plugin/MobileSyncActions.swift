@@ -1,0 +1,86 @@
+/// The actions of "com.salesforce.mobilesync" (the SDK's MobileSyncPlugin): runs answer with the
+/// state at their start and report every change as a "sync" event; cleanResyncGhosts answers
+/// the number of entries it removed when it ends, and fires no event (docs/hybrid-plugin.md).
+enum MobileSyncActions {
+    static let table: [String: PluginAction] = [
+        "syncDown": { plugin, call, _ in
+            let (store, handle) = try plugin.store(call.store)
+            let id = try store.syncManager().syncDown(targetJSON: try call.jsonText("target"), soupName: try call.string("soupName"),
+                                                      optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
+                                                      owner: handle, callback: plugin.syncEvents(call.store))
+            return .json(try stateText(store, id))
+        },
+        "syncUp": { plugin, call, _ in
+            let (store, handle) = try plugin.store(call.store)
+            let id = try store.syncManager().syncUp(targetJSON: call.optionalJSONText("target"), soupName: try call.string("soupName"),
+                                                    optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
+                                                    owner: handle, callback: plugin.syncEvents(call.store))
+            return .json(try stateText(store, id))
+        },
+        "reSync": { plugin, call, _ in
+            let (store, handle) = try plugin.store(call.store)
+            let manager = try store.syncManager()
+            let id: Int64
+            switch try call.syncReference() {
+            case .id(let given):
+                try manager.reSync(id: given, owner: handle, callback: plugin.syncEvents(call.store))
+                id = given
+            case .name(let name):
+                id = try manager.reSync(name: name, owner: handle, callback: plugin.syncEvents(call.store))
+            }
+            return .json(try stateText(store, id))
+        },
+        "cleanResyncGhosts": { plugin, call, answer in
+            let (store, handle) = try plugin.store(call.store)
+            let manager = try store.syncManager()
+            let id: Int64
+            switch try call.syncReference() {
+            case .id(let given): id = given
+            case .name(let name):
+                guard let state = try manager.status(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
+                id = state.id
+            }
+            try manager.cleanResyncGhosts(id: id, owner: handle) { report in
+                guard let doc = try? JSONDocument.parse(report, what: "cleanResyncGhosts report"),
+                      let status = doc.root["status"]?.string, status != "RUNNING" else { return }
+                if status == "DONE" {
+                    answer(0, String(doc.root["removed"]?.int64 ?? 0))
+                } else {
+                    let code = doc.root["errorCode"]?.int64.map { Int32(truncatingIfNeeded: $0) } ?? ErrorCode.internal.rawValue
+                    let message = doc.root["error"]?.string ?? ""
+                    answer(code == 0 ? ErrorCode.state.rawValue : code,
+                           HybridPlugin.messageJSON(message.isEmpty ? "cleanResyncGhosts \(status)" : message))
+                }
+            }
+            return .later
+        },
+        "getSyncStatus": { plugin, call, _ in
+            let manager = try plugin.store(call.store).0.syncManager()
+            let state: SyncState?
+            switch try call.syncReference() {
+            case .id(let id): state = try manager.status(id: id)
+            case .name(let name): state = try manager.status(name: name)
+            }
+            // The plugin answers {} for an unknown sync (Cordova cannot pass null); its JS turns
+            // that into null.
+            return .json(state?.jsonText ?? "{}")
+        },
+        "deleteSync": { plugin, call, _ in
+            let manager = try plugin.store(call.store).0.syncManager()
+            do {
+                switch try call.syncReference() {
+                case .id(let id): try manager.delete(id: id)
+                case .name(let name): try manager.delete(name: name)
+                }
+            } catch let error as StoreError where error.code == .notFound {
+                // The SDK deletes what is there: an unknown sync is nothing to do.
+            }
+            return .none
+        },
+    ]
+
+    private static func stateText(_ store: SmartStore, _ id: Int64) throws -> String {
+        guard let state = try store.syncManager().status(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
+        return state.jsonText
+    }
+}

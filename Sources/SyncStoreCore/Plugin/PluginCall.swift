@@ -1,0 +1,136 @@
+/// The arguments of one hybrid plugin call (docs/hybrid-plugin.md): the array cordova.force.js
+/// passes to cordova.exec, i.e. an optional "pluginSDKVersion:<v>" string and one object holding
+/// the action's fields and the storeConfig ("isGlobalStore", "storeName").
+struct PluginCall {
+    let action: String
+    private let document: JSONDocument
+    let fields: JSON
+    let store: PluginStoreSlot
+
+    init(action: String, argsJSON: String) throws {
+        self.action = action
+        document = try JSONDocument.parse(argsJSON, what: "\(action) arguments")
+        var fields: JSON? = nil
+        let root = document.root
+        if root.isObject {
+            fields = root
+        } else if root.isArray {
+            // The SDK's exec puts its version first; the native side skips it, as the SDK's does.
+            var items = root.elements
+            if let first = items.first, let marker = first.string, marker.hasPrefix("pluginSDKVersion:") { items.removeFirst() }
+            guard items.count <= 1 else {
+                throw StoreError.argument("\(action) takes one argument object (as cordova.force.js sends it), got \(items.count) values")
+            }
+            if let only = items.first {
+                guard only.isObject else { throw StoreError.argument("\(action)'s argument must be a JSON object") }
+                fields = only
+            }
+        } else {
+            throw StoreError.argument("\(action)'s arguments must be the JSON array cordova.exec receives")
+        }
+        let object = fields ?? JSONDocument.object().root
+        self.fields = object
+        store = try PluginStoreSlot(object)
+    }
+
+    func has(_ key: String) -> Bool { fields[key].map { !$0.isNull } ?? false }
+
+    /// A required string field.
+    func string(_ key: String) throws -> String {
+        guard let value = fields[key], !value.isNull else { throw StoreError.argument("\(action) needs \"\(key)\"") }
+        guard let s = value.string else { throw StoreError.argument("\(action): \"\(key)\" must be a string") }
+        return s
+    }
+
+    func optionalString(_ key: String) throws -> String? {
+        guard has(key) else { return nil }
+        return try string(key)
+    }
+
+    /// A required field of any JSON kind but null, as JSON text.
+    func jsonText(_ key: String) throws -> String {
+        guard let value = fields[key], !value.isNull else { throw StoreError.argument("\(action) needs \"\(key)\"") }
+        return value.dump()
+    }
+
+    func optionalJSONText(_ key: String) -> String? {
+        guard let value = fields[key], !value.isNull else { return nil }
+        return value.dump()
+    }
+
+    func json(_ key: String) throws -> JSON {
+        guard let value = fields[key], !value.isNull else { throw StoreError.argument("\(action) needs \"\(key)\"") }
+        return value
+    }
+
+    func int64(_ key: String) throws -> Int64 {
+        guard let value = fields[key], !value.isNull else { throw StoreError.argument("\(action) needs \"\(key)\"") }
+        // JS numbers arrive as reals when they went through arithmetic (e.g. currentPageIndex + 1).
+        if let i = value.int64 { return i }
+        if let d = value.double, d.rounded() == d, abs(d) < 9.0e15 { return Int64(d) }
+        throw StoreError.argument("\(action): \"\(key)\" must be an integer")
+    }
+
+    func bool(_ key: String, default fallback: Bool) throws -> Bool {
+        guard let value = fields[key], !value.isNull else { return fallback }
+        guard let b = value.bool else { throw StoreError.argument("\(action): \"\(key)\" must be true or false") }
+        return b
+    }
+
+    /// A sync named by "syncId" (a number) or "syncName" (a string), as reSync, getSyncStatus and
+    /// deleteSync send it.
+    func syncReference() throws -> PluginSyncReference {
+        if let value = fields["syncId"], !value.isNull {
+            if let name = value.string { return .name(name) }
+            return .id(try int64("syncId"))
+        }
+        if let name = try optionalString("syncName") { return .name(name) }
+        throw StoreError.argument("\(action) needs \"syncId\" or \"syncName\"")
+    }
+}
+
+enum PluginSyncReference {
+    case id(Int64), name(String)
+}
+
+/// Which store a call names: its storeConfig ("isGlobalStore" false and "smartstore" when
+/// missing, as the SDK's plugins read it).
+struct PluginStoreSlot: Hashable {
+    let isGlobal: Bool
+    let name: String
+
+    init(isGlobal: Bool, name: String) {
+        self.isGlobal = isGlobal
+        self.name = name
+    }
+
+    init(_ fields: JSON) throws {
+        var isGlobal = false
+        if let g = fields["isGlobalStore"], !g.isNull {
+            guard let b = g.bool else { throw StoreError.argument("isGlobalStore must be true or false") }
+            isGlobal = b
+        }
+        var name = StoreConfig.defaultName
+        if let n = fields["storeName"], !n.isNull {
+            guard let s = n.string else { throw StoreError.argument("storeName must be a string") }
+            name = s
+        }
+        self.init(isGlobal: isGlobal, name: name)
+    }
+
+    /// {"storeName", "isGlobalStore"}: how the plugins list stores, and the key provider's argument.
+    var json: String {
+        let doc = JSONDocument.object()
+        doc.root.set("storeName", owned: JSONMake.string(name))
+        doc.root.set("isGlobalStore", owned: JSONMake.bool(isGlobal))
+        return doc.root.dump()
+    }
+}
+
+/// What an action answers: nothing (the plugin calls success without a value), a JSON value, or
+/// later (the action calls the answer itself, from the sync worker thread).
+enum PluginAnswer {
+    case none
+    case json(String)
+    case later
+}

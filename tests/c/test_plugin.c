@@ -1,0 +1,315 @@
+/* The hybrid plugins' shared case table (Tests/plugin/cases.json) driven through the C ABI:
+ * syncstore_plugin_exec() with the args cordova.exec receives, answers checked as the table
+ * says, sync events recorded by the plugin's listener. Python and Node run the same table. */
+#include "check.h"
+#include "devserver.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- events ---- */
+
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_t *events; /* array of details */
+
+static void on_event(void *context, const char *event, const char *detail_json) {
+    (void)context;
+    json_t *detail = json_loads(detail_json, 0, NULL);
+    if (!detail || strcmp(event, "sync") != 0) {
+        fprintf(stderr, "FAIL unexpected event %s: %s\n", event, detail_json);
+        __atomic_fetch_add(&check_failed, 1, __ATOMIC_RELAXED);
+        json_decref(detail);
+        return;
+    }
+    pthread_mutex_lock(&events_lock);
+    json_array_append_new(events, detail);
+    pthread_mutex_unlock(&events_lock);
+}
+
+/* ---- answers ---- */
+
+typedef struct answer {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int calls;
+    int status;
+    json_t *value; /* NULL: no value */
+} answer;
+
+static void on_answer(void *context, int status, const char *json) {
+    answer *a = context;
+    json_t *value = json ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+    if (json && !value) fprintf(stderr, "FAIL answer is not JSON: %s\n", json);
+    pthread_mutex_lock(&a->lock);
+    a->calls++;
+    a->status = status;
+    a->value = value;
+    pthread_cond_signal(&a->done);
+    pthread_mutex_unlock(&a->lock);
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
+}
+
+/* ---- the table's language ---- */
+
+static json_t *saved; /* name -> value */
+
+/* "$name.a.0.b" -> that part of a saved value (new reference), or NULL. */
+static json_t *lookup(const char *reference) {
+    char buffer[512];
+    snprintf(buffer, sizeof buffer, "%s", reference + 1);
+    char *rest = NULL;
+    char *part = strtok_r(buffer, ".", &rest);
+    json_t *value = part ? json_object_get(saved, part) : NULL;
+    while (value && (part = strtok_r(NULL, ".", &rest))) {
+        if (json_is_array(value)) value = json_array_get(value, (size_t)atoi(part));
+        else value = json_object_get(value, part);
+    }
+    return value ? json_incref(value) : NULL;
+}
+
+/* A copy of `value` with every "$..." string replaced by what it stands for. */
+static json_t *substitute(json_t *value) {
+    if (json_is_string(value) && json_string_value(value)[0] == '$') {
+        json_t *found = lookup(json_string_value(value));
+        if (!found) { fprintf(stderr, "FAIL unknown reference %s\n", json_string_value(value)); check_failed++; return json_null(); }
+        return found;
+    }
+    if (json_is_object(value)) {
+        json_t *copy = json_object();
+        const char *key;
+        json_t *member;
+        json_object_foreach(value, key, member) json_object_set_new(copy, key, substitute(member));
+        return copy;
+    }
+    if (json_is_array(value)) {
+        json_t *copy = json_array();
+        size_t i;
+        json_t *item;
+        json_array_foreach(value, i, item) json_array_append_new(copy, substitute(item));
+        return copy;
+    }
+    return json_incref(value);
+}
+
+/* got "contains" want: objects by their members, arrays element by element (same length). */
+static int like(json_t *got, json_t *want) {
+    if (json_is_object(want)) {
+        if (!json_is_object(got)) return 0;
+        const char *key;
+        json_t *member;
+        json_object_foreach(want, key, member) if (!like(json_object_get(got, key), member)) return 0;
+        return 1;
+    }
+    if (json_is_array(want)) {
+        if (!json_is_array(got) || json_array_size(got) != json_array_size(want)) return 0;
+        for (size_t i = 0; i < json_array_size(want); i++)
+            if (!like(json_array_get(got, i), json_array_get(want, i))) return 0;
+        return 1;
+    }
+    if (json_is_number(want) && json_is_number(got)) return json_number_value(got) == json_number_value(want);
+    return got && json_equal(got, want);
+}
+
+static int status_of(const char *name) {
+    for (int code = 1; code <= 11; code++) {
+        const char *known = syncstore_status_name(code);
+        /* Names are "SYNCSTORE_ERR_ARGUMENT" or "ARGUMENT": accept either form of the table's. */
+        const char *tail = strrchr(known, '_') && strncmp(known, "SYNCSTORE_ERR_", 14) == 0 ? known + 14 : known;
+        if (strcmp(tail, name) == 0 || strcmp(known, name) == 0) return code;
+    }
+    return -1;
+}
+
+static const char *service_of(const char *name) {
+    if (strcmp(name, "smartstore") == 0) return "com.salesforce.smartstore";
+    if (strcmp(name, "mobilesync") == 0) return "com.salesforce.mobilesync";
+    return name;
+}
+
+static void fail_step(const char *step, const char *what, json_t *got) {
+    char *text = got ? json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    fprintf(stderr, "FAIL step '%s': %s (got %s)\n", step, what, text ? text : "no value");
+    free(text);
+    check_failed++;
+}
+
+static void run_exec(syncstore_plugin *plugin, const char *name, json_t *step) {
+    json_t *args = substitute(json_object_get(step, "args"));
+    char *args_text = json_dumps(args, JSON_COMPACT);
+    answer a = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+    syncstore_error err;
+    int rc = syncstore_plugin_exec(plugin, service_of(json_string_value(json_object_get(step, "service"))),
+                                   json_string_value(json_object_get(step, "action")), args_text, on_answer, &a, &err);
+    EXPECT(rc, SYNCSTORE_OK, &err);
+    /* Answers come once, at once but for cleanResyncGhosts (from the sync thread). */
+    pthread_mutex_lock(&a.lock);
+    double deadline = now_ms() + 30000;
+    while (a.calls == 0 && now_ms() < deadline) {
+        pthread_mutex_unlock(&a.lock);
+        usleep(5000);
+        pthread_mutex_lock(&a.lock);
+    }
+    int calls = a.calls;
+    pthread_mutex_unlock(&a.lock);
+    usleep(calls ? 0 : 1);
+    if (calls != 1) { fail_step(name, "no answer (or more than one)", NULL); goto done; }
+
+    json_t *expect = substitute(json_object_get(step, "expect"));
+    json_t *error = json_object_get(expect, "error");
+    if (error) {
+        int wanted = status_of(json_string_value(error));
+        if (a.status != wanted) fail_step(name, "wrong status (or success)", a.value);
+        else if (!json_is_string(a.value)) fail_step(name, "an error answers a message string", a.value);
+        else {
+            const char *message = json_object_get(expect, "message") ? json_string_value(json_object_get(expect, "message")) : NULL;
+            if (message && !strstr(json_string_value(a.value), message)) fail_step(name, "the message does not name the problem", a.value);
+            else check_passed++;
+        }
+    } else if (a.status != SYNCSTORE_OK) {
+        fail_step(name, "failed", a.value);
+    } else {
+        int ok = 1;
+        if (json_object_get(expect, "okNone")) ok = ok && a.value == NULL;
+        if (json_object_get(expect, "ok")) ok = ok && a.value && json_equal(a.value, json_object_get(expect, "ok"));
+        if (json_object_get(expect, "okLike")) ok = ok && like(a.value, json_object_get(expect, "okLike"));
+        if (json_object_get(expect, "okPositive")) ok = ok && json_is_number(a.value) && json_number_value(a.value) > 0;
+        json_t *keys = json_object_get(expect, "okHas");
+        size_t i;
+        json_t *key;
+        json_array_foreach(keys, i, key) ok = ok && json_object_get(a.value, json_string_value(key)) != NULL;
+        if (ok) check_passed++;
+        else fail_step(name, "unexpected value", a.value);
+        if (json_object_get(step, "save") && a.value) json_object_set(saved, json_string_value(json_object_get(step, "save")), a.value);
+    }
+    json_decref(expect);
+done:
+    json_decref(a.value);
+    free(args_text);
+    json_decref(args);
+}
+
+/* Index of the first event from `from` on whose detail contains `want`, or -1. */
+static long event_like(json_t *want, size_t from) {
+    pthread_mutex_lock(&events_lock);
+    long found = -1;
+    for (size_t i = from; i < json_array_size(events) && found < 0; i++)
+        if (like(json_array_get(events, i), want)) found = (long)i;
+    pthread_mutex_unlock(&events_lock);
+    return found;
+}
+
+static size_t events_seen; /* events up to the one the last waitEvent matched */
+
+static void run_step(syncstore_plugin *plugin, const devserver *server, json_t *step) {
+    const char *name = json_string_value(json_object_get(step, "name"));
+    const char *kind = json_string_value(json_object_get(step, "kind"));
+    if (strcmp(kind, "exec") == 0) {
+        run_exec(plugin, name, step);
+    } else if (strcmp(kind, "waitEvent") == 0) {
+        json_t *want = substitute(json_object_get(step, "like"));
+        double deadline = now_ms() + (double)json_integer_value(json_object_get(step, "timeoutMs"));
+        long found;
+        while ((found = event_like(want, events_seen)) < 0 && now_ms() < deadline) usleep(10000);
+        if (found >= 0) {
+            check_passed++;
+            events_seen = (size_t)found + 1;
+        } else {
+            fail_step(name, "no such event", events);
+        }
+        json_decref(want);
+    } else if (strcmp(kind, "noEvent") == 0) {
+        json_t *want = substitute(json_object_get(step, "like"));
+        if (event_like(want, 0) >= 0) fail_step(name, "an event it should not fire", events);
+        else check_passed++;
+        json_decref(want);
+    } else if (strcmp(kind, "http") == 0) {
+        json_t *parts = substitute(json_object_get(step, "path"));
+        json_t *path = json_is_string(parts) ? json_incref(parts) : json_string("");
+        size_t k;
+        json_t *part;
+        json_array_foreach(parts, k, part) {
+            char joined[2048];
+            snprintf(joined, sizeof joined, "%s%s", json_string_value(path), json_string_value(part));
+            json_string_set(path, joined);
+        }
+        json_decref(parts);
+        json_t *body = json_object_get(step, "body");
+        char *body_text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        long status = 0;
+        json_t *got = devserver_call(server, json_string_value(json_object_get(step, "method")), json_string_value(path), body_text, &status);
+        if (status >= 300) fail_step(name, "the server refused", got);
+        else if (json_object_get(step, "expect") && !like(got, json_object_get(step, "expect"))) fail_step(name, "unexpected answer", got);
+        else check_passed++;
+        if (json_object_get(step, "save") && got) json_object_set(saved, json_string_value(json_object_get(step, "save")), got);
+        json_decref(got);
+        free(body_text);
+        json_decref(path);
+    } else {
+        fail_step(name, "unknown step kind", NULL);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) { fprintf(stderr, "usage: %s STORE_DIR DEVSERVER_BINARY CASES_JSON\n", argv[0]); return 2; }
+    check_fresh_dir(argv[1]);
+    json_error_t jerr;
+    json_t *table = json_load_file(argv[3], 0, &jerr);
+    if (!table) { fprintf(stderr, "cannot read %s: %s\n", argv[3], jerr.text); return 2; }
+
+    const char *extra[16] = {0};
+    json_t *server_args = json_object_get(json_object_get(table, "server"), "args");
+    for (size_t i = 0; i < json_array_size(server_args) && i < 15; i++) extra[i] = json_string_value(json_array_get(server_args, i));
+    devserver server;
+    devserver_start(&server, argv[2], extra);
+
+    events = json_array();
+    saved = json_object();
+    char *remote = devserver_remote_json(&server, NULL);
+    char options[1200];
+    snprintf(options, sizeof options, "{\"remote\":%s}", remote);
+    free(remote);
+
+    syncstore_error err;
+    syncstore_plugin *plugin = NULL;
+    EXPECT(syncstore_plugin_new(argv[1], options, &plugin, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_plugin_set_listener(plugin, on_event, NULL, &err), SYNCSTORE_OK, &err);
+
+    size_t i;
+    json_t *step;
+    json_array_foreach(json_object_get(table, "steps"), i, step) run_step(plugin, &server, step);
+
+    /* The C contract around the table: misuse is the call's status, not an answer. */
+    answer a = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+    EXPECT(syncstore_plugin_exec(plugin, "com.salesforce.smartstore", "pgGetAllStores", "[{}]", NULL, NULL, &err),
+           SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_plugin_exec(NULL, "com.salesforce.smartstore", "pgGetAllStores", "[{}]", on_answer, &a, &err),
+           SYNCSTORE_ERR_ARGUMENT, &err);
+    CHECK(a.calls == 0);
+    /* Not JSON: the action's error answer, ARGUMENT. */
+    EXPECT(syncstore_plugin_exec(plugin, "com.salesforce.smartstore", "pgGetAllStores", "[{", on_answer, &a, &err), SYNCSTORE_OK, &err);
+    CHECK(a.calls == 1 && a.status == SYNCSTORE_ERR_ARGUMENT && json_is_string(a.value));
+    json_decref(a.value);
+
+    EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_OK, &err);
+    /* A freed plugin is a STATE error, never a crash. */
+    a.calls = 0;
+    EXPECT(syncstore_plugin_exec(plugin, "com.salesforce.smartstore", "pgGetAllStores", "[{}]", on_answer, &a, &err),
+           SYNCSTORE_ERR_STATE, &err);
+    CHECK(a.calls == 0);
+    EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_ERR_STATE, &err);
+
+    devserver_stop(&server);
+    json_decref(saved);
+    json_decref(events);
+    json_decref(table);
+    return check_finish();
+}
