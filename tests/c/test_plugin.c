@@ -258,6 +258,132 @@ static void run_step(syncstore_plugin *plugin, const devserver *server, json_t *
     }
 }
 
+/* ---- host settings outside the table: key provider, per-store remotes ---- */
+
+static int provider_calls;
+
+/* "vault" is encrypted with the Mobile SDK's kdfIter; "locked" fails; the rest are plaintext. */
+static int give_key(void *context, const char *store_json, char **out_key, int *out_kdf_iter, syncstore_error *err) {
+    (void)context;
+    provider_calls++;
+    json_t *store = json_loads(store_json, 0, NULL);
+    const char *name = json_string_value(json_object_get(store, "storeName"));
+    int status = SYNCSTORE_OK;
+    if (name && strcmp(name, "vault") == 0) {
+        *out_key = strdup("correct horse battery staple");
+        *out_kdf_iter = 4000;
+    } else if (name && strcmp(name, "locked") == 0) {
+        err->code = status = SYNCSTORE_ERR_AUTH;
+        snprintf(err->message, sizeof err->message, "the keychain is locked");
+    }
+    json_decref(store);
+    return status;
+}
+
+/* One exec whose answer comes before it returns; its status, and its value in *value. */
+static int exec_now(syncstore_plugin *plugin, const char *service, const char *action, const char *args, json_t **value) {
+    answer a = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+    syncstore_error err;
+    EXPECT(syncstore_plugin_exec(plugin, service, action, args, on_answer, &a, &err), SYNCSTORE_OK, &err);
+    CHECK(a.calls == 1);
+    if (value) *value = a.value;
+    else json_decref(a.value);
+    return a.status;
+}
+
+static void test_key_provider(const char *root) {
+    syncstore_error err;
+    syncstore_plugin *plugin = NULL;
+    EXPECT(syncstore_plugin_new(root, NULL, &plugin, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_plugin_set_key_provider(plugin, give_key, NULL, &err), SYNCSTORE_OK, &err);
+    const char *soup = "[{\"soupName\":\"notes\",\"indexes\":[{\"path\":\"t\",\"type\":\"string\"}],\"storeName\":\"vault\"}]";
+    CHECK(exec_now(plugin, "com.salesforce.smartstore", "pgRegisterSoup", soup, NULL) == SYNCSTORE_OK);
+    CHECK(exec_now(plugin, "com.salesforce.smartstore", "pgSoupExists", "[{\"soupName\":\"notes\",\"storeName\":\"vault\"}]", NULL) == SYNCSTORE_OK);
+    CHECK(provider_calls == 1); /* once per open, not per call */
+    json_t *message = NULL;
+    CHECK(exec_now(plugin, "com.salesforce.smartstore", "pgGetDatabaseSize", "[{\"storeName\":\"locked\"}]", &message) == SYNCSTORE_ERR_AUTH);
+    CHECK(strstr(str_or_empty(message), "the keychain is locked") != NULL);
+    json_decref(message);
+    EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_OK, &err);
+
+    /* The store the plugin made is encrypted with the provided key and kdfIter. */
+    syncstore_store *store = NULL;
+    EXPECT(syncstore_open(root, "{\"storeName\":\"vault\"}", &store, &err), SYNCSTORE_ERR_AUTH, &err);
+    EXPECT(syncstore_open(root, "{\"storeName\":\"vault\",\"key\":\"correct horse battery staple\",\"kdfIter\":4000}", &store, &err),
+           SYNCSTORE_OK, &err);
+    int exists = 0;
+    EXPECT(syncstore_soup_exists(store, "notes", &exists, &err), SYNCSTORE_OK, &err);
+    CHECK(exists == 1);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+}
+
+/* The terminal status of the run a syncDown answer started, from the recorded events. */
+static const char *terminal_status(json_t *state, const char *store_name, int is_global) {
+    json_int_t id = json_integer_value(json_object_get(state, "_soupEntryId"));
+    for (int waited = 0; waited < 3000; waited++) {
+        const char *found = NULL;
+        pthread_mutex_lock(&events_lock);
+        size_t i;
+        json_t *detail;
+        json_array_foreach(events, i, detail) {
+            const char *status = str_or_empty(json_object_get(detail, "status"));
+            if (json_integer_value(json_object_get(detail, "_soupEntryId")) == id &&
+                strcmp(str_or_empty(json_object_get(detail, "storeName")), store_name) == 0 &&
+                json_is_true(json_object_get(detail, "isGlobalStore")) == is_global &&
+                (strcmp(status, "DONE") == 0 || strcmp(status, "FAILED") == 0)) found = status;
+        }
+        pthread_mutex_unlock(&events_lock);
+        if (found) return found;
+        usleep(10000);
+    }
+    return "none";
+}
+
+static void test_remotes(const char *root, const devserver *server) {
+    pthread_mutex_lock(&events_lock);
+    json_array_clear(events); /* sync ids start again at 1 in this root */
+    pthread_mutex_unlock(&events_lock);
+    syncstore_error err;
+    syncstore_plugin *plugin = NULL;
+    EXPECT(syncstore_plugin_new(root, NULL, &plugin, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_plugin_set_listener(plugin, on_event, NULL, &err), SYNCSTORE_OK, &err);
+    const char *reg = "[{\"soupName\":\"c\",\"indexes\":[{\"path\":\"Id\",\"type\":\"string\"}],\"isGlobalStore\":%s}]";
+    const char *down = "[{\"soupName\":\"c\",\"isGlobalStore\":%s,\"syncName\":null,\"options\":{},"
+                       "\"target\":{\"type\":\"soql\",\"query\":\"SELECT Id, LastModifiedDate FROM Contact\"}}]";
+    char args[1024];
+    json_t *state = NULL;
+    snprintf(args, sizeof args, reg, "false");
+    CHECK(exec_now(plugin, "com.salesforce.smartstore", "pgRegisterSoup", args, NULL) == SYNCSTORE_OK);
+    snprintf(args, sizeof args, reg, "true");
+    CHECK(exec_now(plugin, "com.salesforce.smartstore", "pgRegisterSoup", args, NULL) == SYNCSTORE_OK);
+
+    /* No remote yet: the run starts and fails, saying so. */
+    snprintf(args, sizeof args, down, "false");
+    CHECK(exec_now(plugin, "com.salesforce.mobilesync", "syncDown", args, &state) == SYNCSTORE_OK);
+    CHECK(strcmp(terminal_status(state, "smartstore", 0), "FAILED") == 0);
+    json_decref(state);
+
+    /* A remote for the user store only, set while it is open. */
+    char *remote = devserver_remote_json(server, NULL);
+    EXPECT(syncstore_plugin_set_remote(plugin, "{\"storeName\":\"smartstore\",\"isGlobalStore\":false}", remote, &err), SYNCSTORE_OK, &err);
+    CHECK(exec_now(plugin, "com.salesforce.mobilesync", "syncDown", args, &state) == SYNCSTORE_OK);
+    CHECK(strcmp(terminal_status(state, "smartstore", 0), "DONE") == 0);
+    json_decref(state);
+    snprintf(args, sizeof args, down, "true");
+    CHECK(exec_now(plugin, "com.salesforce.mobilesync", "syncDown", args, &state) == SYNCSTORE_OK);
+    CHECK(strcmp(terminal_status(state, "smartstore", 1), "FAILED") == 0);
+    json_decref(state);
+
+    /* The default remote reaches the global store, already open. */
+    EXPECT(syncstore_plugin_set_remote(plugin, NULL, remote, &err), SYNCSTORE_OK, &err);
+    CHECK(exec_now(plugin, "com.salesforce.mobilesync", "syncDown", args, &state) == SYNCSTORE_OK);
+    CHECK(strcmp(terminal_status(state, "smartstore", 1), "DONE") == 0);
+    json_decref(state);
+    EXPECT(syncstore_plugin_set_remote(plugin, NULL, "{\"instanceUrl\":", &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    free(remote);
+    EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_OK, &err);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) { fprintf(stderr, "usage: %s STORE_DIR DEVSERVER_BINARY CASES_JSON\n", argv[0]); return 2; }
     check_fresh_dir(argv[1]);
@@ -306,6 +432,14 @@ int main(int argc, char **argv) {
            SYNCSTORE_ERR_STATE, &err);
     CHECK(a.calls == 0);
     EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_ERR_STATE, &err);
+
+    char other[4096];
+    snprintf(other, sizeof other, "%s/keys", argv[1]);
+    check_fresh_dir(other);
+    test_key_provider(other);
+    snprintf(other, sizeof other, "%s/remotes", argv[1]);
+    check_fresh_dir(other);
+    test_remotes(other, &server);
 
     devserver_stop(&server);
     json_decref(saved);
