@@ -80,7 +80,7 @@ static json_t *lookup(const char *reference) {
 static json_t *substitute(json_t *value) {
     if (json_is_string(value) && json_string_value(value)[0] == '$') {
         json_t *found = lookup(json_string_value(value));
-        if (!found) { fprintf(stderr, "FAIL unknown reference %s\n", json_string_value(value)); check_failed++; return json_null(); }
+        if (!found) { fprintf(stderr, "FAIL unknown reference %s\n", json_string_value(value)); __atomic_fetch_add(&check_failed, 1, __ATOMIC_RELAXED); return json_null(); }
         return found;
     }
     if (json_is_object(value)) {
@@ -139,7 +139,7 @@ static void fail_step(const char *step, const char *what, json_t *got) {
     char *text = got ? json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     fprintf(stderr, "FAIL step '%s': %s (got %s)\n", step, what, text ? text : "no value");
     free(text);
-    check_failed++;
+    __atomic_fetch_add(&check_failed, 1, __ATOMIC_RELAXED);
 }
 
 static void run_exec(syncstore_plugin *plugin, const char *name, json_t *step) {
@@ -172,7 +172,7 @@ static void run_exec(syncstore_plugin *plugin, const char *name, json_t *step) {
         else {
             const char *message = json_object_get(expect, "message") ? json_string_value(json_object_get(expect, "message")) : NULL;
             if (message && !strstr(json_string_value(a.value), message)) fail_step(name, "the message does not name the problem", a.value);
-            else check_passed++;
+            else __atomic_fetch_add(&check_passed, 1, __ATOMIC_RELAXED);
         }
     } else if (a.status != SYNCSTORE_OK) {
         fail_step(name, "failed", a.value);
@@ -186,7 +186,7 @@ static void run_exec(syncstore_plugin *plugin, const char *name, json_t *step) {
         size_t i;
         json_t *key;
         json_array_foreach(keys, i, key) ok = ok && json_object_get(a.value, json_string_value(key)) != NULL;
-        if (ok) check_passed++;
+        if (ok) __atomic_fetch_add(&check_passed, 1, __ATOMIC_RELAXED);
         else fail_step(name, "unexpected value", a.value);
         if (json_object_get(step, "save") && a.value) json_object_set(saved, json_string_value(json_object_get(step, "save")), a.value);
     }
@@ -220,7 +220,7 @@ static void run_step(syncstore_plugin *plugin, const devserver *server, json_t *
         long found;
         while ((found = event_like(want, events_seen)) < 0 && now_ms() < deadline) usleep(10000);
         if (found >= 0) {
-            check_passed++;
+            __atomic_fetch_add(&check_passed, 1, __ATOMIC_RELAXED);
             events_seen = (size_t)found + 1;
         } else {
             fail_step(name, "no such event", events);
@@ -229,7 +229,7 @@ static void run_step(syncstore_plugin *plugin, const devserver *server, json_t *
     } else if (strcmp(kind, "noEvent") == 0) {
         json_t *want = substitute(json_object_get(step, "like"));
         if (event_like(want, 0) >= 0) fail_step(name, "an event it should not fire", events);
-        else check_passed++;
+        else __atomic_fetch_add(&check_passed, 1, __ATOMIC_RELAXED);
         json_decref(want);
     } else if (strcmp(kind, "http") == 0) {
         json_t *parts = substitute(json_object_get(step, "path"));
@@ -248,7 +248,7 @@ static void run_step(syncstore_plugin *plugin, const devserver *server, json_t *
         json_t *got = devserver_call(server, json_string_value(json_object_get(step, "method")), json_string_value(path), body_text, &status);
         if (status >= 300) fail_step(name, "the server refused", got);
         else if (json_object_get(step, "expect") && !like(got, json_object_get(step, "expect"))) fail_step(name, "unexpected answer", got);
-        else check_passed++;
+        else __atomic_fetch_add(&check_passed, 1, __ATOMIC_RELAXED);
         if (json_object_get(step, "save") && got) json_object_set(saved, json_string_value(json_object_get(step, "save")), got);
         json_decref(got);
         free(body_text);
