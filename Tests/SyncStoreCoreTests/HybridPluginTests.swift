@@ -1,0 +1,87 @@
+// The hybrid plugins' dispatcher (docs/hybrid-plugin.md) at the core's level: how it reads the
+// args cordova.exec gets, that every call answers exactly once, and the plugins' query-spec
+// dialect. The whole action table runs from every host through Tests/plugin/cases.json.
+import XCTest
+import Glibc
+@testable import SyncStoreCore
+
+final class HybridPluginTests: StoreTestCase {
+    /// Runs one call, collecting every answer it makes (there must be one).
+    private func exec(_ plugin: HybridPlugin, _ service: String, _ action: String, _ args: String,
+                      file: StaticString = #filePath, line: UInt = #line) -> (Int32, String?) {
+        final class Answers: @unchecked Sendable { var list: [(Int32, String?)] = [] }
+        let answers = Answers()
+        plugin.exec(service: service, action: action, argsJSON: args) { status, json in answers.list.append((status, json)) }
+        XCTAssertEqual(answers.list.count, 1, "\(action) must answer exactly once", file: file, line: line)
+        return answers.list.first ?? (-1, nil)
+    }
+
+    private let smartstore = HybridPlugin.smartStoreService
+
+    func testTheVersionMarkerAndTheStoreConfigAreRead() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        let registered = exec(plugin, smartstore, "pgRegisterSoup",
+                              #"["pluginSDKVersion:13.0.2", {"soupName": "a", "indexes": [{"path": "k", "type": "string"}], "storeName": "named", "isGlobalStore": true}]"#)
+        XCTAssertEqual(registered.0, 0)
+        XCTAssertEqual(registered.1, #""a""#)
+        // The same soup name in another store does not exist: the storeConfig chose the store.
+        XCTAssertEqual(exec(plugin, smartstore, "pgSoupExists", #"[{"soupName": "a"}]"#).1, "false")
+        XCTAssertEqual(exec(plugin, smartstore, "pgSoupExists", #"[{"soupName": "a", "storeName": "named", "isGlobalStore": true}]"#).1, "true")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(root)/global/named.db"))
+    }
+
+    func testMalformedCallsAnswerArgumentErrorsAsJSONStrings() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        for (args, fragment) in [("[{", "Malformed"), (#"[{"soupName": "a"}, {"soupName": "b"}]"#, "one argument object"),
+                                 ("[42]", "JSON object"), (#""text""#, "array"), (#"[{"soupName": 7}]"#, "soupName"),
+                                 (#"[{"soupName": "a", "isGlobalStore": "yes"}]"#, "isGlobalStore")] {
+            let (status, json) = exec(plugin, smartstore, "pgClearSoup", args)
+            XCTAssertEqual(status, ErrorCode.argument.rawValue, args)
+            let message = try XCTUnwrap(parseJSON(try XCTUnwrap(json)) as? String, args)
+            XCTAssertTrue(message.contains(fragment), "\(args): \(message)")
+        }
+        XCTAssertEqual(exec(plugin, "com.example", "x", "[]").0, ErrorCode.argument.rawValue)
+        // A message with quotes and newlines stays one JSON string.
+        let (_, json) = exec(plugin, smartstore, "pgClearSoup", #"[{"soupName": "say \"hi\"\n"}]"#)
+        XCTAssertNotNil(try parseJSON(try XCTUnwrap(json)) as? String)
+    }
+
+    func testTheQuerySpecDialectOfThePlugins() throws {
+        let exact = try JSONDocument.parse(#"{"queryType": "exact", "indexPath": "k", "matchKey": null}"#)
+        XCTAssertThrowsError(try QuerySpec.parse(exact.root))
+        XCTAssertTrue(try QuerySpec.parse(exact.root, dialect: .plugin).nullMatchKeyMatchesNothing)
+        let untyped = try JSONDocument.parse(#"{"indexPath": "k"}"#)
+        XCTAssertEqual(try QuerySpec.parse(untyped.root).queryType, .range)
+        XCTAssertThrowsError(try QuerySpec.parse(untyped.root, dialect: .plugin)) { error in
+            XCTAssertTrue((error as? StoreError)?.message.contains("queryType") ?? false)
+        }
+        // Through the plugin, a null matchKey finds nothing even where an entry's value is null.
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        _ = exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "s", "indexes": [{"path": "k", "type": "string"}]}]"#)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "s", "entries": [{"k": null}, {"other": 1}]}]"#).0, 0)
+        let (status, cursor) = exec(plugin, smartstore, "pgQuerySoup",
+                                    #"[{"soupName": "s", "querySpec": {"queryType": "exact", "indexPath": "k", "matchKey": null, "pageSize": 10}}]"#)
+        XCTAssertEqual(status, 0)
+        let object = try XCTUnwrap(parseJSON(try XCTUnwrap(cursor)) as? [String: Any])
+        XCTAssertEqual(object["totalEntries"] as? Int, 0)
+    }
+
+    func testAFreedPluginRefusesCallsAndClosesItsStores() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        XCTAssertEqual(exec(plugin, smartstore, "pgGetDatabaseSize", "[{}]").0, 0)
+        try plugin.close()
+        XCTAssertEqual(exec(plugin, smartstore, "pgGetDatabaseSize", "[{}]").0, ErrorCode.state.rawValue)
+        XCTAssertThrowsError(try plugin.close())
+        // Its store is closed: it can be removed.
+        try StoreRegistry.shared.removeStore(root: root, config: try StoreConfig())
+    }
+
+    func testOptionsAreChecked() {
+        XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": 1}}"#))
+        XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remotes": {}}"#))
+        XCTAssertThrowsError(try HybridPlugin(root: "", optionsJSON: nil))
+    }
+}
