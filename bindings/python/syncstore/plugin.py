@@ -326,6 +326,7 @@ class Plugin:
         Raises at once only when the call cannot be made (a closed plugin: StateError)."""
         ptr = self._state.get()
         payload = _json_of(args)
+        _provider_error.value = None
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         hooks = self._state.hooks
         with _lock:
