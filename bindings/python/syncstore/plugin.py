@@ -59,8 +59,11 @@ class _Hooks:
     def __init__(self) -> None:
         self.listener: Optional[EventListener] = None
         self.key_provider: Optional[KeyProvider] = None
-        #: exec keys whose answer has not come yet (failed when the plugin is freed).
+        #: exec keys whose call returned without an answer yet (cleanResyncGhosts): failed when
+        #: the plugin is freed. A call still inside syncstore_plugin_exec is answered by it.
         self.pending: Set[int] = set()
+        #: True once the plugin is freed.
+        self.freed = False
 
 
 # The C library gets integer keys as contexts, never Python objects: a late or unexpected call
@@ -205,6 +208,7 @@ class _State:
         finally:
             # Freed: the library calls none of this plugin's functions again.
             with _lock:
+                self.hooks.freed = True
                 _hooks.pop(self.key, None)
                 left = [_answers.pop(k) for k in list(self.hooks.pending) if k in _answers]
                 self.hooks.pending.clear()
@@ -332,14 +336,19 @@ class Plugin:
         with _lock:
             key = next(_keys)
             _answers[key] = (future, hooks)
-            hooks.pending.add(key)
         err = _lib.Error()
         status = _lib.lib().syncstore_plugin_exec(ctypes.c_void_p(ptr), _lib.enc(service), _lib.enc(action), payload,
                                                   ANSWER_THUNK, ctypes.c_void_p(key), ctypes.byref(err))
-        if status != 0:
-            with _lock:
+        with _lock:
+            if status != 0:
                 _answers.pop(key, None)
-                hooks.pending.discard(key)
+            elif key in _answers:  # answered later (or never, when the plugin is freed meanwhile)
+                if hooks.freed:
+                    _answers.pop(key, None)
+                    future.set_exception(StateError("the plugin was closed before this call was answered", code=11))
+                else:
+                    hooks.pending.add(key)
+        if status != 0:
             raise error_for_code(status, err.message.decode("utf-8", "replace") or "no message", bool(err.retryable))
         return future
 

@@ -313,3 +313,55 @@ def test_listener_exceptions_are_logged_and_the_plugin_cannot_close_from_a_callb
             time.sleep(0.02)
         assert not plugin.closed
     assert refused and "a listener's bug" in caplog.text
+
+
+def test_threads_call_one_plugin_while_it_closes(tmp_path: Path) -> None:
+    """Calls from several threads share the plugin's stores; a close among them makes the later
+    calls StateErrors, never a crash or a lost answer (an upsert answered is stored, one refused
+    is not)."""
+    for round_ in range(8):
+        root = tmp_path / str(round_)
+        plugin = Plugin(root)
+        plugin.exec(SMARTSTORE, "pgRegisterSoup", [{"soupName": "s", "indexes": INDEXES}])
+        barrier = threading.Barrier(5)
+        outcomes: List[str] = []
+        counts: List[int] = []
+
+        def worker(n: int) -> None:
+            barrier.wait()
+            done = 0
+            try:
+                while True:
+                    saved = plugin.exec(SMARTSTORE, "pgUpsertSoupEntries", [{
+                        "soupName": "s", "externalIdPath": "_soupEntryId", "entries": [{"Id": f"{n}-{done}"}]}])
+                    assert saved[0]["Id"] == f"{n}-{done}"
+                    done += 1
+            except syncstore.StateError:
+                outcomes.append("closed")
+            except BaseException as e:  # noqa: BLE001 - reported below
+                outcomes.append(repr(e))
+            counts.append(done)
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        barrier.wait()
+        time.sleep(0.02 + 0.02 * round_)
+        plugin.close()
+        for t in threads:
+            t.join(30)
+        assert outcomes == ["closed"] * 4, f"round {round_}"
+        with syncstore.Store(root) as store:
+            assert store.run_smart_query("select count(*) from {s}").entries == [[sum(counts)]], f"round {round_}"
+
+
+def test_an_unclosed_plugin_is_freed_when_collected(tmp_path: Path) -> None:
+    import gc
+
+    plugin = Plugin(tmp_path)
+    plugin.exec(SMARTSTORE, "pgRegisterSoup", [{"soupName": "s", "indexes": INDEXES}])
+    with pytest.raises(syncstore.BusyError):  # the plugin has the store open
+        syncstore.remove_store(tmp_path, None)
+    del plugin
+    gc.collect()
+    syncstore.remove_store(tmp_path, None)
