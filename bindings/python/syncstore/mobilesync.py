@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Unio
 
 from . import _callbacks, cordova
 from .cordova import split_config, store_fields
+from .errors import NotFoundError
 from .plugin import MOBILESYNC, Plugin
 from .sync import WaitTimeout
 from .types import SyncState
@@ -119,6 +120,8 @@ class CordovaSyncRun:
                     return final
             if final is None:
                 state = self.state
+                if not state:
+                    raise NotFoundError(f"sync {self.sync_id} was deleted while it was waited for", code=2)
                 if state.get("status") in TERMINAL:
                     final, grace = state, time.monotonic() + _EVENT_GRACE_S
                     continue

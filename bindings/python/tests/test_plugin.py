@@ -365,3 +365,37 @@ def test_an_unclosed_plugin_is_freed_when_collected(tmp_path: Path) -> None:
     del plugin
     gc.collect()
     syncstore.remove_store(tmp_path, None)
+
+
+def test_a_slow_later_answer_times_out_and_a_close_ends_the_wait(tmp_path: Path) -> None:
+    """exec's timeout ends the wait for cleanResyncGhosts (the clean goes on); a clean still
+    running when the plugin closes fails its future, never leaves it waiting."""
+    import urllib.request
+
+    server = DevServer("--seed", "Contact=5", "--admin")
+    try:
+        plugin = Plugin(tmp_path, remote=server.remote)
+        plugin.exec(SMARTSTORE, "pgRegisterSoup", [{"soupName": "contacts", "indexes": INDEXES}])
+        for name in ("d1", "d2"):
+            plugin.exec(MOBILESYNC, "syncDown", [{"soupName": "contacts", "syncName": name, "options": {},
+                                                 "target": {"type": "soql", "query": "SELECT Id FROM Contact"}}])
+        deadline = time.monotonic() + 30
+        while any(plugin.exec(MOBILESYNC, "getSyncStatus", [{"syncName": name}])["status"] != "DONE"
+                  for name in ("d1", "d2")):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        slow = urllib.request.Request(f"{server.url}/__devserver/faults", data=b"latency=1000", method="PUT",
+                                      headers={"Authorization": f"Bearer {server.remote['accessToken']}"})
+        urllib.request.urlopen(slow, timeout=10).read()
+        started = time.monotonic()
+        with pytest.raises(syncstore.WaitTimeout):
+            plugin.exec(MOBILESYNC, "cleanResyncGhosts", [{"syncName": "d1"}], timeout=0.2)
+        assert time.monotonic() - started < 0.9
+        with pytest.raises(syncstore.BusyError):  # the clean goes on
+            plugin.exec(MOBILESYNC, "cleanResyncGhosts", [{"syncName": "d1"}])
+        pending = plugin.exec_async(MOBILESYNC, "cleanResyncGhosts", [{"syncName": "d2"}])
+        assert not pending.done()
+        plugin.close()
+        assert isinstance(pending.exception(timeout=10), syncstore.SyncStoreError)
+    finally:
+        server.stop()
