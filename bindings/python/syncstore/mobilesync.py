@@ -195,10 +195,10 @@ def cleanResyncGhosts(*args: Any, timeout: Optional[float] = None) -> int:
 
 def getSyncStatus(*args: Any) -> Optional[SyncState]:
     """getSyncStatus([storeConfig,] idOrName) -> state, or None for an unknown sync (the plugin
-    answers {}, which cordova.force.js's callers get as null)."""
+    answers {}, which cordova.force.js turns into null: no ``_soupEntryId``)."""
     config, (sync,) = split_config(args, 1)
     state = cordova.call(MOBILESYNC, "getSyncStatus", config, _reference(sync))
-    return cast(SyncState, state) if state else None
+    return cast(SyncState, state) if "_soupEntryId" in state else None
 
 
 def deleteSync(*args: Any) -> None:
