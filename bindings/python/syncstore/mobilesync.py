@@ -190,7 +190,7 @@ def cleanResyncGhosts(*args: Any, timeout: Optional[float] = None) -> int:
     """cleanResyncGhosts([storeConfig,] syncId) -> the number of entries removed, when the clean
     ends (``timeout`` in seconds: :class:`WaitTimeout`, the clean goes on). No "sync" event."""
     config, (sync,) = split_config(args, 1)
-    return int(cordova.call(MOBILESYNC, "cleanResyncGhosts", config, {"syncId": sync}, timeout=timeout))
+    return cast(int, cordova.call(MOBILESYNC, "cleanResyncGhosts", config, {"syncId": sync}, timeout=timeout))
 
 
 def getSyncStatus(*args: Any) -> Optional[SyncState]:

@@ -15,7 +15,7 @@ plugin's own: each function forwards to the library's dispatcher (:mod:`syncstor
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, cast
 
 from . import cordova
 from .cordova import close_all, init, split_config
@@ -38,7 +38,7 @@ def _exec(action: str, config: Any, **fields: Any) -> Any:
 def registerSoup(*args: Any) -> str:
     """registerSoup([storeConfig,] soupName, indexSpecs) -> soupName."""
     config, (soup, specs) = split_config(args, 2)
-    return str(_exec("pgRegisterSoup", config, soupName=soup, indexes=specs))
+    return cast(str, _exec("pgRegisterSoup", config, soupName=soup, indexes=specs))
 
 
 def removeSoup(*args: Any) -> None:
@@ -50,25 +50,25 @@ def removeSoup(*args: Any) -> None:
 def soupExists(*args: Any) -> bool:
     """soupExists([storeConfig,] soupName) -> bool."""
     config, (soup,) = split_config(args, 1)
-    return bool(_exec("pgSoupExists", config, soupName=soup))
+    return cast(bool, _exec("pgSoupExists", config, soupName=soup))
 
 
 def getSoupIndexSpecs(*args: Any) -> List[Any]:
     """getSoupIndexSpecs([storeConfig,] soupName) -> index specs."""
     config, (soup,) = split_config(args, 1)
-    return list(_exec("pgGetSoupIndexSpecs", config, soupName=soup))
+    return cast(List[Any], _exec("pgGetSoupIndexSpecs", config, soupName=soup))
 
 
 def alterSoup(*args: Any) -> str:
     """alterSoup([storeConfig,] soupName, indexSpecs, reIndexData) -> soupName."""
     config, (soup, specs, reindex) = split_config(args, 3)
-    return str(_exec("pgAlterSoup", config, soupName=soup, indexes=specs, reIndexData=reindex))
+    return cast(str, _exec("pgAlterSoup", config, soupName=soup, indexes=specs, reIndexData=reindex))
 
 
 def reIndexSoup(*args: Any) -> str:
     """reIndexSoup([storeConfig,] soupName, paths) -> soupName."""
     config, (soup, paths) = split_config(args, 2)
-    return str(_exec("pgReIndexSoup", config, soupName=soup, paths=paths))
+    return cast(str, _exec("pgReIndexSoup", config, soupName=soup, paths=paths))
 
 
 def clearSoup(*args: Any) -> None:
@@ -81,7 +81,7 @@ def querySoup(*args: Any) -> Dict[str, Any]:
     """querySoup([storeConfig,] soupName, querySpec) -> cursor (first page; close it with
     :func:`closeCursor`)."""
     config, (soup, spec) = split_config(args, 2)
-    return dict(_exec("pgQuerySoup", config, soupName=soup, querySpec=spec))
+    return cast(Dict[str, Any], _exec("pgQuerySoup", config, soupName=soup, querySpec=spec))
 
 
 def runSmartQuery(*args: Any) -> Dict[str, Any]:
@@ -90,13 +90,13 @@ def runSmartQuery(*args: Any) -> Dict[str, Any]:
     config, (spec,) = split_config(args, 1)
     if isinstance(spec, str):
         spec = buildSmartQuerySpec(spec)
-    return dict(_exec("pgRunSmartQuery", config, querySpec=spec))
+    return cast(Dict[str, Any], _exec("pgRunSmartQuery", config, querySpec=spec))
 
 
 def retrieveSoupEntries(*args: Any) -> List[Dict[str, Any]]:
     """retrieveSoupEntries([storeConfig,] soupName, entryIds) -> entries."""
     config, (soup, ids) = split_config(args, 2)
-    return list(_exec("pgRetrieveSoupEntries", config, soupName=soup, entryIds=ids))
+    return cast(List[Any], _exec("pgRetrieveSoupEntries", config, soupName=soup, entryIds=ids))
 
 
 def upsertSoupEntries(*args: Any) -> List[Dict[str, Any]]:
@@ -108,7 +108,7 @@ def upsertSoupEntries(*args: Any) -> List[Dict[str, Any]]:
 def upsertSoupEntriesWithExternalId(*args: Any) -> List[Dict[str, Any]]:
     """upsertSoupEntriesWithExternalId([storeConfig,] soupName, entries, externalIdPath) -> stored entries."""
     config, (soup, entries, path) = split_config(args, 3)
-    return list(_exec("pgUpsertSoupEntries", config, soupName=soup, entries=entries, externalIdPath=path))
+    return cast(List[Any], _exec("pgUpsertSoupEntries", config, soupName=soup, entries=entries, externalIdPath=path))
 
 
 def removeFromSoup(*args: Any) -> None:
@@ -124,7 +124,7 @@ def removeFromSoup(*args: Any) -> None:
 def moveCursorToPageIndex(*args: Any) -> Dict[str, Any]:
     """moveCursorToPageIndex([storeConfig,] cursor, newPageIndex) -> cursor."""
     config, (cursor, page) = split_config(args, 2)
-    return dict(_exec("pgMoveCursorToPageIndex", config, cursorId=cursor["cursorId"], index=page))
+    return cast(Dict[str, Any], _exec("pgMoveCursorToPageIndex", config, cursorId=cursor["cursorId"], index=page))
 
 
 def moveCursorToNextPage(*args: Any) -> Dict[str, Any]:
@@ -156,17 +156,17 @@ def closeCursor(*args: Any) -> None:
 def getDatabaseSize(*args: Any) -> int:
     """getDatabaseSize([storeConfig]) -> bytes."""
     config, _ = split_config(args, 0)
-    return int(_exec("pgGetDatabaseSize", config))
+    return cast(int, _exec("pgGetDatabaseSize", config))
 
 
 def getAllStores() -> List[Dict[str, Any]]:
     """getAllStores() -> the user stores, ``[{"storeName", "isGlobalStore"}]``."""
-    return list(cordova.plugin().exec(SMARTSTORE, "pgGetAllStores", [{}]))
+    return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllStores", [{}]))
 
 
 def getAllGlobalStores() -> List[Dict[str, Any]]:
     """getAllGlobalStores() -> the global stores, ``[{"storeName", "isGlobalStore"}]``."""
-    return list(cordova.plugin().exec(SMARTSTORE, "pgGetAllGlobalStores", [{}]))
+    return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllGlobalStores", [{}]))
 
 
 def removeStore(storeConfig: Any) -> None:
