@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "FETCH_PAGE", "REMOTE_IDS", "PUSH_RECORD",
-           "CustomTargetStruct", "PLUGIN_ANSWER", "PLUGIN_EVENT", "PLUGIN_KEY_PROVIDER", "SIGNATURES", "lib", "library_path", "call", "call_json", "enc", "dump"]
+           "CustomTargetStruct", "PLUGIN_ANSWER", "PLUGIN_EVENT", "PLUGIN_KEY_PROVIDER", "SIGNATURES", "lib",
+           "library_path", "call", "call_json", "enc", "dump"]
 
 ERROR_MESSAGE_SIZE = 512
 LIBRARY_NAME = "libsyncstore.so.1"

@@ -215,7 +215,8 @@ def test_a_closed_plugin_refuses_calls_and_settings(tmp_path: Path) -> None:
     plugin.close()  # a no-op
     assert plugin.closed
     for call in (lambda: plugin.exec(SMARTSTORE, "pgGetAllStores", [{}]), lambda: plugin.on_event(None),
-                 lambda: plugin.set_key_provider(None), lambda: plugin.set_remote({"instanceUrl": "http://127.0.0.1:1"})):
+                 lambda: plugin.set_key_provider(None),
+                 lambda: plugin.set_remote({"instanceUrl": "http://127.0.0.1:1"})):
         with pytest.raises(syncstore.StateError):
             call()
 
