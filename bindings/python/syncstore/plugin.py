@@ -147,7 +147,9 @@ def _provide_key(context: Optional[int], store_json: Optional[bytes], out_key: A
         if kdf_iter is not None:
             out_kdf_iter[0] = kdf_iter
         if key is not None:
-            raw = _lib.enc(key) or b""
+            if "\x00" in key:
+                raise ArgumentError("a key provider's key cannot contain NUL characters")
+            raw = key.encode("utf-8")
             # The library frees the key with free(): it must come from the C allocator.
             buffer = _libc.malloc(len(raw) + 1)
             if not buffer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -90,7 +91,8 @@ def test_mobilesync_functions(root: Path, shared_server: DevServer) -> None:
         mobilesync.setRemote(config, shared_server.remote)
         run = mobilesync.syncDown(config, {"type": "soql", "query": "SELECT Id, LastName FROM Contact"}, "contacts",
                                   {"mergeMode": mobilesync.MERGE_MODE.OVERWRITE}, "cdv-down")
-        assert run.wait(60)["status"] == "DONE"
+        final = run.wait(60)
+        assert final["status"] == "DONE" and final in mobilesync._finished  # the listeners got it first
         assert events[0]["status"] == "RUNNING" and events[-1]["status"] == "DONE"
         assert events[-1]["storeName"] == "synced" and events[-1]["isGlobalStore"] is False
         smartstore.upsertSoupEntries(config, "contacts", [{"attributes": {"type": "Contact"}, "LastName": "Cordova",
@@ -99,7 +101,10 @@ def test_mobilesync_functions(root: Path, shared_server: DevServer) -> None:
         assert up.wait(60)["status"] == "DONE"
         up2 = mobilesync.syncUp(config, {"type": "single"}, "contacts", {"fieldlist": ["LastName"]})
         assert up2.wait(60)["type"] == "syncUp"
-        assert mobilesync.reSync(config, "cdv-down").wait(60)["status"] == "DONE"
+        async def resync() -> Any:
+            return await mobilesync.reSync(config, "cdv-down")
+
+        assert asyncio.run(resync())["status"] == "DONE"
         seen = len(events)
         assert mobilesync.cleanResyncGhosts(config, run.sync_id, timeout=60) == 0  # the plugin's answer: a number
         assert len(events) == seen  # and no sync event

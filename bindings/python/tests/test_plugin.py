@@ -240,6 +240,8 @@ def test_the_key_provider_opens_encrypted_stores_and_its_errors_fail_the_call(tm
             raise KeyError("no such key in the keychain")
         if config["storeName"] == "odd":
             return 42
+        if config["storeName"] == "nul":
+            return "a\x00b"
         return ("a passphrase", 4000) if config["storeName"] == "vault" else None
 
     with Plugin(tmp_path) as plugin:
@@ -252,6 +254,8 @@ def test_the_key_provider_opens_encrypted_stores_and_its_errors_fail_the_call(tm
         assert isinstance(raised.value.__cause__, KeyError)
         with pytest.raises(syncstore.ArgumentError, match="int"):
             plugin.exec(SMARTSTORE, "pgSoupExists", [{"soupName": "notes", "storeName": "odd"}])
+        with pytest.raises(syncstore.ArgumentError, match="NUL"):
+            plugin.exec(SMARTSTORE, "pgSoupExists", [{"soupName": "notes", "storeName": "nul"}])
     assert {"storeName": "vault", "isGlobalStore": False} in asked
     with pytest.raises(syncstore.AuthError):  # the vault was created encrypted
         syncstore.Store(tmp_path, {"storeName": "vault"})
