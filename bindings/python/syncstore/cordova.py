@@ -27,7 +27,7 @@ from .errors import ArgumentError, StateError
 from .plugin import Plugin
 from .types import PathLike, StoreConfigDict
 
-__all__ = ["init", "close_all", "plugin", "call", "store_fields", "split_config", "set_encryption_key_provider",
+__all__ = ["init", "close_all", "plugin", "call", "exec_args", "store_fields", "split_config", "set_encryption_key_provider",
            "add_event_listener", "remove_event_listener", "KeyProvider", "RootEventListener"]
 
 #: Called with ``{"isGlobalStore": bool, "storeName": str}`` when a store is opened; returns the
@@ -135,9 +135,15 @@ def call(service: str, action: str, config: Any, fields: Mapping[str, Any], time
     """``cordova.exec`` of one action on the current root's plugin: the argument object is
     ``fields`` with the storeConfig's members; returns the success value (None without one) or
     raises the error's :class:`SyncStoreError`."""
+    return plugin().exec(service, action, exec_args(config, fields), timeout=timeout)
+
+
+def exec_args(config: Any, fields: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The args array of one action: ``fields`` with the storeConfig's members, as
+    cordova.force.js builds it."""
     args = dict(fields)
     args.update(store_fields(config))
-    return plugin().exec(service, action, [args], timeout=timeout)
+    return [args]
 
 
 def _is_config(value: Any) -> bool:

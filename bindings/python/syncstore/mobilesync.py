@@ -67,6 +67,8 @@ def _on_event(root: str, name: str, detail: Dict[str, Any]) -> None:
     global _generation
     if name != "sync":
         return
+    # Taken before the listeners run: they may change the detail they get.
+    state = {k: v for k, v in detail.items() if k not in ("isGlobalStore", "storeName")}
     with _lock:
         listeners = list(_listeners)
     for listener in listeners:
@@ -76,8 +78,8 @@ def _on_event(root: str, name: str, detail: Dict[str, Any]) -> None:
             _callbacks.log.exception("syncstore: a sync listener raised")
     with _changed:
         _generation += 1
-        if detail.get("status") in TERMINAL:
-            _finished.append({k: v for k, v in detail.items() if k not in ("isGlobalStore", "storeName")})
+        if state.get("status") in TERMINAL:
+            _finished.append(state)
         _changed.notify_all()
 
 
@@ -104,7 +106,7 @@ class CordovaSyncRun:
     def state(self) -> SyncState:
         """The sync's current state (the plugin's getSyncStatus)."""
         return cast(SyncState, self._plugin.exec(MOBILESYNC, "getSyncStatus",
-                                                 [dict(store_fields(self._config), syncId=self.sync_id)]))
+                                                 cordova.exec_args(self._config, {"syncId": self.sync_id})))
 
     def wait(self, timeout: Optional[float] = None) -> SyncState:
         """Blocks until the sync is DONE, FAILED or STOPPED and returns that state, once the sync
@@ -120,7 +122,7 @@ class CordovaSyncRun:
                     return final
             if final is None:
                 state = self.state
-                if not state:
+                if "_soupEntryId" not in state:
                     raise NotFoundError(f"sync {self.sync_id} was deleted while it was waited for", code=2)
                 if state.get("status") in TERMINAL:
                     final, grace = state, time.monotonic() + _EVENT_GRACE_S
@@ -142,10 +144,8 @@ class CordovaSyncRun:
 
 
 def _start(action: str, config: Any, fields: Dict[str, Any]) -> CordovaSyncRun:
-    plugin = cordova.plugin()
-    args = dict(fields)
-    args.update(store_fields(config))
-    return CordovaSyncRun(plugin, config, plugin.exec(MOBILESYNC, action, [args]))
+    plugin = cordova.plugin()  # the run asks this plugin for its state, whatever init() does later
+    return CordovaSyncRun(plugin, config, plugin.exec(MOBILESYNC, action, cordova.exec_args(config, fields)))
 
 
 def _reference(sync: Union[int, str]) -> Dict[str, Any]:
