@@ -8,7 +8,8 @@ A typed binding of ``libsyncstore.so.1`` (shipped inside this package) through c
         store.register_soup("contacts", [{"path": "Id", "type": "string"}])
         store.upsert("contacts", [{"Id": "003A", "LastName": "Ng"}])
 
-See :class:`Store`, :class:`SyncRun`, :mod:`syncstore.smartstore` and :mod:`syncstore.mobilesync`.
+See :class:`Store`, :class:`SyncRun`, :mod:`syncstore.plugin` (the hybrid plugins' dispatcher),
+:mod:`syncstore.smartstore` and :mod:`syncstore.mobilesync`.
 """
 
 from __future__ import annotations

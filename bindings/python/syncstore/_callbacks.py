@@ -10,16 +10,17 @@ registered until its run's terminal callback or until the store handle that star
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import json
 import logging
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from . import _lib
 
-__all__ = ["Listener", "register", "unregister", "SYNC_THUNK", "in_worker_thread", "log"]
+__all__ = ["Listener", "register", "unregister", "SYNC_THUNK", "in_worker_thread", "worker_scope", "log"]
 
 #: The package's logger: exceptions raised in user callbacks are logged here.
 log = logging.getLogger("syncstore")
@@ -61,6 +62,17 @@ def unregister(key: int) -> None:
 def in_worker_thread() -> bool:
     """True while the calling thread is inside an engine callback."""
     return bool(getattr(_worker, "active", False))
+
+
+@contextlib.contextmanager
+def worker_scope() -> Iterator[None]:
+    """Marks the calling thread as inside an engine callback while the block runs."""
+    outer = in_worker_thread()
+    _worker.active = True
+    try:
+        yield
+    finally:
+        _worker.active = outer
 
 
 def _dispatch(state_json: Optional[bytes], context: Optional[int]) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "FETCH_PAGE", "REMOTE_IDS", "PUSH_RECORD",
-           "CustomTargetStruct", "SIGNATURES", "lib", "library_path", "call", "call_json", "enc", "dump"]
+           "CustomTargetStruct", "PLUGIN_ANSWER", "PLUGIN_EVENT", "PLUGIN_KEY_PROVIDER", "SIGNATURES", "lib",
+           "library_path", "call", "call_json", "enc", "dump"]
 
 ERROR_MESSAGE_SIZE = 512
 LIBRARY_NAME = "libsyncstore.so.1"
@@ -40,6 +41,15 @@ FETCH_PAGE = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, ctypes.c_int64
 REMOTE_IDS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, _OutStr, _ErrP)
 #: ``push_record`` of ``syncstore_custom_target``.
 PUSH_RECORD = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _OutStr, _ErrP)
+
+
+#: ``syncstore_plugin_answer``: void (*)(void *context, int status, const char *json).
+PLUGIN_ANSWER = ctypes.CFUNCTYPE(None, _vp, ctypes.c_int, ctypes.c_char_p)
+#: ``syncstore_plugin_event``: void (*)(void *context, const char *event, const char *detail_json).
+PLUGIN_EVENT = ctypes.CFUNCTYPE(None, _vp, ctypes.c_char_p, ctypes.c_char_p)
+#: ``syncstore_plugin_key_provider``: int (*)(void *context, const char *store_json, char **out_key,
+#: int *out_kdf_iter, syncstore_error *err).
+PLUGIN_KEY_PROVIDER = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, _OutStr, ctypes.POINTER(ctypes.c_int), _ErrP)
 
 
 class CustomTargetStruct(ctypes.Structure):
@@ -102,6 +112,12 @@ SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
     "syncstore_wait_sync": ([_vp, _c_int64, _c_int64, _OutStr, _ErrP], _c_int),
     "syncstore_load_sync_config": ([_vp, _c_char_p, _ErrP], _c_int),
     "syncstore_register_custom_target": ([_vp, _c_char_p, ctypes.POINTER(CustomTargetStruct), _ErrP], _c_int),
+    "syncstore_plugin_new": ([_c_char_p, _c_char_p, _StoreP, _ErrP], _c_int),
+    "syncstore_plugin_set_remote": ([_vp, _c_char_p, _c_char_p, _ErrP], _c_int),
+    "syncstore_plugin_set_listener": ([_vp, PLUGIN_EVENT, _vp, _ErrP], _c_int),
+    "syncstore_plugin_set_key_provider": ([_vp, PLUGIN_KEY_PROVIDER, _vp, _ErrP], _c_int),
+    "syncstore_plugin_exec": ([_vp, _c_char_p, _c_char_p, _c_char_p, PLUGIN_ANSWER, _vp, _ErrP], _c_int),
+    "syncstore_plugin_free": ([_vp, _ErrP], _c_int),
 }
 
 

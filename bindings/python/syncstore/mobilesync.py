@@ -1,24 +1,33 @@
 """The Cordova ``mobilesync`` API: same function names and argument orders, returning values.
 
-``syncDown``/``syncUp``/``reSync``/``cleanResyncGhosts`` return the :class:`SyncRun` (instead of
-calling success with the RUNNING state): ``.wait()`` or ``await`` it for the final state. Every
-state is also sent to the listeners added with :func:`addSyncListener`, as the JS "sync" event
-detail: the state plus ``isGlobalStore`` and ``storeName``. Stores are those of
-:mod:`syncstore.smartstore` (call ``smartstore.init(root)``); set each store's remote with
-:func:`setRemote`.
+``syncDown``/``syncUp``/``reSync`` return a :class:`CordovaSyncRun`: ``.started`` is the state the
+plugin answers (the success callback's value), ``.wait()`` or ``await`` it for the final state.
+Every state change is a "sync" event, given to the listeners added with :func:`addSyncListener`
+as the JS event's detail: the state plus ``isGlobalStore`` and ``storeName``.
+``cleanResyncGhosts`` returns the number of entries it removed, and fires no event (as the
+plugin). Stores are those of :mod:`syncstore.smartstore` (call ``smartstore.init(root)``);
+:func:`setRemote` sets the remote of every store, or of one. Answers, errors and events are the
+library's dispatcher's (:mod:`syncstore.cordova`).
 """
 
 from __future__ import annotations
 
+import collections
 import threading
-from typing import Any, Callable, Dict, List, Optional
+import time
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Union, cast
 
-from .cordova import config_key, split_config, store_for
-from .sync import SyncRun
+from . import _callbacks, cordova
+from .cordova import split_config, store_fields
+from .errors import NotFoundError
+from .plugin import MOBILESYNC, Plugin
+from .sync import WaitTimeout
 from .types import SyncState
 
-__all__ = ["MERGE_MODE", "setRemote", "syncDown", "syncUp", "reSync", "cleanResyncGhosts", "getSyncStatus",
-           "deleteSync", "addSyncListener", "removeSyncListener"]
+__all__ = ["MERGE_MODE", "CordovaSyncRun", "setRemote", "syncDown", "syncUp", "reSync", "cleanResyncGhosts",
+           "getSyncStatus", "deleteSync", "addSyncListener", "removeSyncListener"]
+
+TERMINAL = frozenset(("DONE", "FAILED", "STOPPED"))
 
 
 class MERGE_MODE:
@@ -31,10 +40,19 @@ class MERGE_MODE:
 SyncEventListener = Callable[[Dict[str, Any]], object]
 _listeners: List[SyncEventListener] = []
 _lock = threading.Lock()
+# Bumped by every "sync" event: waiting runs look at their sync's status again.
+_changed = threading.Condition()
+_generation = 0
+# The last terminal states the events carried (without the store's members): a run's wait returns
+# once its final state is also among them, i.e. the listeners got it too.
+_finished: "collections.deque[Dict[str, Any]]" = collections.deque(maxlen=256)
+# How long a wait waits for the event of a final state it already read.
+_EVENT_GRACE_S = 5.0
 
 
 def addSyncListener(listener: SyncEventListener) -> None:
-    """Adds a listener of "sync" events (called on the sync worker thread)."""
+    """Adds a listener of "sync" events: ``listener(detail)``, called on the library's sync worker
+    thread for every state change of every run (its exceptions are logged)."""
     with _lock:
         _listeners.append(listener)
 
@@ -45,64 +63,145 @@ def removeSyncListener(listener: SyncEventListener) -> None:
         _listeners.remove(listener)
 
 
-def _emitter(config: Any) -> Callable[[SyncState], None]:
-    is_global, name = config_key(config)
-
-    def emit(state: SyncState) -> None:
-        detail: Dict[str, Any] = dict(state)
-        detail.update(isGlobalStore=is_global, storeName=name)
-        with _lock:
-            listeners = list(_listeners)
-        for listener in listeners:
+def _on_event(root: str, name: str, detail: Dict[str, Any]) -> None:
+    global _generation
+    if name != "sync":
+        return
+    # Taken before the listeners run: they may change the detail they get.
+    state = {k: v for k, v in detail.items() if k not in ("isGlobalStore", "storeName")}
+    with _lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        try:
             listener(detail)
-    return emit
+        except Exception:  # noqa: BLE001 - one listener's bug does not starve the others
+            _callbacks.log.exception("syncstore: a sync listener raised")
+    with _changed:
+        _generation += 1
+        if state.get("status") in TERMINAL:
+            _finished.append(state)
+        _changed.notify_all()
+
+
+cordova.add_event_listener(_on_event)
+
+
+class CordovaSyncRun:
+    """A run started by :func:`syncDown`, :func:`syncUp` or :func:`reSync`."""
+
+    def __init__(self, plugin: Plugin, config: Any, started: SyncState) -> None:
+        self._plugin = plugin
+        self._config = config
+        #: The state the plugin answered when the run started (the success callback's value).
+        self.started = started
+        #: The sync's id.
+        self.sync_id = int(started["_soupEntryId"])
+        #: "syncDown" or "syncUp".
+        self.kind = str(started.get("type"))
+
+    def __repr__(self) -> str:
+        return f"<CordovaSyncRun {self.kind} sync_id={self.sync_id}>"
+
+    @property
+    def state(self) -> SyncState:
+        """The sync's current state (the plugin's getSyncStatus)."""
+        return cast(SyncState, self._plugin.exec(MOBILESYNC, "getSyncStatus",
+                                                 cordova.exec_args(self._config, {"syncId": self.sync_id})))
+
+    def wait(self, timeout: Optional[float] = None) -> SyncState:
+        """Blocks until the sync is DONE, FAILED or STOPPED and returns that state, once the sync
+        listeners got it too; ``timeout`` in seconds (None: no limit) raises :class:`WaitTimeout`
+        (the run goes on). Woken by the plugin's "sync" events."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        final: Optional[SyncState] = None
+        grace = 0.0
+        while True:
+            with _changed:
+                seen = _generation
+                if final is not None and (final in _finished or time.monotonic() > grace):
+                    return final
+            if final is None:
+                state = self.state
+                if "_soupEntryId" not in state:
+                    raise NotFoundError(f"sync {self.sync_id} was deleted while it was waited for", code=2)
+                if state.get("status") in TERMINAL:
+                    final, grace = state, time.monotonic() + _EVENT_GRACE_S
+                    continue
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if final is not None:
+                    return final
+                raise WaitTimeout(f"sync {self.sync_id} is still running after {timeout} s", code=4, retryable=True)
+            with _changed:
+                if _generation == seen:
+                    # Bounded: a status may change without an event reaching here (e.g. a close).
+                    _changed.wait(0.1 if left is None else min(0.1, left))
+
+    def __await__(self) -> Generator[Any, None, SyncState]:
+        """``await run``: :meth:`wait` on the event loop's default executor."""
+        import asyncio
+        return asyncio.get_running_loop().run_in_executor(None, self.wait).__await__()
+
+
+def _start(action: str, config: Any, fields: Dict[str, Any]) -> CordovaSyncRun:
+    plugin = cordova.plugin()  # the run asks this plugin for its state, whatever init() does later
+    return CordovaSyncRun(plugin, config, plugin.exec(MOBILESYNC, action, cordova.exec_args(config, fields)))
+
+
+def _reference(sync: Union[int, str]) -> Dict[str, Any]:
+    """syncId or syncName, as cordova.force.js sends a sync named by id or by name."""
+    return {"syncId": None, "syncName": sync} if isinstance(sync, str) else {"syncId": sync, "syncName": None}
 
 
 def setRemote(*args: Any) -> None:
-    """setRemote([storeConfig,] remote): the store's instanceUrl, accessToken, apiVersion... (a
-    mapping or its JSON text)."""
+    """setRemote([storeConfig,] remote): the instanceUrl, accessToken, apiVersion... (a mapping or
+    its JSON text) of one store, or without a storeConfig of every store of the root that has
+    none of its own (the logged-in user's credentials)."""
     config, (remote,) = split_config(args, 1)
-    store_for(config).set_remote(remote)
+    cordova.plugin().set_remote(remote, None if config is None else store_fields(config))
 
 
-def syncDown(*args: Any) -> SyncRun:
+def syncDown(*args: Any) -> CordovaSyncRun:
     """syncDown([storeConfig,] target, soupName, options, [syncName]) -> the run."""
     config, rest = split_config(args, 3)
     target, soup, options = rest[0], rest[1], rest[2]
     name: Optional[str] = rest[3] if len(rest) > 3 else None
-    return store_for(config).sync_down(target, soup, options, name, _emitter(config))
+    return _start("syncDown", config, {"target": target, "soupName": soup, "options": options, "syncName": name})
 
 
-def syncUp(*args: Any) -> SyncRun:
+def syncUp(*args: Any) -> CordovaSyncRun:
     """syncUp([storeConfig,] [target,] soupName, options, [syncName]) -> the run."""
     config, rest = split_config(args, 2)
-    target: Optional[Dict[str, Any]] = None
+    target: Optional[Mapping[str, Any]] = None
     if rest and not isinstance(rest[0], str):
         target, rest = rest[0], rest[1:]
     soup, options = rest[0], rest[1]
     name: Optional[str] = rest[2] if len(rest) > 2 else None
-    return store_for(config).sync_up(soup, target, options, name, _emitter(config))
+    return _start("syncUp", config, {"target": target or {}, "soupName": soup, "options": options, "syncName": name})
 
 
-def reSync(*args: Any) -> SyncRun:
+def reSync(*args: Any) -> CordovaSyncRun:
     """reSync([storeConfig,] idOrName) -> the run."""
     config, (sync,) = split_config(args, 1)
-    return store_for(config).resync(sync, _emitter(config))
+    return _start("reSync", config, _reference(sync))
 
 
-def cleanResyncGhosts(*args: Any) -> SyncRun:
-    """cleanResyncGhosts([storeConfig,] syncId) -> the run (its final state is the ghost report)."""
+def cleanResyncGhosts(*args: Any, timeout: Optional[float] = None) -> int:
+    """cleanResyncGhosts([storeConfig,] syncId) -> the number of entries removed, when the clean
+    ends (``timeout`` in seconds: :class:`WaitTimeout`, the clean goes on). No "sync" event."""
     config, (sync,) = split_config(args, 1)
-    return store_for(config).clean_resync_ghosts(sync, _emitter(config))
+    return cast(int, cordova.call(MOBILESYNC, "cleanResyncGhosts", config, {"syncId": sync}, timeout=timeout))
 
 
 def getSyncStatus(*args: Any) -> Optional[SyncState]:
-    """getSyncStatus([storeConfig,] idOrName) -> state, or None."""
+    """getSyncStatus([storeConfig,] idOrName) -> state, or None for an unknown sync (the plugin
+    answers {}, which cordova.force.js turns into null: no ``_soupEntryId``)."""
     config, (sync,) = split_config(args, 1)
-    return store_for(config).get_sync_status(sync)
+    state = cordova.call(MOBILESYNC, "getSyncStatus", config, _reference(sync))
+    return cast(SyncState, state) if "_soupEntryId" in state else None
 
 
 def deleteSync(*args: Any) -> None:
-    """deleteSync([storeConfig,] idOrName)."""
+    """deleteSync([storeConfig,] idOrName) (an unknown sync has nothing to delete)."""
     config, (sync,) = split_config(args, 1)
-    store_for(config).delete_sync(sync)
+    cordova.call(MOBILESYNC, "deleteSync", config, _reference(sync))

@@ -3,7 +3,8 @@
 Every store function takes an optional leading storeConfig (``{"storeName", "isGlobalStore"}`` or
 a bool) like the hybrid JS API; the success callback's value is returned instead, and the error
 callback becomes a raised :class:`SyncStoreError`. Call :func:`init` with a root directory first.
-Cursors are the plain JSON objects of the JS API (``cursorId``, ``currentPageOrderedEntries``...)::
+Values, cursors (``cursorId``, ``currentPageOrderedEntries``...) and error messages are the
+plugin's own: each function forwards to the library's dispatcher (:mod:`syncstore.cordova`)::
 
     from syncstore import smartstore
     smartstore.init("/tmp/stores")
@@ -14,194 +15,180 @@ Cursors are the plain JSON objects of the JS API (``cursorId``, ``currentPageOrd
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, cast
 
-from . import store as _store
-from .cordova import close_all, init, split_config, store_for
+from . import cordova
+from .cordova import close_all, init, split_config
 from .errors import ArgumentError
+from .plugin import SMARTSTORE
 
 __all__ = ["init", "close_all", "registerSoup", "removeSoup", "soupExists", "getSoupIndexSpecs", "alterSoup",
            "reIndexSoup", "clearSoup", "querySoup", "runSmartQuery", "retrieveSoupEntries", "upsertSoupEntries",
            "upsertSoupEntriesWithExternalId", "removeFromSoup", "moveCursorToPageIndex", "moveCursorToNextPage",
            "moveCursorToPreviousPage", "closeCursor", "getDatabaseSize", "getAllStores", "getAllGlobalStores",
-           "removeStore", "removeAllStores", "removeAllGlobalStores", "buildAllQuerySpec", "buildExactQuerySpec",
-           "buildRangeQuerySpec", "buildLikeQuerySpec", "buildMatchQuerySpec", "buildSmartQuerySpec"]
+           "removeStore", "removeAllStores", "removeAllGlobalStores", "showInspector", "buildAllQuerySpec",
+           "buildExactQuerySpec", "buildRangeQuerySpec", "buildLikeQuerySpec", "buildMatchQuerySpec",
+           "buildSmartQuerySpec"]
 
 
-def _root() -> str:
-    from . import cordova
-    if cordova._root is None:
-        raise ArgumentError("call syncstore.smartstore.init(root_dir) first", code=1)
-    return cordova._root
-
-
-def _cursor_json(cursor: Any) -> Dict[str, Any]:
-    return {"cursorId": cursor.cursor_id, "currentPageIndex": cursor.current_page_index,
-            "pageSize": cursor.page_size, "totalEntries": cursor.total_entries, "totalPages": cursor.total_pages,
-            "currentPageOrderedEntries": cursor.entries}
+def _exec(action: str, config: Any, **fields: Any) -> Any:
+    return cordova.call(SMARTSTORE, action, config, fields)
 
 
 def registerSoup(*args: Any) -> str:
     """registerSoup([storeConfig,] soupName, indexSpecs) -> soupName."""
     config, (soup, specs) = split_config(args, 2)
-    store_for(config).register_soup(soup, specs)
-    return str(soup)
+    return cast(str, _exec("pgRegisterSoup", config, soupName=soup, indexes=specs))
 
 
 def removeSoup(*args: Any) -> None:
     """removeSoup([storeConfig,] soupName)."""
     config, (soup,) = split_config(args, 1)
-    store_for(config).remove_soup(soup)
+    _exec("pgRemoveSoup", config, soupName=soup)
 
 
 def soupExists(*args: Any) -> bool:
     """soupExists([storeConfig,] soupName) -> bool."""
     config, (soup,) = split_config(args, 1)
-    return store_for(config).soup_exists(soup)
+    return cast(bool, _exec("pgSoupExists", config, soupName=soup))
 
 
 def getSoupIndexSpecs(*args: Any) -> List[Any]:
     """getSoupIndexSpecs([storeConfig,] soupName) -> index specs."""
     config, (soup,) = split_config(args, 1)
-    return list(store_for(config).get_soup_index_specs(soup))
+    return cast(List[Any], _exec("pgGetSoupIndexSpecs", config, soupName=soup))
 
 
 def alterSoup(*args: Any) -> str:
     """alterSoup([storeConfig,] soupName, indexSpecs, reIndexData) -> soupName."""
     config, (soup, specs, reindex) = split_config(args, 3)
-    store_for(config).alter_soup(soup, specs, bool(reindex))
-    return str(soup)
+    return cast(str, _exec("pgAlterSoup", config, soupName=soup, indexes=specs, reIndexData=reindex))
 
 
 def reIndexSoup(*args: Any) -> str:
     """reIndexSoup([storeConfig,] soupName, paths) -> soupName."""
     config, (soup, paths) = split_config(args, 2)
-    store_for(config).reindex_soup(soup, paths)
-    return str(soup)
+    return cast(str, _exec("pgReIndexSoup", config, soupName=soup, paths=paths))
 
 
 def clearSoup(*args: Any) -> None:
     """clearSoup([storeConfig,] soupName)."""
     config, (soup,) = split_config(args, 1)
-    store_for(config).clear_soup(soup)
+    _exec("pgClearSoup", config, soupName=soup)
 
 
 def querySoup(*args: Any) -> Dict[str, Any]:
-    """querySoup([storeConfig,] soupName, querySpec) -> cursor JSON (first page)."""
+    """querySoup([storeConfig,] soupName, querySpec) -> cursor (first page; close it with
+    :func:`closeCursor`)."""
     config, (soup, spec) = split_config(args, 2)
-    cursor = store_for(config).query_soup(soup, spec)
-    cursor.detach()  # the JS API closes cursors explicitly (closeCursor)
-    return _cursor_json(cursor)
+    return cast(Dict[str, Any], _exec("pgQuerySoup", config, soupName=soup, querySpec=spec))
 
 
 def runSmartQuery(*args: Any) -> Dict[str, Any]:
-    """runSmartQuery([storeConfig,] querySpec or Smart SQL text) -> cursor JSON (first page)."""
+    """runSmartQuery([storeConfig,] querySpec) -> cursor (first page). Smart SQL text stands for
+    ``buildSmartQuerySpec(text)``."""
     config, (spec,) = split_config(args, 1)
-    cursor = store_for(config).run_smart_query(spec)
-    cursor.detach()
-    return _cursor_json(cursor)
+    if isinstance(spec, str):
+        spec = buildSmartQuerySpec(spec)
+    return cast(Dict[str, Any], _exec("pgRunSmartQuery", config, querySpec=spec))
 
 
 def retrieveSoupEntries(*args: Any) -> List[Dict[str, Any]]:
     """retrieveSoupEntries([storeConfig,] soupName, entryIds) -> entries."""
     config, (soup, ids) = split_config(args, 2)
-    return store_for(config).retrieve(soup, ids)
+    return cast(List[Any], _exec("pgRetrieveSoupEntries", config, soupName=soup, entryIds=ids))
 
 
 def upsertSoupEntries(*args: Any) -> List[Dict[str, Any]]:
     """upsertSoupEntries([storeConfig,] soupName, entries) -> stored entries."""
     config, (soup, entries) = split_config(args, 2)
-    return store_for(config).upsert(soup, entries)
+    return upsertSoupEntriesWithExternalId(config, soup, entries, "_soupEntryId")
 
 
 def upsertSoupEntriesWithExternalId(*args: Any) -> List[Dict[str, Any]]:
     """upsertSoupEntriesWithExternalId([storeConfig,] soupName, entries, externalIdPath) -> stored entries."""
     config, (soup, entries, path) = split_config(args, 3)
-    return store_for(config).upsert(soup, entries, path)
+    return cast(List[Any], _exec("pgUpsertSoupEntries", config, soupName=soup, entries=entries, externalIdPath=path))
 
 
 def removeFromSoup(*args: Any) -> None:
-    """removeFromSoup([storeConfig,] soupName, entryIdsOrQuerySpec)."""
+    """removeFromSoup([storeConfig,] soupName, entryIdsOrQuerySpec): a list is entry ids, anything
+    else a query spec (as cordova.force.js tells them apart)."""
     config, (soup, what) = split_config(args, 2)
-    store = store_for(config)
-    if isinstance(what, dict):
-        store.remove_by_query(soup, what)
+    if isinstance(what, (list, tuple)):
+        _exec("pgRemoveFromSoup", config, soupName=soup, entryIds=what)
     else:
-        store.remove(soup, what)
-
-
-def _move(config: Any, cursor: Dict[str, Any], page: int) -> Dict[str, Any]:
-    moved = store_for(config).move_cursor_to_page(int(cursor["cursorId"]), page)
-    return dict(moved)
+        _exec("pgRemoveFromSoup", config, soupName=soup, querySpec=what)
 
 
 def moveCursorToPageIndex(*args: Any) -> Dict[str, Any]:
-    """moveCursorToPageIndex([storeConfig,] cursor, newPageIndex) -> cursor JSON."""
+    """moveCursorToPageIndex([storeConfig,] cursor, newPageIndex) -> cursor."""
     config, (cursor, page) = split_config(args, 2)
-    return _move(config, cursor, int(page))
+    return cast(Dict[str, Any], _exec("pgMoveCursorToPageIndex", config, cursorId=cursor["cursorId"], index=page))
 
 
 def moveCursorToNextPage(*args: Any) -> Dict[str, Any]:
-    """moveCursorToNextPage([storeConfig,] cursor) -> cursor JSON."""
+    """moveCursorToNextPage([storeConfig,] cursor) -> cursor; on the last page an
+    :class:`ArgumentError` (cordova.force.js's check, before any call)."""
     config, (cursor,) = split_config(args, 1)
-    return _move(config, cursor, int(cursor["currentPageIndex"]) + 1)
+    page = cursor["currentPageIndex"] + 1
+    if page >= cursor["totalPages"]:
+        raise ArgumentError("moveCursorToNextPage called while on last page", code=1)
+    return moveCursorToPageIndex(config, cursor, page)
 
 
 def moveCursorToPreviousPage(*args: Any) -> Dict[str, Any]:
-    """moveCursorToPreviousPage([storeConfig,] cursor) -> cursor JSON."""
+    """moveCursorToPreviousPage([storeConfig,] cursor) -> cursor; on the first page an
+    :class:`ArgumentError` (cordova.force.js's check, before any call)."""
     config, (cursor,) = split_config(args, 1)
-    return _move(config, cursor, int(cursor["currentPageIndex"]) - 1)
+    page = cursor["currentPageIndex"] - 1
+    if page < 0:
+        raise ArgumentError("moveCursorToPreviousPage called while on first page", code=1)
+    return moveCursorToPageIndex(config, cursor, page)
 
 
 def closeCursor(*args: Any) -> None:
     """closeCursor([storeConfig,] cursor)."""
     config, (cursor,) = split_config(args, 1)
-    store_for(config).close_cursor(int(cursor["cursorId"]))
+    _exec("pgCloseCursor", config, cursorId=cursor["cursorId"])
 
 
 def getDatabaseSize(*args: Any) -> int:
     """getDatabaseSize([storeConfig]) -> bytes."""
     config, _ = split_config(args, 0)
-    return store_for(config).database_size()
+    return cast(int, _exec("pgGetDatabaseSize", config))
 
 
-def getAllStores() -> List[str]:
-    """getAllStores() -> user store names."""
-    return _store.list_stores(_root(), False)
+def getAllStores() -> List[Dict[str, Any]]:
+    """getAllStores() -> the user stores, ``[{"storeName", "isGlobalStore"}]``."""
+    return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllStores", [{}]))
 
 
-def getAllGlobalStores() -> List[str]:
-    """getAllGlobalStores() -> global store names."""
-    return _store.list_stores(_root(), True)
-
-
-def _close_matching(is_global: Optional[bool], name: Optional[str]) -> None:
-    from . import cordova
-    with cordova._lock:
-        keys = [k for k in cordova._stores if (is_global is None or k[0] == is_global) and (name is None or k[1] == name)]
-        stores = [cordova._stores.pop(k) for k in keys]
-    for store in stores:
-        store.close()
+def getAllGlobalStores() -> List[Dict[str, Any]]:
+    """getAllGlobalStores() -> the global stores, ``[{"storeName", "isGlobalStore"}]``."""
+    return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllGlobalStores", [{}]))
 
 
 def removeStore(storeConfig: Any) -> None:
-    """removeStore(storeConfig): closes the store if this module opened it, then deletes it."""
-    from .cordova import config_key
-    is_global, name = config_key(storeConfig)
-    _close_matching(is_global, name)
-    _store.remove_store(_root(), {"isGlobalStore": is_global, "storeName": name})
+    """removeStore(storeConfig): closes the store if it is open, then deletes it."""
+    _exec("pgRemoveStore", storeConfig)
 
 
 def removeAllStores() -> None:
     """removeAllStores(): every user store."""
-    _close_matching(False, None)
-    _store.remove_all_stores(_root(), False)
+    cordova.plugin().exec(SMARTSTORE, "pgRemoveAllStores", [{}])
 
 
 def removeAllGlobalStores() -> None:
     """removeAllGlobalStores(): every global store."""
-    _close_matching(True, None)
-    _store.remove_all_stores(_root(), True)
+    cordova.plugin().exec(SMARTSTORE, "pgRemoveAllGlobalStores", [{}])
+
+
+def showInspector(*args: Any) -> None:
+    """showInspector([storeConfig]): opens the store inspector where one runs (else the plugin's
+    :class:`StateError` says what shows the store meanwhile)."""
+    config, _ = split_config(args, 0)
+    _exec("pgShowInspector", config)
 
 
 def _spec(query_type: str, path: Optional[str], order: str, page_size: int, order_path: Optional[str],

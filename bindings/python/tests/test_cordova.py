@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -70,10 +71,11 @@ def test_smartstore_functions(root: Path) -> None:
     assert not smartstore.soupExists("cats")
     assert smartstore.getDatabaseSize() > 0 and smartstore.getDatabaseSize(GLOBAL) > 0
 
-    assert smartstore.getAllStores() == ["smartstore"]
-    assert smartstore.getAllGlobalStores() == ["shared", "smartstore"]
+    # The plugin's answer: storeConfigs, not names.
+    assert smartstore.getAllStores() == [{"storeName": "smartstore", "isGlobalStore": False}]
+    assert smartstore.getAllGlobalStores() == [dict(GLOBAL), {"storeName": "smartstore", "isGlobalStore": True}]
     smartstore.removeStore(GLOBAL)
-    assert smartstore.getAllGlobalStores() == ["smartstore"]
+    assert smartstore.getAllGlobalStores() == [{"storeName": "smartstore", "isGlobalStore": True}]
     smartstore.removeAllGlobalStores()
     smartstore.removeAllStores()
     assert smartstore.getAllStores() == [] == smartstore.getAllGlobalStores()
@@ -89,7 +91,8 @@ def test_mobilesync_functions(root: Path, shared_server: DevServer) -> None:
         mobilesync.setRemote(config, shared_server.remote)
         run = mobilesync.syncDown(config, {"type": "soql", "query": "SELECT Id, LastName FROM Contact"}, "contacts",
                                   {"mergeMode": mobilesync.MERGE_MODE.OVERWRITE}, "cdv-down")
-        assert run.wait(60)["status"] == "DONE"
+        final = run.wait(60)
+        assert final["status"] == "DONE" and final in mobilesync._finished  # the listeners got it first
         assert events[0]["status"] == "RUNNING" and events[-1]["status"] == "DONE"
         assert events[-1]["storeName"] == "synced" and events[-1]["isGlobalStore"] is False
         smartstore.upsertSoupEntries(config, "contacts", [{"attributes": {"type": "Contact"}, "LastName": "Cordova",
@@ -98,8 +101,13 @@ def test_mobilesync_functions(root: Path, shared_server: DevServer) -> None:
         assert up.wait(60)["status"] == "DONE"
         up2 = mobilesync.syncUp(config, {"type": "single"}, "contacts", {"fieldlist": ["LastName"]})
         assert up2.wait(60)["type"] == "syncUp"
-        assert mobilesync.reSync(config, "cdv-down").wait(60)["status"] == "DONE"
-        assert mobilesync.cleanResyncGhosts(config, run.sync_id).wait(60)["removed"] == 0
+        async def resync() -> Any:
+            return await mobilesync.reSync(config, "cdv-down")
+
+        assert asyncio.run(resync())["status"] == "DONE"
+        seen = len(events)
+        assert mobilesync.cleanResyncGhosts(config, run.sync_id, timeout=60) == 0  # the plugin's answer: a number
+        assert len(events) == seen  # and no sync event
         status = mobilesync.getSyncStatus(config, "cdv-down")
         assert status is not None and status["_soupEntryId"] == run.sync_id
         mobilesync.deleteSync(config, "cdv-down")
@@ -107,6 +115,29 @@ def test_mobilesync_functions(root: Path, shared_server: DevServer) -> None:
         assert mobilesync.getSyncStatus(config, run.sync_id) is None
     finally:
         mobilesync.removeSyncListener(events.append)
+
+
+def test_the_plugins_rules_reach_the_modules(root: Path, shared_server: DevServer) -> None:
+    """Where the modules used to decide for themselves, the dispatcher now answers: an exact
+    query with a null matchKey matches nothing, a null or unknown queryType is refused, an
+    unknown sync has no status (None), and one setRemote without a storeConfig serves every
+    store, global ones too."""
+    smartstore.registerSoup("cats", [{"path": "name", "type": "string"}])
+    smartstore.upsertSoupEntries("cats", [{"name": "tom"}])
+    assert smartstore.querySoup("cats", smartstore.buildExactQuerySpec("name", None))["totalEntries"] == 0
+    for query_type in (None, "near"):
+        with pytest.raises(syncstore.ArgumentError, match="queryType" if query_type is None else "near"):
+            smartstore.querySoup("cats", {"queryType": query_type, "indexPath": "name", "matchKey": "tom"})
+    assert mobilesync.getSyncStatus("nothing") is None
+    with pytest.raises(syncstore.ArgumentError, match="moveCursorToPreviousPage"):  # cordova.force.js's check
+        smartstore.moveCursorToPreviousPage(smartstore.querySoup("cats", smartstore.buildAllQuerySpec("name")))
+
+    mobilesync.setRemote(shared_server.remote)
+    smartstore.registerSoup(True, "contacts", [{"path": "Id", "type": "string"}])
+    run = mobilesync.syncDown(True, {"type": "soql", "query": "SELECT Id FROM Contact"}, "contacts", {})
+    assert run.started["status"] == "RUNNING" and run.kind == "syncDown"
+    final = run.wait(60)
+    assert final["status"] == "DONE" and final["totalSize"] == len(shared_server.query("SELECT Id FROM Contact"))
 
 
 def test_init_is_required(tmp_path: Path) -> None:

@@ -745,7 +745,7 @@ def test_cordova_modules_open_stores_with_the_hosts_key_provider(tmp_path: Path,
         mobilesync.setRemote(secure, shared_server.remote)
         assert mobilesync.syncDown(secure, {"type": "soql", "query": QUERY}, "contacts", {}, "d").wait(60)[
             "status"] == "DONE"
-        assert smartstore.getAllStores() == ["secure", "smartstore"]
+        assert [s["storeName"] for s in smartstore.getAllStores()] == ["secure", "smartstore"]
     finally:
         cordova.close_all()
         cordova.set_encryption_key_provider(None)

@@ -46,12 +46,14 @@ def test_encrypted_store_example(tmp_path: Path) -> None:
     ("sync_example.py", ["downloaded 20", "sync up DONE", "reSync DONE", "ghosts removed 0"]),
     ("async_example.py", ["down DONE 20", "reSync DONE ghosts removed 0"]),
     ("cordova_example.py", ["syncDown DONE", "entries 20 first page 5"]),
+    ("hybrid_plugin.py", ["sync DONE 20 in smartstore", "entries 20 first page 5", "error SYNCSTORE_ERR_NOT_FOUND",
+                          "ghosts removed 0"]),
 ])
 def test_sync_examples(name: str, expected: list[str], shared_server: DevServer) -> None:
     lines = run_example(name, shared_server.url, TOKEN).splitlines()
     assert [line for line in lines if not line.startswith(("progress", "syncDown ", "syncUp "))
             or line.startswith("syncDown DONE") and name == "cordova_example.py"] == expected
-    if name != "cordova_example.py":
+    if name not in ("cordova_example.py", "hybrid_plugin.py"):
         assert any(line.startswith(("progress RUNNING", "syncDown RUNNING")) for line in lines)
 
 

@@ -86,9 +86,9 @@ def test_an_exception_class_per_status_code(code: int, cls: type) -> None:
 def test_every_public_name_has_a_docstring() -> None:
     import inspect
 
-    from syncstore import aio, cordova, cursor, errors, mobilesync, smartstore, store, sync, targets
+    from syncstore import aio, cordova, cursor, errors, mobilesync, plugin, smartstore, store, sync, targets
     missing = []
-    for module in (syncstore, aio, cordova, cursor, errors, mobilesync, smartstore, store, sync, targets):
+    for module in (syncstore, aio, cordova, cursor, errors, mobilesync, plugin, smartstore, store, sync, targets):
         assert module.__doc__, module.__name__
         for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
