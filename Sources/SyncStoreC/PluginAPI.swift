@@ -118,7 +118,9 @@ public func syncstore_plugin_exec(_ p: OpaquePointer?, _ service: CString?, _ ac
 public func syncstore_plugin_free(_ p: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         guard p != nil else { return }
-        guard let removed = PluginHandles.remove(handle(p)) else { throw StoreError(.state, "Unknown or freed plugin handle") }
-        try removed.close()
+        // Closed first and forgotten after: a refused free (from a callback) leaves the handle usable.
+        let target = try PluginHandles.get(handle(p))
+        defer { if target.isClosed { _ = PluginHandles.remove(handle(p)) } }
+        try target.close()
     }
 }

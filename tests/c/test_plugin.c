@@ -16,8 +16,17 @@
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
 static json_t *events; /* array of details */
 
+/* Set by a test: the listener tries to free this plugin (from the sync thread) and keeps the status. */
+static syncstore_plugin *free_from_listener;
+static int free_from_listener_status = -1;
+
 static void on_event(void *context, const char *event, const char *detail_json) {
     (void)context;
+    if (free_from_listener) {
+        syncstore_error err;
+        free_from_listener_status = syncstore_plugin_free(free_from_listener, &err);
+        free_from_listener = NULL;
+    }
     json_t *detail = json_loads(detail_json, 0, NULL);
     if (!detail || strcmp(event, "sync") != 0) {
         fprintf(stderr, "FAIL unexpected event %s: %s\n", event, detail_json);
@@ -374,11 +383,15 @@ static void test_remotes(const char *root, const devserver *server) {
     CHECK(strcmp(terminal_status(state, "smartstore", 1), "FAILED") == 0);
     json_decref(state);
 
-    /* The default remote reaches the global store, already open. */
+    /* The default remote reaches the global store, already open. A listener cannot free the
+     * plugin (it would wait for its own callback): STATE, and the plugin goes on. */
     EXPECT(syncstore_plugin_set_remote(plugin, NULL, remote, &err), SYNCSTORE_OK, &err);
+    free_from_listener = plugin;
     CHECK(exec_now(plugin, "com.salesforce.mobilesync", "syncDown", args, &state) == SYNCSTORE_OK);
     CHECK(strcmp(terminal_status(state, "smartstore", 1), "DONE") == 0);
     json_decref(state);
+    CHECK(free_from_listener_status == SYNCSTORE_ERR_STATE);
+    CHECK(exec_now(plugin, "com.salesforce.smartstore", "pgGetDatabaseSize", "[{}]", NULL) == SYNCSTORE_OK);
     EXPECT(syncstore_plugin_set_remote(plugin, NULL, "{\"instanceUrl\":", &err), SYNCSTORE_ERR_ARGUMENT, &err);
     free(remote);
     EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_OK, &err);

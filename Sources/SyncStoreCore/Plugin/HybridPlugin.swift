@@ -77,6 +77,11 @@ public final class HybridPlugin: @unchecked Sendable {
     public func close() throws {
         let open: [Int] = try lock.withLock {
             try checkOpen()
+            // From a callback of one of its stores the close would wait for that callback: refuse
+            // before anything changes, as syncstore_close() does.
+            for handle in handles.values where (try? StoreRegistry.shared.store(handle))?.onSyncWorker == true {
+                throw StoreError(.state, "The plugin cannot be freed from a callback of one of its stores (it would wait for itself)")
+            }
             closed = true
             defer { handles.removeAll() }
             return Array(handles.values)
@@ -87,6 +92,9 @@ public final class HybridPlugin: @unchecked Sendable {
         }
         if let first { throw first }
     }
+
+    /// Whether close() has run (its stores are closed, or were being closed when one failed).
+    public var isClosed: Bool { lock.withLock { closed } }
 
     private func checkOpen() throws {
         if closed { throw StoreError(.state, "The plugin was freed; create a new one") }
