@@ -665,7 +665,11 @@ int syncstore_register_custom_target(syncstore_store *store, const char *type,
  *     pgCloseCursor, pgGetDatabaseSize, pgGetAllStores, pgGetAllGlobalStores, pgRemoveStore,
  *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector;
  *   "com.salesforce.mobilesync": syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
- *     deleteSync.
+ *     deleteSync;
+ *   "com.salesforce.oauth": getAuthCredentials, authenticate (the default remote's credentials),
+ *     getAppHomeUrl;
+ *   "com.salesforce.network": pgSendRequest (force.js's REST requests, sent to the default
+ *     remote's instance with its token, on the calling thread).
  * args is the array cordova.force.js builds: one object with the action's fields and the
  * storeConfig's "isGlobalStore" / "storeName" (missing: the user store "smartstore"), optionally
  * preceded by its "pluginSDKVersion:<version>" string. Answers, fields and error strings are the

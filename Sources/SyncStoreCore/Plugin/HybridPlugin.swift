@@ -14,6 +14,8 @@ public final class HybridPlugin: @unchecked Sendable {
 
     public static let smartStoreService = "com.salesforce.smartstore"
     public static let mobileSyncService = "com.salesforce.mobilesync"
+    public static let oauthService = "com.salesforce.oauth"
+    public static let networkService = "com.salesforce.network"
 
     let root: String
     private let lock = Lock()
@@ -93,6 +95,9 @@ public final class HybridPlugin: @unchecked Sendable {
         if let first { throw first }
     }
 
+    /// The default remote's JSON as the host gave it (the logged-in user's credentials), if any.
+    var defaultRemoteJSON: String? { lock.withLock { defaultRemote } }
+
     /// Whether close() has run (its stores are closed, or were being closed when one failed).
     public var isClosed: Bool { lock.withLock { closed } }
 
@@ -109,8 +114,10 @@ public final class HybridPlugin: @unchecked Sendable {
             switch service {
             case HybridPlugin.smartStoreService: table = SmartStoreActions.table
             case HybridPlugin.mobileSyncService: table = MobileSyncActions.table
+            case HybridPlugin.oauthService: table = OAuthActions.table
+            case HybridPlugin.networkService: table = NetworkActions.table
             default:
-                throw StoreError.argument("Unknown plugin service '\(service)': use \(HybridPlugin.smartStoreService) or \(HybridPlugin.mobileSyncService)")
+                throw StoreError.argument("Unknown plugin service '\(service)': use \(HybridPlugin.smartStoreService), \(HybridPlugin.mobileSyncService), \(HybridPlugin.oauthService) or \(HybridPlugin.networkService)")
             }
             guard let run = table[action] else {
                 throw StoreError.argument("Unknown action '\(action)' of \(service) (docs/hybrid-plugin.md lists them)")

@@ -1,0 +1,90 @@
+/// What hybrid JavaScript asks of the logged-in session: "com.salesforce.oauth" (the
+/// credentials force.js starts from) and "com.salesforce.network" (the REST requests force.js
+/// sends through the native network stack when it runs in a Cordova container). Both use the
+/// plugin's default remote: the logged-in user (docs/hybrid-plugin.md).
+enum OAuthActions {
+    static let table: [String: PluginAction] = [
+        "getAuthCredentials": { plugin, _, _ in .json(try credentials(plugin)) },
+        // There is no login page here: authenticating answers the credentials the host set.
+        "authenticate": { plugin, _, _ in .json(try credentials(plugin)) },
+        "getAppHomeUrl": { _, _, _ in .json("\"\"") },
+    ]
+
+    /// The SDK's credentials dictionary, from the default remote's JSON (members it lacks are null).
+    private static func credentials(_ plugin: HybridPlugin) throws -> String {
+        guard let remote = plugin.defaultRemoteJSON else {
+            throw StoreError(.auth, "Not authenticated: the plugin has no default remote (give {\"remote\": ...} when creating it, or set one)")
+        }
+        let source = try JSONDocument.parse(remote, what: "remote config")
+        let out = JSONDocument.object()
+        let names = ["accessToken", "refreshToken", "clientId", "userId", "orgId", "loginUrl", "instanceUrl",
+                     "identityUrl", "communityId", "communityUrl"]
+        for name in names {
+            if let value = source.root[name] {
+                out.root.set(name, owned: value.retained())
+            } else {
+                out.root.set(name, owned: JSONMake.null())
+            }
+        }
+        out.root.set("userAgent", owned: JSONMake.string("SyncStore/\(SyncStoreVersion.string) hybrid"))
+        return out.root.dump()
+    }
+}
+
+enum NetworkActions {
+    static let table: [String: PluginAction] = [
+        "pgSendRequest": { plugin, call, _ in try sendRequest(plugin, call) },
+    ]
+
+    /// {endPoint, path, method, queryParams, headerParams, fileParams, returnBinary,
+    ///  doesNotRequireAuthentication}: the request goes to the default remote's instance, with its
+    /// token (refreshed once on 401), and answers the body: JSON when it parses, else its text.
+    private static func sendRequest(_ plugin: HybridPlugin, _ call: PluginCall) throws -> PluginAnswer {
+        guard let remote = plugin.defaultRemoteJSON else {
+            throw StoreError(.auth, "Not authenticated: the plugin has no default remote to send requests to")
+        }
+        if try call.bool("returnBinary", default: false) {
+            throw StoreError.argument("pgSendRequest: binary answers (returnBinary) are not supported")
+        }
+        if let files = call.fields["fileParams"], files.isObject, !files.members.isEmpty {
+            throw StoreError.argument("pgSendRequest: file uploads (fileParams) are not supported")
+        }
+        let method = (try call.optionalString("method") ?? "GET").uppercased()
+        guard ["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD"].contains(method) else {
+            throw StoreError.argument("pgSendRequest: unknown method '\(method)'")
+        }
+        var path = (try call.optionalString("endPoint") ?? "") + (try call.string("path"))
+        if !path.hasPrefix("/") { path = "/" + path }
+        guard !path.contains("://"), !path.contains("@") else {
+            throw StoreError.argument("pgSendRequest: the path must be a path on the instance, not a URL")
+        }
+        var body: [UInt8]? = nil
+        if let params = call.fields["queryParams"], params.isObject, !params.members.isEmpty {
+            if ["GET", "DELETE", "HEAD"].contains(method) {
+                let query = params.members.map { name, value in
+                    "\(RemoteURL.encode(name))=\(RemoteURL.encode(value.string ?? value.dump()))"
+                }
+                path += (path.contains("?") ? "&" : "?") + query.joined(separator: "&")
+            } else {
+                body = Array(params.dump().utf8)
+            }
+        }
+        var headers: [String] = []
+        if let given = call.fields["headerParams"], given.isObject {
+            for (name, value) in given.members {
+                guard let text = value.string, !name.isEmpty,
+                      !name.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 58 }),
+                      !text.utf8.contains(where: { $0 == 13 || $0 == 10 }) else {
+                    throw StoreError.argument("pgSendRequest: header '\(name)' must be a name and a one-line string")
+                }
+                headers.append("\(name): \(text)")
+            }
+        }
+        let client = RestClient(config: try RemoteConfig.parse(remote))
+        let response = try client.send(method, path, body: body, headers: headers)
+        guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
+        if response.body.isEmpty { return .none }
+        if let parsed = try? response.json(what: "answer") { return .json(parsed.root.dump()) }
+        return .json(HybridPlugin.messageJSON(response.text))
+    }
+}
