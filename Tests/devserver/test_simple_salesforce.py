@@ -290,7 +290,7 @@ def test_oauth_password_and_refresh(https_server, tls_files):
 def test_describe_and_versions(sf, https_server, http):
     versions = http.get(f"{https_server.url}/services/data/").json()
     assert {"label": "Winter '21", "url": "/services/data/v50.0", "version": "50.0"} in versions
-    assert http.get(f"{https_server.url}/services/data/v49.0/sobjects").status_code == 404
+    assert http.get(f"{https_server.url}/services/data/v30.0/sobjects").status_code == 404
     names = {o["name"]: o for o in sf.describe()["sobjects"]}
     assert {"Account", "Contact", "Opportunity", "Widget__c"} <= set(names)
     assert names["Account"]["keyPrefix"] == "001" and names["Contact"]["keyPrefix"] == "003" and names["Opportunity"]["keyPrefix"] == "006"
