@@ -147,7 +147,7 @@ def test_crud_roundtrip(sf):
     assert sf.Contact.delete(cid) == 204
     with pytest.raises(SalesforceResourceNotFound) as e:
         sf.Contact.get(cid)
-    assert e.value.content[0]["errorCode"] == "ENTITY_IS_DELETED"
+    assert e.value.content == [{"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}]
     deleted = sf.query_all(f"SELECT Id, IsDeleted FROM Contact WHERE Id = '{cid}'", include_deleted=True)["records"]
     assert deleted[0]["IsDeleted"] is True
     assert sf.query(f"SELECT Id FROM Contact WHERE Id = '{cid}'")["totalSize"] == 0
