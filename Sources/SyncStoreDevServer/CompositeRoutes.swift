@@ -16,7 +16,8 @@ extension API {
             try allow(req, ["POST"])
             return try batch(req)
         }
-        guard s[0] == "sobjects" else { throw APIError.notFound }
+        // sObject Collections came with API 42.0, their upsert with 46.0: not found before, as in an org.
+        guard s[0] == "sobjects", API.major(version) >= (s.count == 3 ? 46 : 42) else { throw APIError.notFound }
         switch s.count {
         case 1:
             switch req.method {

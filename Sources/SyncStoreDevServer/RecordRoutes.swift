@@ -24,11 +24,11 @@ extension API {
         case 4 where s[1] == "describe" && s[2] == "layouts":
             try allow(req, ["GET"])
             guard SFId.to18(s[3]) == API.masterRecordTypeId else { throw APIError.notFound }
-            return APIResponse(status: 200, json: describeLayout(obj, version: version))
+            return APIResponse(status: 200, json: describeLayout(obj))
         case 2 where s[1] == "updated" || s[1] == "deleted":
             try allow(req, ["GET"])
             return try changes(obj, req, deleted: s[1] == "deleted")
-        case 2 where s[1].lowercased() == "id" && req.method == "POST":
+        case 2 where s[1].lowercased() == "id" && req.method == "POST" && API.major(version) >= 37:
             // `Id` as the external id field with no value: an org creates the record (API 37.0+).
             return try createRoute(obj, req, version: version, asUpsert: true)
         case 2:
@@ -334,7 +334,7 @@ extension API {
             .object([("picklistName", .string(f.name)), ("picklistValues", fieldDescribe(f)["picklistValues"] ?? .array([]))])
         })))
         return .object([
-            ("layouts", .array([describeLayout(obj, version: version)])),
+            ("layouts", .array([describeLayout(obj)])),
             ("recordTypeMappings", .array([.object(mapping)])),
             ("recordTypeSelectorRequired", .array([.bool(false)])),
         ])
@@ -342,7 +342,7 @@ extension API {
 
     /// `sobjects/{T}/describe/layouts/{recordTypeId}`: the describe layout (SOAP DescribeLayout as
     /// JSON), generated from the fields as the UI API layout is; related lists from the child relationships.
-    func describeLayout(_ obj: SObjectDef, version: String) -> JSON {
+    func describeLayout(_ obj: SObjectDef) -> JSON {
         let id = layoutId(obj)
         func section(editing: Bool) -> JSON {
             var tab = 0

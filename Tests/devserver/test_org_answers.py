@@ -82,6 +82,12 @@ def test_upsert_answers_before_api_46(https_server, http):
     # The same upserts at a current version carry `created`.
     r = http.patch(f"{https_server.api}/sobjects/Widget__c/External_Id__c/{ext}", json={"Quantity__c": 3})
     assert r.status_code == 200 and r.json()["created"] is False
+    # Resources newer than the version asked for are not there: POST .../Id came with 37.0,
+    # sObject Collections with 42.0 and their upsert with 46.0.
+    assert http.post(f"{api(https_server, '36.0')}/sobjects/Contact/Id", json={"LastName": "x"}).status_code == 404
+    assert http.patch(f"{old}/composite/sobjects/Contact/Id", json={"records": [{"LastName": "x"}]}).json() == NOT_FOUND
+    assert http.post(f"{api(https_server, '41.0')}/composite/sobjects/Contact", json={"ids": [cid], "fields": ["Id"]}).status_code == 404
+    assert http.post(f"{api(https_server, '42.0')}/composite/sobjects/Contact", json={"ids": [cid], "fields": ["Id"]}).status_code == 200
 
 
 @pytest.mark.parametrize("all_or_none", [True, False])
