@@ -93,8 +93,9 @@ final class API: @unchecked Sendable {
     var defaultBatchSize = 2000
     /// Children of one parent returned inline by a child subquery; the rest are paged.
     var childBatchSize = 200
-    static let minVersion = 50
-    static let maxVersion = 65
+    /// Versions an org serves today: v31.0 (Summer '14, the oldest not retired) to v66.0 (Spring '26).
+    static let minVersion = 31
+    static let maxVersion = 66
 
     init(store: Store, auth: Auth) {
         self.store = store
@@ -195,17 +196,20 @@ final class API: @unchecked Sendable {
         return String(v)
     }
 
-    static let releaseNames = ["Winter", "Spring", "Summer"]
+    static let releaseNames = ["Summer", "Winter", "Spring"]
 
     private func versionsJSON() -> JSON {
         .array((API.minVersion...API.maxVersion).map { v in
-            // v50 was Winter '21; three releases a year.
-            let idx = v - 50
+            // v31 was Summer '14; three releases a year, the year turning with Winter.
+            let idx = v - 31
             let name = API.releaseNames[idx % 3]
-            let year = 21 + idx / 3
+            let year = 14 + (idx + 2) / 3
             return .object([("label", .string("\(name) '\(year)")), ("url", .string("/services/data/v\(v).0")), ("version", .string("\(v).0"))])
         })
     }
+
+    /// `60.0` -> 60: for answers that changed shape at a version (upsert's `created`).
+    static func major(_ version: String) -> Int { Int(version.split(separator: ".").first ?? "") ?? maxVersion }
 
     private func resourcesJSON(_ v: String) -> JSON {
         let names = ["sobjects", "query", "queryAll", "search", "composite", "limits", "connect", "ui-api"]

@@ -16,7 +16,8 @@ extension API {
             try allow(req, ["POST"])
             return try batch(req)
         }
-        guard s[0] == "sobjects" else { throw APIError.notFound }
+        // sObject Collections came with API 42.0, their upsert with 46.0: not found before, as in an org.
+        guard s[0] == "sobjects", API.major(version) >= (s.count == 3 ? 46 : 42) else { throw APIError.notFound }
         switch s.count {
         case 1:
             switch req.method {
@@ -215,7 +216,13 @@ extension API {
             if let t = rec["attributes"]?["type"]?.stringValue, t.lowercased() != obj.name.lowercased() {
                 throw APIError(400, "INVALID_TYPE", "Record type \(t) does not match \(obj.name)", fields: [])
             }
-            guard let v = rec.value(forKeyIgnoringCase: field.name), !v.isNull else {
+            let v = rec.value(forKeyIgnoringCase: field.name)
+            if field.name == "Id", v == nil || v?.isNull == true || v?.stringValue == "" {
+                // `Id` as the external id and none given: an org creates the record.
+                let id = try store.create(obj, values: try store.columnValues(obj, body: rec, creating: true, ignoring: ["id"]))
+                return ItemResult(id: id, error: nil, created: true)
+            }
+            guard let v, !v.isNull else {
                 throw APIError(400, "MISSING_ARGUMENT", "\(field.name) not specified", fields: [field.name])
             }
             let value = v.stringValue ?? v.intValue.map(String.init) ?? v.text

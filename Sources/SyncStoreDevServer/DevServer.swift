@@ -11,7 +11,7 @@ public struct DevServerOptions: ParsableArguments {
     /// The grammar of faults and the clock, for the commands' help.
     public static let discussion = """
         The first line on stdout is the base URL, e.g. https://127.0.0.1:40123. \
-        API: /services/oauth2/token, /services/data/vNN.N/ (50.0 to 65.0): sobjects, \
+        API: /services/oauth2/token, /services/data/vNN.N/ (31.0 to 66.0): sobjects, \
         describe, query, queryAll, search, composite, composite/sobjects, \
         composite/batch, ui-api/layout, connect/briefcase/priming-records. \
         Authenticate with --token, or POST /services/oauth2/token \

@@ -149,9 +149,11 @@ extension API {
         return w.bytes
     }
 
-    /// Record JSON for `ids` (in that order; nil for missing or deleted), with `fields` or all fields.
+    /// Record JSON for `ids` (in that order; nil for missing or deleted), with `fields` or all fields;
+    /// `Id` is always there (after the fields asked for), as in an org's answer.
     func retrieve(_ obj: SObjectDef, ids: [String], fields: [String]?, version: String) throws -> [[UInt8]?] {
-        let names = fields ?? obj.fields.map(\.name)
+        var names = fields ?? obj.fields.map(\.name)
+        if !names.contains(where: { $0.lowercased() == "id" }) { names.append("Id") }
         var q = SoqlQuery()
         q.from = obj.name
         q.items = names.map { .field(FieldRef(path: $0.split(separator: ".").map(String.init), offset: 0)) }

@@ -12,15 +12,25 @@ extension API {
         case 1:
             switch req.method {
             case "GET": return try basicInfo(obj, version: version)
-            case "POST": return try createRoute(obj, req)
+            case "POST": return try createRoute(obj, req, version: version, asUpsert: false)
             default: throw APIError.methodNotAllowed(req.method, allowed: ["GET", "POST"])
             }
         case 2 where s[1] == "describe":
             try allow(req, ["GET"])
             return APIResponse(status: 200, json: describe(obj, version: version))
+        case 3 where s[1] == "describe" && s[2] == "layouts":
+            try allow(req, ["GET"])
+            return APIResponse(status: 200, json: describeLayouts(obj, version: version))
+        case 4 where s[1] == "describe" && s[2] == "layouts":
+            try allow(req, ["GET"])
+            guard SFId.to18(s[3]) == API.masterRecordTypeId else { throw APIError.notFound }
+            return APIResponse(status: 200, json: describeLayout(obj))
         case 2 where s[1] == "updated" || s[1] == "deleted":
             try allow(req, ["GET"])
             return try changes(obj, req, deleted: s[1] == "deleted")
+        case 2 where s[1].lowercased() == "id" && req.method == "POST" && API.major(version) >= 37:
+            // `Id` as the external id field with no value: an org creates the record (API 37.0+).
+            return try createRoute(obj, req, version: version, asUpsert: true)
         case 2:
             guard let id = SFId.to18(s[1]), id.hasPrefix(obj.keyPrefix) else {
                 throw APIError(404, "NOT_FOUND", "Provided external ID field does not exist or is not accessible: \(s[1])")
@@ -33,19 +43,33 @@ extension API {
         }
     }
 
-    private func createRoute(_ obj: SObjectDef, _ req: APIRequest) throws -> APIResponse {
+    /// A create answers a SaveResult; `asUpsert` (POST `sobjects/{T}/Id`) an UpsertResult.
+    private func createRoute(_ obj: SObjectDef, _ req: APIRequest, version: String, asUpsert: Bool) throws -> APIResponse {
         let body = try req.json()
         let id = try store.db.savepoint {
             try store.create(obj, values: try store.columnValues(obj, body: body, creating: true))
         }
-        return APIResponse(status: 201, headers: [("Location", "/services/data/\(req.segments[2])/sobjects/\(obj.name)/\(id)")],
-                           json: .object([("id", .string(id)), ("success", .bool(true)), ("errors", .array([]))]))
+        var resp = asUpsert ? upsertAnswer(id: id, created: true, version: version)
+            : APIResponse(status: 201, json: .object([("id", .string(id)), ("success", .bool(true)), ("errors", .array([]))]))
+        resp.headers.append(("Location", "/services/data/\(req.segments[2])/sobjects/\(obj.name)/\(id)"))
+        return resp
+    }
+
+    /// An upsert's answer. From API 46.0: 201 (created) or 200 (updated) with `created`; before,
+    /// 201 without `created` or 204 with no body, as an org answers at those versions.
+    func upsertAnswer(id: String, created: Bool, version: String) -> APIResponse {
+        let modern = API.major(version) >= 46
+        if !created && !modern { return APIResponse(status: 204, body: []) }
+        var pairs: [(String, JSON)] = [("id", .string(id)), ("success", .bool(true)), ("errors", .array([]))]
+        if modern { pairs.append(("created", .bool(created))) }
+        return APIResponse(status: created ? 201 : 200, json: .object(pairs))
     }
 
     private func recordRoute(_ obj: SObjectDef, id: String, _ req: APIRequest, version: String) throws -> APIResponse {
         switch req.method {
         case "GET", "HEAD":
-            let meta = try store.requireLive(obj, id: id)
+            // A record in the recycle bin reads as missing (writes to it say ENTITY_IS_DELETED).
+            guard let meta = try store.meta(obj, id: id), !meta.isDeleted else { throw APIError.notFound }
             let headers = [("ETag", meta.etag), ("Last-Modified", SFTime.httpDate(millis: meta.lastModifiedMillis))]
             if let inm = req.headers["if-none-match"], etagMatches(inm, meta) { return APIResponse(status: 304, headers: headers, body: []) }
             if let ims = req.headers["if-modified-since"], let since = SFTime.parseHTTPDate(ims), meta.lastModifiedMillis / 1000 * 1000 <= since {
@@ -126,7 +150,7 @@ extension API {
             if req.method == "PATCH" {
                 let body = try req.json()
                 let created = try upsert(obj, field: field, value: value, body: body, version: version).1
-                return APIResponse(status: created ? 201 : 200, json: .object([("id", .string(id)), ("success", .bool(true)), ("errors", .array([])), ("created", .bool(created))]))
+                return upsertAnswer(id: id, created: created, version: version)
             }
             return try recordRoute(obj, id: id, req, version: version)
         }
@@ -135,7 +159,7 @@ extension API {
         case "PATCH":
             let body = try req.json()
             let (id, created) = try upsert(obj, field: field, value: value, body: body, version: version)
-            return APIResponse(status: created ? 201 : 200, json: .object([("id", .string(id)), ("success", .bool(true)), ("errors", .array([])), ("created", .bool(created))]))
+            return upsertAnswer(id: id, created: created, version: version)
         case "GET", "DELETE":
             if matches.count > 1 {
                 return APIResponse(status: 300, json: .array(matches.map { .string("/services/data/v\(version)/sobjects/\(obj.name)/\($0)") }))
@@ -202,7 +226,7 @@ extension API {
         let base = "/services/data/v\(v)/sobjects/\(obj.name)"
         return .object([
             ("sobject", .string(base)), ("describe", .string("\(base)/describe")),
-            ("rowTemplate", .string("\(base)/{ID}")), ("layouts", .string("/services/data/v\(v)/ui-api/layout/\(obj.name)")),
+            ("rowTemplate", .string("\(base)/{ID}")), ("layouts", .string("\(base)/describe/layouts")),
         ])
     }
 
@@ -243,52 +267,134 @@ extension API {
         return APIResponse(status: 200, body: w.bytes)
     }
 
+    /// One field of a describe (also a layout item's `details`).
+    private func fieldDescribe(_ f: FieldDef) -> JSON {
+        let isString = f.type.isText || f.type == .id || f.type == .reference
+        return .object([
+            ("aggregatable", .bool(true)), ("autoNumber", .bool(false)),
+            ("byteLength", .int(isString ? Int64(f.length * 3) : 0)),
+            ("calculated", .bool(!f.compoundOf.isEmpty)), ("cascadeDelete", .bool(f.cascadeDelete)), ("caseSensitive", .bool(false)),
+            ("createable", .bool(f.createable)), ("custom", .bool(f.name.hasSuffix("__c"))),
+            ("defaultValue", f.defaultValue ?? .null), ("defaultedOnCreate", .bool(f.system || f.type == .boolean || f.defaultValue != nil)),
+            ("digits", .int(0)), ("externalId", .bool(f.externalId)), ("filterable", .bool(true)),
+            ("groupable", .bool(f.type != .textarea && f.type != .double)), ("idLookup", .bool(f.name == "Id" || f.externalId)),
+            ("label", .string(f.label)), ("length", .int(isString ? Int64(f.length) : 0)),
+            ("name", .string(f.name)), ("nameField", .bool(f.nameField)), ("nillable", .bool(f.nillable)),
+            ("picklistValues", .array(f.picklistValues.map { .object([("active", .bool(true)), ("defaultValue", .bool(false)), ("label", .string($0)), ("validFor", .null), ("value", .string($0))]) })),
+            ("precision", .int(f.type == .currency ? 18 : 0)),
+            ("referenceTo", .array(f.referenceTo.map { [.string($0)] } ?? [])),
+            ("relationshipName", f.relationshipName.map { .string($0) } ?? .null),
+            ("restrictedPicklist", .bool(false)), ("scale", .int(f.type == .currency ? 2 : 0)),
+            ("soapType", .string(f.type.soapType)), ("sortable", .bool(f.type != .textarea)),
+            ("type", .string(f.type.rawValue)), ("unique", .bool(f.unique)), ("updateable", .bool(f.updateable)),
+        ])
+    }
+
+    /// The master record type: the only one here (an org without record types has just it).
+    static let masterRecordTypeId = "012000000000000AAA"
+
+    private func recordTypeInfo(_ obj: SObjectDef, _ v: String) -> [(String, JSON)] {
+        [
+            ("active", .bool(true)), ("available", .bool(true)), ("defaultRecordTypeMapping", .bool(true)),
+            ("developerName", .string("Master")), ("master", .bool(true)), ("name", .string("Master")),
+            ("recordTypeId", .string(API.masterRecordTypeId)),
+            ("urls", .object([("layout", .string("/services/data/v\(v)/sobjects/\(obj.name)/describe/layouts/\(API.masterRecordTypeId)"))])),
+        ]
+    }
+
     func describe(_ obj: SObjectDef, version: String) -> JSON {
-        let fields: [JSON] = obj.fields.map { f in
-            let isString = f.type.isText || f.type == .id || f.type == .reference
-            let pairs: [(String, JSON)] = [
-                ("aggregatable", .bool(true)), ("autoNumber", .bool(false)),
-                ("byteLength", .int(isString ? Int64(f.length * 3) : 0)),
-                ("calculated", .bool(!f.compoundOf.isEmpty)), ("cascadeDelete", .bool(f.cascadeDelete)), ("caseSensitive", .bool(false)),
-                ("createable", .bool(f.createable)), ("custom", .bool(f.name.hasSuffix("__c"))),
-                ("defaultValue", f.defaultValue ?? .null), ("defaultedOnCreate", .bool(f.system || f.type == .boolean || f.defaultValue != nil)),
-                ("digits", .int(0)), ("externalId", .bool(f.externalId)), ("filterable", .bool(true)),
-                ("groupable", .bool(f.type != .textarea && f.type != .double)), ("idLookup", .bool(f.name == "Id" || f.externalId)),
-                ("label", .string(f.label)), ("length", .int(isString ? Int64(f.length) : 0)),
-                ("name", .string(f.name)), ("nameField", .bool(f.nameField)), ("nillable", .bool(f.nillable)),
-                ("picklistValues", .array(f.picklistValues.map { .object([("active", .bool(true)), ("defaultValue", .bool(false)), ("label", .string($0)), ("validFor", .null), ("value", .string($0))]) })),
-                ("precision", .int(f.type == .currency ? 18 : 0)),
-                ("referenceTo", .array(f.referenceTo.map { [.string($0)] } ?? [])),
-                ("relationshipName", f.relationshipName.map { .string($0) } ?? .null),
-                ("restrictedPicklist", .bool(false)), ("scale", .int(f.type == .currency ? 2 : 0)),
-                ("soapType", .string(f.type.soapType)), ("sortable", .bool(f.type != .textarea)),
-                ("type", .string(f.type.rawValue)), ("unique", .bool(f.unique)), ("updateable", .bool(f.updateable)),
-            ]
-            return .object(pairs)
-        }
         var pairs = objectSummary(obj, version)
-        pairs.append(("fields", .array(fields)))
+        pairs.append(("fields", .array(obj.fields.map(fieldDescribe))))
         pairs.append(("childRelationships", .array(obj.childRelationships.map {
             .object([("cascadeDelete", .bool($0.cascadeDelete)), ("childSObject", .string($0.childSObject)), ("deprecatedAndHidden", .bool(false)),
                      ("field", .string($0.field)), ("relationshipName", .string($0.name)), ("restrictedDelete", .bool(false))])
         })))
-        pairs.append(("recordTypeInfos", .array([])))
+        pairs.append(("recordTypeInfos", .array([.object(recordTypeInfo(obj, version))])))
         pairs.append(("compactLayoutable", .bool(true)))
         return .object(pairs)
     }
 
-    // MARK: ui-api layout
+    // MARK: layouts
 
+    /// Fields a generated layout shows, two per row: everything a user enters, then (as the
+    /// system information section of an org's layout) the created and modified dates.
+    private func layoutRows(_ obj: SObjectDef) -> [ArraySlice<FieldDef>] {
+        let visible = obj.fields.filter { !$0.system } + obj.fields.filter { $0.name == "CreatedDate" || $0.name == "LastModifiedDate" }
+        return stride(from: 0, to: visible.count, by: 2).map { visible[$0..<min($0 + 2, visible.count)] }
+    }
+
+    private func layoutId(_ obj: SObjectDef) -> String { SFId.make(prefix: "00h", sequence: Int64(fnv1a(obj.name) % 1_000_000)) }
+    private func sectionId(_ obj: SObjectDef) -> String { SFId.make(prefix: "01B", sequence: Int64(fnv1a(obj.name) % 1_000_000)) }
+
+    /// `sobjects/{T}/describe/layouts`: every layout and the record type mappings (one each here).
+    func describeLayouts(_ obj: SObjectDef, version: String) -> JSON {
+        var mapping = recordTypeInfo(obj, version).filter { $0.0 != "active" && $0.0 != "urls" }
+        mapping.append(("layoutId", .string(layoutId(obj))))
+        mapping.append(("picklistsForRecordType", .array(obj.fields.filter { !$0.picklistValues.isEmpty }.map { f in
+            .object([("picklistName", .string(f.name)), ("picklistValues", fieldDescribe(f)["picklistValues"] ?? .array([]))])
+        })))
+        return .object([
+            ("layouts", .array([describeLayout(obj)])),
+            ("recordTypeMappings", .array([.object(mapping)])),
+            ("recordTypeSelectorRequired", .array([.bool(false)])),
+        ])
+    }
+
+    /// `sobjects/{T}/describe/layouts/{recordTypeId}`: the describe layout (SOAP DescribeLayout as
+    /// JSON), generated from the fields as the UI API layout is; related lists from the child relationships.
+    func describeLayout(_ obj: SObjectDef) -> JSON {
+        let id = layoutId(obj)
+        func section(editing: Bool) -> JSON {
+            var tab = 0
+            let rows: [JSON] = layoutRows(obj).map { pair in
+                .object([("layoutItems", .array(pair.map { f in
+                    tab += 1
+                    return .object([
+                        ("editableForNew", .bool(f.createable)), ("editableForUpdate", .bool(f.updateable)),
+                        ("label", .string(f.label)),
+                        ("layoutComponents", .array([.object([("details", fieldDescribe(f)), ("displayLines", .int(1)),
+                                                              ("tabOrder", .int(Int64(tab))), ("type", .string("Field")), ("value", .string(f.name))])])),
+                        ("placeholder", .bool(false)), ("required", .bool(editing && f.requiredOnCreate)),
+                    ])
+                })), ("numItems", .int(Int64(pair.count)))])
+            }
+            return .object([
+                ("collapsed", .bool(false)), ("columns", .int(2)), ("heading", .string("\(obj.label) Information")),
+                ("layoutRows", .array(rows)), ("layoutSectionId", .string(sectionId(obj))), ("parentLayoutId", .string(id)),
+                ("rows", .int(Int64(rows.count))), ("tabOrder", .string("LeftRight")),
+                ("useCollapsibleSection", .bool(false)), ("useHeading", .bool(true)),
+            ])
+        }
+        let related: [JSON] = obj.childRelationships.compactMap { rel in
+            guard let child = schema.object(rel.childSObject) else { return nil }
+            let shown = child.nameFieldName ?? "Id"
+            let label = child.field(shown)?.label ?? shown
+            return .object([
+                ("accessLevelRequiredForCreate", .null), ("buttons", .array([])),
+                ("columns", .array([.object([("field", .string("\(child.name).\(shown)")), ("fieldApiName", .string(shown)), ("format", .null),
+                                             ("label", .string(label)), ("lookupId", .string("Id")), ("name", .string(shown)), ("sortable", .bool(true))])])),
+                ("custom", .bool(child.custom)), ("field", .string(rel.field)), ("label", .string(child.labelPlural)),
+                ("limitRows", .int(5)), ("name", .string(rel.name)), ("sobject", .string(child.name)), ("sort", .array([])),
+            ])
+        }
+        return .object([
+            ("buttonLayoutSection", .object([("detailButtons", .array([]))])),
+            ("detailLayoutSections", .array([section(editing: false)])),
+            ("editLayoutSections", .array([section(editing: true)])),
+            ("feedView", .null), ("highlightsPanelLayoutSection", .null), ("id", .string(id)),
+            ("multirowEditLayoutSections", .array([])), ("offlineLinks", .array([])),
+            ("quickActionList", .object([("quickActionListItems", .array([]))])),
+            ("relatedContent", .null), ("relatedLists", .array(related)), ("saveOptions", .array([])),
+        ])
+    }
+
+    /// `ui-api/layout/{T}`: the UI API's shape of the same generated layout.
     func layout(_ req: APIRequest, type: String, version: String) throws -> APIResponse {
         let obj = try object(type)
         let layoutType = req.query["layoutType"] ?? "Full"
         let mode = req.query["mode"] ?? "View"
-        let visible = obj.fields.filter { !$0.system || $0.name == "CreatedDate" || $0.name == "LastModifiedDate" }
-        var rows: [JSON] = []
-        var i = 0
-        while i < visible.count {
-            let pair = visible[i..<min(i + 2, visible.count)]
-            rows.append(.object([("layoutItems", .array(pair.map { f in
+        let rows: [JSON] = layoutRows(obj).map { pair in
+            .object([("layoutItems", .array(pair.map { f in
                 .object([
                     ("editableForNew", .bool(f.createable)), ("editableForUpdate", .bool(f.updateable)),
                     ("label", .string(f.label)),
@@ -296,18 +402,16 @@ extension API {
                     ("lookupIdApiName", f.type == .reference ? .string(f.name) : .null),
                     ("required", .bool(f.requiredOnCreate)), ("sortable", .bool(true)),
                 ])
-            }))]))
-            i += 2
+            }))])
         }
-        let layoutId = SFId.make(prefix: "00h", sequence: Int64(fnv1a(obj.name) % 1_000_000))
         return APIResponse(status: 200, json: .object([
             ("eTag", .string(String(fnv1a(obj.name + layoutType + mode), radix: 16))),
-            ("id", .string(layoutId)), ("layoutType", .string(layoutType)), ("mode", .string(mode)),
+            ("id", .string(layoutId(obj))), ("layoutType", .string(layoutType)), ("mode", .string(mode)),
             ("objectApiName", .string(obj.name)),
             ("saveOptions", .array([])),
             ("sections", .array([.object([
                 ("collapsible", .bool(false)), ("columns", .int(2)), ("heading", .string("\(obj.label) Information")),
-                ("id", .string(SFId.make(prefix: "01B", sequence: Int64(fnv1a(obj.name) % 1_000_000)))),
+                ("id", .string(sectionId(obj))),
                 ("layoutRows", .array(rows)), ("rows", .int(Int64(rows.count))), ("tabOrder", .string("LeftRight")),
                 ("useHeading", .bool(true)),
             ])])),
@@ -320,8 +424,6 @@ extension API {
     /// rule selects, filtered by changedAfterTimestamp, paged with a relayToken that carries the
     /// offset and the filter (`rt-<offset>[-<afterMillis>]`): as in the API, later pages send only
     /// the token.
-    static let masterRecordTypeId = "012000000000000AAA"
-
     func primingRecords(_ req: APIRequest, version: String) throws -> APIResponse {
         let pageSize = 2000
         var offset = 0
