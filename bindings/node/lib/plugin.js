@@ -53,6 +53,7 @@ class Plugin extends EventEmitter {
   #handle; #freed = null;
   #keyProvider = null; #keys = new Map();
   #inFlight = new Set(); #lastEnd = new Map(); #events = 0;
+  #queue = Promise.resolve();
 
   constructor({ root, remote = null } = {}) {
     super();
@@ -65,15 +66,26 @@ class Plugin extends EventEmitter {
   get freed() { return this.#freed !== null; }
 
   /** Runs one action: resolves with {status, value, hasValue} (status 0: success; else value is
-   *  the error message). Never rejects for the action's own failures. */
-  async exec(service, action, args) {
+   *  the error message). Never rejects for the action's own failures. Calls run in the order
+   *  they are made (a registerSoup then an upsert sent without waiting work as in a WebView);
+   *  the arguments are read at once, so the caller may change them afterwards. */
+  exec(service, action, args) {
     let text;
     try {
       text = JSON.stringify(args === undefined ? [] : args);
     } catch (error) {
-      return { status: STATUS.ARGUMENT, value: `${action}'s arguments cannot be converted to JSON: ${error.message}`, hasValue: true };
+      return Promise.resolve({ status: STATUS.ARGUMENT, value: `${action}'s arguments cannot be converted to JSON: ${error.message}`, hasValue: true });
     }
-    const slot = slotOf(args);
+    let returned;
+    const next = new Promise((resolve) => { returned = resolve; });
+    const run = this.#queue.then(() => this.#run(service, action, text, slotOf(args), returned));
+    this.#queue = next;
+    run.then(returned, returned);
+    return run;
+  }
+
+  /** returned() lets the next call run: when the exec returned, maybe before its answer. */
+  async #run(service, action, text, slot, returned) {
     let key = { key: null, kdfIter: 0 };
     if (this.#keyProvider && !NO_STORE.has(action)) {
       try {
@@ -87,6 +99,10 @@ class Plugin extends EventEmitter {
     let status, answer;
     try {
       [status, answer] = await addon.pluginExec(this.#handle, service, action, text, key.key, key.kdfIter);
+      if (status === -1) {
+        returned();
+        [status, answer] = await answer;
+      }
     } catch (error) {
       return { status: error.status || STATUS.INTERNAL, value: error.message, hasValue: true };
     }

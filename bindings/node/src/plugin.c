@@ -262,6 +262,16 @@ static void exec_complete(napi_env env, napi_status napi_st, void *data) {
         napi_resolve_deferred(env, c->deferred, answer_value(env, c->status, c->json));
         free_exec(c);
     } else {
+        /* The exec returned: settle its promise with [-1, a promise of the answer], so the JS
+         * layer lets the next calls run while this one waits. */
+        napi_deferred returned = c->deferred;
+        napi_value pair, later, marker;
+        napi_create_promise(env, &c->deferred, &later);
+        napi_create_array_with_length(env, 2, &pair);
+        napi_create_int32(env, -1, &marker);
+        napi_set_element(env, pair, 0, marker);
+        napi_set_element(env, pair, 1, later);
+        napi_resolve_deferred(env, returned, pair);
         c->rec->late++;
         update_ref(env, c->rec);
     }
@@ -271,7 +281,8 @@ static void exec_done(napi_env env, void *data) { exec_complete(env, napi_ok, da
 static void exec_drop(void *data) { free_exec(data); }
 
 /* pluginExec(handle, service, action, argsJson, key, kdfIter) -> Promise<[status, json|null]>:
- * the action's answer (its errors included); rejects only when the call could not be made. */
+ * the action's answer (its errors included), or [-1, Promise<[status, json|null]>] when the exec
+ * returned before its answer (cleanResyncGhosts); rejects only when the call could not be made. */
 static napi_value js_plugin_exec(napi_env env, napi_callback_info info) {
     size_t argc = 6;
     napi_value argv[6], promise, name;
