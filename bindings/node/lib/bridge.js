@@ -11,7 +11,6 @@ const { Plugin, MOBILESYNC, SMARTSTORE } = require('./plugin');
 const { getRoot } = require('./root');
 
 const OAUTH = 'com.salesforce.oauth';
-const TERMINAL = new Set(['DONE', 'FAILED', 'STOPPED']);
 
 /** Runs a callback outside the call's promise chain: a throwing callback is an ordinary uncaught
  *  exception, as in a WebView. */
@@ -19,8 +18,22 @@ function later(fn, ...args) {
   if (typeof fn === 'function') queueMicrotask(() => fn(...args));
 }
 
-/** A document for events when the host has none (Node): an EventTarget. */
-class NodeDocument extends EventTarget {}
+/** A document for events when the host has none (Node): an EventTarget that counts its 'sync'
+ *  listeners, so runs keep the process alive only while someone listens for their end. */
+class NodeDocument extends EventTarget {
+  #sync = new Set();
+  #changed;
+  constructor(changed = () => {}) { super(); this.#changed = changed; }
+  addEventListener(type, listener, options) {
+    super.addEventListener(type, listener, options);
+    if (type === 'sync' && listener) { this.#sync.add(listener); this.#changed(); }
+  }
+  removeEventListener(type, listener, options) {
+    super.removeEventListener(type, listener, options);
+    if (type === 'sync' && this.#sync.delete(listener)) this.#changed();
+  }
+  get waiting() { return this.#sync.size > 0; }
+}
 
 /** Cordova's way of building a document event: an Event with the data's members copied on. */
 function documentEvent(name, data) {
@@ -43,7 +56,7 @@ function documentEvent(name, data) {
 function createCordova(options = {}) {
   let settings = { ...options };
   let plugin = null;
-  const ownDocument = new NodeDocument();
+  const ownDocument = new NodeDocument(() => { if (plugin && !plugin.freed) plugin.updateKeepAlive(); });
   const modules = new Map(); // id -> {factory, exports, module, state}
 
   const doc = () => {
@@ -53,7 +66,9 @@ function createCordova(options = {}) {
 
   function getPlugin() {
     if (plugin && !plugin.freed) return plugin;
-    plugin = new Plugin({ root: settings.root ? path.resolve(settings.root) : getRoot(), remote: settings.remote || null });
+    // Runs keep the process alive while 'sync' listeners wait (any, on a host's own document).
+    const waiting = () => doc() !== ownDocument || ownDocument.waiting;
+    plugin = new Plugin({ root: settings.root ? path.resolve(settings.root) : getRoot(), remote: settings.remote || null, waiting });
     for (const { storeConfig, remote } of settings.remotes || []) plugin.setRemote(storeConfig, remote);
     if (settings.keyProvider) plugin.setKeyProvider(settings.keyProvider);
     // The plugins fire their events as cordova.fireDocumentEvent(name, {detail}) does.
@@ -231,35 +246,11 @@ function reactNativeBridges(cordova, getPlugin) {
     return { value: RN_TRUE.has(method) ? true : value, hasValue: hasValue || RN_TRUE.has(method) };
   }
 
-  /** Starts a run and settles with its terminal state (its events may come before its answer). */
-  function syncRun(action, args) {
-    const plugin = getPlugin();
-    const slot = { isGlobalStore: args && args.isGlobalStore === true, storeName: (args && typeof args.storeName === 'string') ? args.storeName : 'smartstore' };
-    return new Promise((resolve) => {
-      const seen = [];
-      let id = null;
-      const check = (detail) => {
-        if (id === null || detail._soupEntryId !== id || detail.isGlobalStore !== slot.isGlobalStore ||
-            detail.storeName !== slot.storeName || !TERMINAL.has(detail.status)) return false;
-        plugin.off('event', onEvent);
-        resolve(detail.status === 'DONE' ? { value: detail, hasValue: true } : { error: detail });
-        return true;
-      };
-      const onEvent = (name, detail) => { if (name === 'sync' && detail) { seen.push(detail); check(detail); } };
-      plugin.on('event', onEvent);
-      plugin.exec(MOBILESYNC, action, [{ ...(args || {}) }]).then(({ status, value }) => {
-        if (status !== 0) {
-          plugin.off('event', onEvent);
-          return resolve({ error: value });
-        }
-        id = value._soupEntryId;
-        if (!seen.some(check) && TERMINAL.has(value.status)) check({ ...value, ...slot });
-      });
-    });
-  }
-
   async function mobilesync(method, args) {
-    if (method === 'syncDown' || method === 'syncUp' || method === 'reSync') return syncRun(method, args);
+    if (method === 'syncDown' || method === 'syncUp' || method === 'reSync') {
+      const { status, value } = await getPlugin().runToEnd(method, [{ ...(args || {}) }]);
+      return status === 0 ? { value, hasValue: true } : { error: value };
+    }
     const { status, value, hasValue } = await run(MOBILESYNC, method, [{ ...(args || {}) }]);
     if (status !== 0) return { error: value };
     // The plugin answers {} for an unknown sync (Cordova cannot pass null); React Native gets null.

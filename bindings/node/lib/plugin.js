@@ -46,8 +46,9 @@ function keyOf(given) {
  * store the call names, once per store (again after a failure, a removal or a new provider),
  * and passes it with the call; the addon's C provider hands it to the library.
  *
- * While a run started through exec is in flight (its answer said RUNNING and no terminal "sync"
- * event came yet) or an answer is awaited, the plugin keeps the process alive.
+ * The plugin keeps the process alive while an answer is awaited, and while a run started through
+ * exec is in flight (its answer said RUNNING and no terminal "sync" event came yet) if someone
+ * waits for it (runToEnd, or the owner's waiting()).
  */
 class Plugin extends EventEmitter {
   #handle; #freed = null;
@@ -55,8 +56,13 @@ class Plugin extends EventEmitter {
   #inFlight = new Set(); #lastEnd = new Map(); #events = 0;
   #queue = Promise.resolve();
 
-  constructor({ root, remote = null } = {}) {
+  #waiting; #waiters = 0;
+
+  /** waiting(): whether someone waits for the end of runs (e.g. 'sync' listeners); a run alone
+   *  does not keep the process alive (at exit the stores close, which stops it). */
+  constructor({ root, remote = null, waiting = () => false } = {}) {
     super();
+    this.#waiting = waiting;
     if (typeof root !== 'string' || root === '') throw new TypeError('the plugin root directory must be a non-empty string');
     this.root = path.resolve(root);
     const options = remote ? JSON.stringify({ remote }) : null;
@@ -92,7 +98,7 @@ class Plugin extends EventEmitter {
         key = await this.#keyFor(slot);
       } catch (error) {
         const status = Number.isInteger(error && error.status) ? error.status : STATUS.AUTH;
-        return { status, value: `The key provider failed: ${error && error.message !== undefined ? error.message : error}`, hasValue: true };
+        return { status, value: error && error.message !== undefined ? error.message : String(error), hasValue: true };
       }
     }
     const mark = this.#events;
@@ -111,6 +117,43 @@ class Plugin extends EventEmitter {
     if (service === SMARTSTORE && REMOVES.has(action)) this.#keys.clear();
     if (status === STATUS.AUTH) this.#keys.delete(slotKey(slot));
     return { status, value, hasValue: answer !== null };
+  }
+
+  /** Starts a run (syncDown, syncUp, reSync) and resolves with {status, value}: 0 and the DONE
+   *  state, or the refusal's status and message, or the FAILED / STOPPED state (status of its
+   *  errorCode): the React Native bridges' contract. */
+  runToEnd(action, args) {
+    const slot = slotOf(args);
+    return new Promise((resolve) => {
+      const seen = [];
+      let id = null;
+      const ended = (detail) => {
+        if (id === null || detail._soupEntryId !== id || slotKey(detail) !== slotKey(slot) || !TERMINAL.has(detail.status)) return false;
+        this.off('event', onEvent);
+        this.#waiters -= 1;
+        this.#keepAlive();
+        resolve(detail.status === 'DONE' ? { status: 0, value: detail } : { status: detail.errorCode || STATUS.INTERNAL, value: detail });
+        return true;
+      };
+      const onEvent = (name, detail) => {
+        if (name !== 'sync' || !detail || typeof detail !== 'object') return;
+        seen.push(detail);
+        ended(detail);
+      };
+      this.on('event', onEvent);
+      this.#waiters += 1;
+      this.exec(MOBILESYNC, action, args).then(({ status, value }) => {
+        if (status !== 0) {
+          this.off('event', onEvent);
+          this.#waiters -= 1;
+          resolve({ status, value });
+          return;
+        }
+        this.#keepAlive();
+        id = value._soupEntryId;
+        if (!seen.some(ended) && TERMINAL.has(value.status)) ended({ ...value, ...slot });
+      });
+    });
   }
 
   /** The remote of one store ({storeName, isGlobalStore}), or with null the default of all. */
@@ -180,8 +223,11 @@ class Plugin extends EventEmitter {
     this.#keepAlive();
   }
 
+  /** Re-reads waiting() (call it when listeners come or go). */
+  updateKeepAlive() { this.#keepAlive(); }
+
   #keepAlive() {
-    if (!this.#freed) addon.pluginKeepAlive(this.#handle, this.#inFlight.size > 0);
+    if (!this.#freed) addon.pluginKeepAlive(this.#handle, this.#inFlight.size > 0 && (this.#waiters > 0 || Boolean(this.#waiting())));
   }
 }
 
