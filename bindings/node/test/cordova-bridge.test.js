@@ -192,3 +192,65 @@ test('the React Native bridge objects', { timeout: 60000 }, async (t) => {
   const creds = await new Promise((resolve, reject) => cordova.reactNative.SalesforceOauthReactBridge.getAuthCredentials({}, resolve, reject));
   assert.equal(creds.instanceUrl, server.url);
 });
+
+test('calls run in the order they are made; an async key provider encrypts; late answers interleave', { timeout: 60000 }, async (t) => {
+  const KEY = 'bridge-test-passphrase-31f7';
+  const asked = [];
+  const server = await startDevServer(t, ['--seed', 'Contact=5']);
+  const root = tempRoot(t);
+  const cordova = bridge.create({
+    root, remote: server.remote,
+    keyProvider: async (store) => { asked.push(store.storeName); await new Promise((r) => setTimeout(r, 5)); return store.storeName === 'secret' ? { key: KEY, kdfIter: 4000 } : null; },
+  });
+  t.after(() => cordova.close());
+  const exec = (action, fields, service = 'com.salesforce.smartstore') => new Promise((resolve) =>
+    cordova.exec((...got) => resolve(['ok', ...got]), (message) => resolve(['fail', message]), service, action, [fields]));
+
+  // Sent without waiting, as hybrid code may: each call sees the ones before it.
+  for (let round = 0; round < 20; round++) {
+    const soupName = `s${round}`;
+    const answers = await Promise.all([
+      exec('pgRegisterSoup', { soupName, indexes: [{ path: 'Id', type: 'string' }], storeName: 'secret' }),
+      exec('pgUpsertSoupEntries', { soupName, entries: [{ Id: 'x' }], externalIdPath: '_soupEntryId', storeName: 'secret' }),
+      exec('pgRemoveSoup', { soupName, storeName: 'secret' }),
+      exec('pgSoupExists', { soupName, storeName: 'secret' }),
+    ]);
+    assert.deepEqual(answers.map((a) => a[0]), ['ok', 'ok', 'ok', 'ok'], JSON.stringify(answers));
+    assert.equal(answers[3][1], false);
+  }
+  assert.deepEqual(asked, ['secret'], 'the key is resolved once per store');
+  // The store is encrypted with the provider's key.
+  const { openStore } = require('..');
+  await assert.rejects(openStore({ storeName: 'secret', root }), { code: 'SYNCSTORE_ERR_AUTH' });
+  const opened = await openStore({ storeName: 'secret', root, key: KEY, kdfIter: 4000 });
+  await opened.close();
+
+  // cleanResyncGhosts answers from the sync thread, among other calls: each call answers once.
+  assert.deepEqual(await exec('pgRegisterSoup', { soupName: 'c', indexes: [{ path: 'Id', type: 'string' }] }), ['ok', 'c']);
+  const ended = await cordova.plugin.runToEnd('syncDown', [{ soupName: 'c', target: { type: 'soql', query: 'SELECT Id, LastModifiedDate FROM Contact' }, options: { mergeMode: 'OVERWRITE' }, syncName: 'd' }]);
+  assert.equal(ended.value.status, 'DONE');
+  // (One clean of a sync at a time: the plugin refuses a second while one runs.)
+  for (let i = 0; i < 10; i++) {
+    const answers = await Promise.all([exec('pgSoupExists', { soupName: 'c' }),
+      exec('cleanResyncGhosts', { syncId: ended.value._soupEntryId }, 'com.salesforce.mobilesync'),
+      exec('pgSoupExists', { soupName: 'c' }), exec('pgSoupExists', { soupName: 'none' })]);
+    assert.deepEqual(answers, [['ok', true], ['ok', 0], ['ok', true], ['ok', false]]);
+  }
+});
+
+test('a run keeps the process alive while a sync listener waits for its end, not otherwise', { timeout: 60000 }, async (t) => {
+  const { spawn } = require('node:child_process');
+  // 100 ms a request, 4 pages: the run lasts about half a second.
+  const server = await startDevServer(t, ['--seed', 'Contact=400', '--faults', 'latency=100', '--default-batch-size', '100']);
+  const child = (mode) => new Promise((resolve) => {
+    const proc = spawn(process.execPath, [path.join(__dirname, '..', 'test-support', 'bridge-child.js'), tempRoot(t), server.url, server.token, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d) => { out += d; });
+    proc.stderr.on('data', (d) => { out += d; });
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20000);
+    proc.on('exit', (code) => { clearTimeout(timer); resolve({ code, out }); });
+  });
+  const [listening, forgetting] = await Promise.all([child('listen'), child('forget')]);
+  assert.deepEqual(listening, { code: 0, out: 'RUNNING\nDONE\n' });
+  assert.deepEqual(forgetting, { code: 0, out: 'RUNNING\n' });
+});
