@@ -67,15 +67,21 @@ function setEncryptionKeyProvider(fn) {
   for (const plugin of plugins.values()) if (!plugin.freed) plugin.setKeyProvider(keyProvider);
 }
 
+/** The args object of a call: the action's fields and the storeConfig's (none for the calls
+ *  that name no store). */
+function argsOf(fields, config) {
+  if (!config) return fields;
+  if (config.keyInConfig) throw syncStoreError(STATUS.ARGUMENT, KEY_IN_CONFIG);
+  return { ...fields, isGlobalStore: config.isGlobalStore, storeName: config.storeName };
+}
+
 /**
  * Sends one action to the dispatcher: fields is the action's args object, config the storeConfig
  * (null for the calls that name no store). Resolves with the answer (undefined when there is
  * none), rejects with an Error carrying the plugin's message, .code and .status.
  */
 async function invoke(service, action, fields, config) {
-  if (config && config.keyInConfig) throw syncStoreError(STATUS.ARGUMENT, KEY_IN_CONFIG);
-  const args = config ? { ...fields, isGlobalStore: config.isGlobalStore, storeName: config.storeName } : fields;
-  const { status, value } = await pluginFor().exec(service, action, [args]);
+  const { status, value } = await pluginFor().exec(service, action, [argsOf(fields, config)]);
   if (status !== 0) throw syncStoreError(status, typeof value === 'string' ? value : JSON.stringify(value));
   return value;
 }
@@ -184,6 +190,6 @@ async function closeExtraStores(filter) {
 }
 
 module.exports = {
-  pluginFor, onSync, updateKeepAlive, invoke, splitConfig, operation, later, message, toError, isStoreConfig,
+  pluginFor, onSync, updateKeepAlive, argsOf, invoke, splitConfig, operation, later, message, toError, isStoreConfig,
   setLogLevel, getLogLevel, setEncryptionKeyProvider, extraStore, closeExtraStores,
 };

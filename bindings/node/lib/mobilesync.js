@@ -5,9 +5,9 @@
 // events (detail = state + isGlobalStore + storeName) every MobileSync emits (EventEmitter and
 // EventTarget).
 const { EventEmitter } = require('node:events');
-const { STATUS, syncStoreError } = require('./native');
+const { syncStoreError } = require('./native');
 const { MOBILESYNC } = require('./plugin');
-const { pluginFor, onSync, updateKeepAlive, invoke, extraStore, splitConfig, operation, later, message, toError } = require('./cordova');
+const { pluginFor, onSync, updateKeepAlive, argsOf, invoke, extraStore, splitConfig, operation, later, message, toError } = require('./cordova');
 
 // CustomEvent is global from Node 19; an Event with .detail elsewhere.
 const SyncEvent = globalThis.CustomEvent || class extends Event {
@@ -76,11 +76,12 @@ class MobileSync extends EventEmitter {
 
   /** Sends a run action; success gets the state at its start (React Native: the DONE state). */
   _start(config, action, fields, success, failure) {
-    if (config.keyInConfig || !this.#reactNative) {
+    if (!this.#reactNative) {
       invoke(MOBILESYNC, action, fields, config).then((state) => later(success, state), (error) => fail(failure, error));
       return;
     }
-    const args = { ...fields, isGlobalStore: config.isGlobalStore, storeName: config.storeName };
+    let args;
+    try { args = argsOf(fields, config); } catch (error) { fail(failure, error); return; }
     pluginFor().runToEnd(action, [args]).then(({ status, value }) => {
       if (status === 0) later(success, value);
       else if (typeof value === 'string') fail(failure, syncStoreError(status, value));

@@ -200,8 +200,8 @@ static napi_value js_plugin_new(napi_env env, napi_callback_info info) {
     free(root);
     wipe_free(options); /* the default remote's token */
     if (status != SYNCSTORE_OK) {
-        free(rec);
         throw_error(env, status, rec ? err.message : "out of memory");
+        free(rec);
         return NULL;
     }
     napi_create_string_utf8(env, "syncstore-plugin", NAPI_AUTO_LENGTH, &name);
