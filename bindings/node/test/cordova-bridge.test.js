@@ -254,3 +254,25 @@ test('a run keeps the process alive while a sync listener waits for its end, not
   assert.deepEqual(listening, { code: 0, out: 'RUNNING\nDONE\n' });
   assert.deepEqual(forgetting, { code: 0, out: 'RUNNING\n' });
 });
+
+test('a worker terminated while its bridge runs a sync: the run stops, the process goes on', { timeout: 60000 }, async (t) => {
+  const { Worker } = require('node:worker_threads');
+  const server = await startDevServer(t, ['--seed', 'Contact=400', '--faults', 'latency=200', '--default-batch-size', '50']);
+  const root = tempRoot(t);
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const cordova = require(workerData.bridge).create({ root: workerData.root, remote: workerData.remote });
+    cordova.document.addEventListener('sync', (event) => parentPort.postMessage(event.detail.status));
+    cordova.exec(null, (m) => parentPort.postMessage('fail ' + m), 'com.salesforce.smartstore', 'pgRegisterSoup', [{ soupName: 'c', indexes: [{ path: 'Id', type: 'string' }] }]);
+    cordova.exec(null, (m) => parentPort.postMessage('fail ' + m), 'com.salesforce.mobilesync', 'syncDown',
+      [{ soupName: 'c', syncName: 'd', target: { type: 'soql', query: 'SELECT Id, LastModifiedDate FROM Contact' }, options: { mergeMode: 'OVERWRITE' } }]);`;
+  const worker = new Worker(code, { eval: true, workerData: { bridge: path.join(__dirname, '..', 'cordova'), root, remote: server.remote } });
+  const first = await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
+  assert.equal(first, 'RUNNING');
+  await worker.terminate();
+
+  const cordova = bridge.create({ root, remote: server.remote });
+  t.after(() => cordova.close());
+  const status = await new Promise((resolve, reject) => cordova.exec(resolve, reject, 'com.salesforce.mobilesync', 'getSyncStatus', [{ syncName: 'd' }]));
+  assert.ok(['STOPPED', 'FAILED'].includes(status.status), status.status);
+});
