@@ -250,9 +250,10 @@ test('a run keeps the process alive while a sync listener waits for its end, not
     const timer = setTimeout(() => proc.kill('SIGKILL'), 20000);
     proc.on('exit', (code) => { clearTimeout(timer); resolve({ code, out }); });
   });
-  const [listening, forgetting] = await Promise.all([child('listen'), child('forget')]);
+  const [listening, forgetting, cleaning] = await Promise.all([child('listen'), child('forget'), child('clean')]);
   assert.deepEqual(listening, { code: 0, out: 'RUNNING\nDONE\n' });
   assert.deepEqual(forgetting, { code: 0, out: 'RUNNING\n' });
+  assert.deepEqual(cleaning, { code: 0, out: 'DONE\nremoved 0\n' }, 'an awaited late answer keeps the process alive');
 });
 
 test('a worker terminated while its bridge runs a sync: the run stops, the process goes on', { timeout: 60000 }, async (t) => {
