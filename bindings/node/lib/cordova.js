@@ -1,14 +1,41 @@
 'use strict';
-// What the Cordova plugin's JS layer does around its native calls: the optional leading
-// storeConfig, (success, error) callbacks, and one open store per storeConfig.
+// What the Cordova plugin's JS half does around cordova.exec, for this package's smartstore and
+// mobilesync: the optional leading storeConfig, the args object, (success, error) callbacks or
+// promises. Every call goes to the library's dispatcher (lib/plugin.js) of the current root
+// directory, which owns the rules: store resolution, answers, error strings, events.
 const { STATUS, syncStoreError } = require('./native');
+const { Plugin } = require('./plugin');
 const { openStore, normalizeConfig } = require('./store');
 const { getRoot } = require('./root');
 
-const stores = new Map(); // keyOf(config, root) -> Promise<Store>
+const plugins = new Map(); // root -> Plugin
+const syncSinks = new Set(); // fn(detail): every 'sync' event of these plugins
+let waiting = () => false; // someone listens for 'sync' events (see onSync)
 
-function keyOf(config, root = getRoot()) {
-  return JSON.stringify([root, config.isGlobalStore, config.storeName ?? 'smartstore']);
+/** The dispatcher of the current root directory (created on first use). */
+function pluginFor(root = getRoot()) {
+  let plugin = plugins.get(root);
+  if (!plugin || plugin.freed) {
+    plugin = new Plugin({ root, waiting: () => waiting() });
+    if (keyProvider) plugin.setKeyProvider(keyProvider);
+    plugin.on('event', (name, detail) => {
+      if (name === 'sync') for (const sink of syncSinks) sink(detail);
+    });
+    plugins.set(root, plugin);
+  }
+  return plugin;
+}
+
+/** sink(detail) gets every 'sync' event; isWaiting() says whether someone waits for runs to end
+ *  (then runs in flight keep the process alive). */
+function onSync(sink, isWaiting) {
+  syncSinks.add(sink);
+  waiting = isWaiting;
+}
+
+/** Listeners came or went: runs in flight keep the process alive or stop doing so. */
+function updateKeepAlive() {
+  for (const plugin of plugins.values()) if (!plugin.freed) plugin.updateKeepAlive();
 }
 
 function isStoreConfig(value) {
@@ -17,21 +44,19 @@ function isStoreConfig(value) {
     ('isGlobalStore' in value || 'storeName' in value);
 }
 
-// Marks a storeConfig that carried `key` / `kdfIter`: this face takes keys from the provider only.
-const KEY_IN_CONFIG = Symbol('key in storeConfig');
+const KEY_IN_CONFIG = 'storeConfig takes no key here: register it with setEncryptionKeyProvider(), or use openStore({key})';
 
 /** [storeConfig, rest]: a leading object with isGlobalStore/storeName, or a bare boolean. */
 function splitConfig(args) {
   if (args.length && isStoreConfig(args[0])) {
     const config = normalizeConfig(args[0]);
-    if (typeof args[0] === 'object' && ('key' in args[0] || 'kdfIter' in args[0])) config[KEY_IN_CONFIG] = true;
+    if (typeof args[0] === 'object' && ('key' in args[0] || 'kdfIter' in args[0])) config.keyInConfig = true;
     return [config, args.slice(1)];
   }
   return [normalizeConfig(undefined), args];
 }
 
-// The host's key provider (the SDK's encryption key block / setEncryptionKeyGenerator): the
-// plugin's JS never passes a key, so every open of this face asks it.
+// The host's key provider (the SDK's encryption key block): the plugin's JS never passes a key.
 let keyProvider = null;
 
 /** fn({storeName, isGlobalStore, root}) -> key string, {key, kdfIter}, or null / undefined for a
@@ -39,51 +64,26 @@ let keyProvider = null;
 function setEncryptionKeyProvider(fn) {
   if (fn !== null && fn !== undefined && typeof fn !== 'function') throw new TypeError('the encryption key provider must be a function or null');
   keyProvider = fn || null;
+  for (const plugin of plugins.values()) if (!plugin.freed) plugin.setKeyProvider(keyProvider);
 }
 
-/** {key?, kdfIter?} for openStore; the engine checks them. The provided value is never put in
- *  a message. */
-async function providedKey(config, root) {
-  if (!keyProvider) return {};
-  const given = await keyProvider({ storeName: config.storeName ?? 'smartstore', isGlobalStore: config.isGlobalStore, root });
-  if (given === null || given === undefined) return {};
-  if (typeof given === 'string') return { key: given };
-  if (typeof given === 'object' && !Array.isArray(given)) return { key: given.key, kdfIter: given.kdfIter };
-  throw syncStoreError(STATUS.ARGUMENT, 'the encryption key provider must return a string, {key, kdfIter}, null or undefined');
+/** The args object of a call: the action's fields and the storeConfig's (none for the calls
+ *  that name no store). */
+function argsOf(fields, config) {
+  if (!config) return fields;
+  if (config.keyInConfig) throw syncStoreError(STATUS.ARGUMENT, KEY_IN_CONFIG);
+  return { ...fields, isGlobalStore: config.isGlobalStore, storeName: config.storeName };
 }
 
-async function openWithProvidedKey(config, root) {
-  return openStore({ storeName: config.storeName, isGlobalStore: config.isGlobalStore, root, ...await providedKey(config, root) });
-}
-
-async function getStore(config) {
-  if (config[KEY_IN_CONFIG]) {
-    throw syncStoreError(STATUS.ARGUMENT, 'storeConfig takes no key here: register it with setEncryptionKeyProvider(), or use openStore({key})');
-  }
-  const root = getRoot();
-  const slot = keyOf(config, root);
-  let promise = stores.get(slot);
-  if (promise) {
-    const store = await promise.catch(() => null);
-    if (store && !store.closed) return store;
-    if (stores.get(slot) === promise) stores.delete(slot); // failed or closed: open again
-  }
-  promise = stores.get(slot) || openWithProvidedKey(config, root);
-  stores.set(slot, promise);
-  promise.catch(() => { if (stores.get(slot) === promise) stores.delete(slot); });
-  return promise;
-}
-
-/** Closes the cached handles matching filter(config) (before a store is removed). */
-async function closeStores(filter) {
-  const closing = [];
-  for (const [key, promise] of stores) {
-    const [root, isGlobalStore, storeName] = JSON.parse(key);
-    if (root !== getRoot() || !filter({ isGlobalStore, storeName })) continue;
-    stores.delete(key);
-    closing.push(promise.then((store) => store.close(), () => {}));
-  }
-  await Promise.all(closing);
+/**
+ * Sends one action to the dispatcher: fields is the action's args object, config the storeConfig
+ * (null for the calls that name no store). Resolves with the answer (undefined when there is
+ * none), rejects with an Error carrying the plugin's message, .code and .status.
+ */
+async function invoke(service, action, fields, config) {
+  const { status, value } = await pluginFor().exec(service, action, [argsOf(fields, config)]);
+  if (status !== 0) throw syncStoreError(status, typeof value === 'string' ? value : JSON.stringify(value));
+  return value;
 }
 
 // The plugin's JS log level: 'debug' and 'verbose' trace every call and its outcome.
@@ -144,4 +144,52 @@ function operation(name, impl, arity, { withConfig = true } = {}) {
   return [callbackFace, promiseFace];
 }
 
-module.exports = { splitConfig, getStore, closeStores, operation, later, message, toError, isStoreConfig, setLogLevel, getLogLevel, setEncryptionKeyProvider };
+// ---- Node extras that need a store handle of their own (not plugin actions) ----
+
+const extraStores = new Map(); // root + slot -> Promise<Store>
+
+/** A store handle beside the dispatcher's (same store, same key) for loadStoreConfig,
+ *  loadSyncConfig and registerTarget; kept open (a custom target lives with its handle). */
+function extraStore(config) {
+  if (config.keyInConfig) return Promise.reject(syncStoreError(STATUS.ARGUMENT, KEY_IN_CONFIG));
+  const root = getRoot();
+  const slot = JSON.stringify([root, config.isGlobalStore, config.storeName ?? 'smartstore']);
+  let promise = extraStores.get(slot);
+  if (!promise) {
+    promise = (async () => {
+      const storeConfig = { storeName: config.storeName ?? 'smartstore', isGlobalStore: config.isGlobalStore };
+      let key = {};
+      if (keyProvider) {
+        const given = await keyProvider({ ...storeConfig, root });
+        if (typeof given === 'string') key = { key: given };
+        else if (given && typeof given === 'object') key = { key: given.key, kdfIter: given.kdfIter };
+      }
+      return openStore({ ...storeConfig, root, ...key });
+    })();
+    extraStores.set(slot, promise);
+    promise.catch(() => { if (extraStores.get(slot) === promise) extraStores.delete(slot); });
+  }
+  return promise.then((store) => {
+    if (!store.closed) return store;
+    extraStores.delete(slot);
+    return extraStore(config);
+  });
+}
+
+/** Closes the extra handles of the stores matching filter({isGlobalStore, storeName}) (before
+ *  they are removed). */
+async function closeExtraStores(filter) {
+  const closing = [];
+  for (const [slot, promise] of extraStores) {
+    const [root, isGlobalStore, storeName] = JSON.parse(slot);
+    if (root !== getRoot() || !filter({ isGlobalStore, storeName })) continue;
+    extraStores.delete(slot);
+    closing.push(promise.then((store) => store.close(), () => {}));
+  }
+  await Promise.all(closing);
+}
+
+module.exports = {
+  pluginFor, onSync, updateKeepAlive, argsOf, invoke, splitConfig, operation, later, message, toError, isStoreConfig,
+  setLogLevel, getLogLevel, setEncryptionKeyProvider, extraStore, closeExtraStores,
+};

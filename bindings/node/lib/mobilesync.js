@@ -1,11 +1,13 @@
 'use strict';
 // The Cordova plugin's mobilesync: syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
 // deleteSync, MERGE_MODE; plus what Cordova got from its OAuth plugin (setRemote) and Node
-// extras (loadSyncConfig, registerTarget). Every state of every run is emitted as a 'sync'
-// event (EventEmitter and EventTarget) with detail = state + isGlobalStore + storeName.
+// extras (loadSyncConfig, registerTarget). Calls go to the library's dispatcher, whose 'sync'
+// events (detail = state + isGlobalStore + storeName) every MobileSync emits (EventEmitter and
+// EventTarget).
 const { EventEmitter } = require('node:events');
-const { STATUS, syncStoreError } = require('./native');
-const { getStore, splitConfig, operation, later, message, toError } = require('./cordova');
+const { syncStoreError } = require('./native');
+const { MOBILESYNC } = require('./plugin');
+const { pluginFor, onSync, updateKeepAlive, argsOf, invoke, extraStore, splitConfig, operation, later, message, toError } = require('./cordova');
 
 // CustomEvent is global from Node 19; an Event with .detail elsewhere.
 const SyncEvent = globalThis.CustomEvent || class extends Event {
@@ -22,9 +24,16 @@ function fail(failure, error) {
   later(failure, failure && failure[RAW_ERRORS] ? toError(error) : message(error));
 }
 
+/** syncId / syncName as the plugin's JS sends a sync named by either. */
+const reference = (idOrName) => (typeof idOrName === 'string' ? { syncId: null, syncName: idOrName } : { syncId: idOrName, syncName: null });
+
+const instances = new Set(); // WeakRefs of every MobileSync: the dispatcher's events go to each
+const live = () => [...instances].map((ref) => ref.deref() || (instances.delete(ref), null)).filter(Boolean);
+onSync((detail) => { for (const ms of live()) ms._dispatch(detail); }, () => live().some((ms) => ms._waiting()));
+
 class MobileSync extends EventEmitter {
   #target = new EventTarget();
-  #domListeners = 0;
+  #domListeners = new Set();
   #reactNative;
 
   /** reactNative: success on DONE and error on FAILED / STOPPED (the React Native module's
@@ -36,106 +45,100 @@ class MobileSync extends EventEmitter {
     this.client = makeClient(this);
     // Bound, so destructured functions work like the plugin's plain functions.
     for (const name of [...RUN_METHODS, ...Object.keys(simpleOps)]) this[name] = this[name].bind(this);
+    instances.add(new WeakRef(this));
+    const changed = (type) => { if (type === 'sync') queueMicrotask(updateKeepAlive); };
+    this.on('newListener', changed);
+    this.on('removeListener', changed);
   }
 
   get reactNative() { return this.#reactNative; }
 
   addEventListener(type, listener, options) {
-    if (type === 'sync' && listener) this.#domListeners++;
     this.#target.addEventListener(type, listener, options);
+    if (type === 'sync' && listener) { this.#domListeners.add(listener); updateKeepAlive(); }
   }
 
   removeEventListener(type, listener, options) {
-    if (type === 'sync' && listener && this.#domListeners > 0) this.#domListeners--;
     this.#target.removeEventListener(type, listener, options);
+    if (type === 'sync' && this.#domListeners.delete(listener)) updateKeepAlive();
   }
+
+  /** Someone waits for runs to end: 'sync' listeners (a run alone does not keep the process
+   *  alive; at exit the stores close, which stops it). */
+  _waiting() { return this.listenerCount('sync') > 0 || this.#domListeners.size > 0; }
 
   _dispatch(detail) {
     this.emit('sync', detail);
     this.#target.dispatchEvent(new SyncEvent('sync', { detail }));
   }
 
-  /** A run keeps the process alive only while someone waits for its end: a React Native
-   *  style callback or a 'sync' listener. */
-  _waited() {
-    return this.#reactNative || this.listenerCount('sync') > 0 || this.#domListeners > 0;
-  }
-
   // ---- runs ----
 
-  /** Starts a run through startRun(store) and wires callbacks and events; returns the run. */
-  _start(config, startRun, success, failure) {
-    const detailOf = (state) => ({ ...state, isGlobalStore: config.isGlobalStore, storeName: config.storeName ?? 'smartstore' });
-    return getStore(config).then((store) => {
-      const run = startRun(store);
-      // A run keeps the process alive only while someone waits for its end.
-      if (this._waited()) run.keepAlive();
-      run.on('start', (state) => { if (!this.#reactNative) later(success, state); });
-      run.on('progress', (state) => this._dispatch(detailOf(state)));
-      run.on('end', (state) => {
-        if (!this.#reactNative) return;
-        if (state.status === 'DONE') later(success, state);
-        else if (failure && failure[RAW_ERRORS]) later(failure, Object.assign(syncStoreError(state.errorCode || STATUS.INTERNAL, state.error || `sync ${state.status}`), { state }));
-        else later(failure, state);
-      });
-      run.started.catch((error) => fail(failure, error));
-      return run;
-    }, (error) => { fail(failure, error); return null; });
+  /** Sends a run action; success gets the state at its start (React Native: the DONE state). */
+  _start(config, action, fields, success, failure) {
+    if (!this.#reactNative) {
+      invoke(MOBILESYNC, action, fields, config).then((state) => later(success, state), (error) => fail(failure, error));
+      return;
+    }
+    let args;
+    try { args = argsOf(fields, config); } catch (error) { fail(failure, error); return; }
+    pluginFor().runToEnd(action, [args]).then(({ status, value }) => {
+      if (status === 0) later(success, value);
+      else if (typeof value === 'string') fail(failure, syncStoreError(status, value));
+      else if (failure && failure[RAW_ERRORS]) later(failure, Object.assign(syncStoreError(status, value.error || `sync ${value.status}`), { state: value }));
+      else later(failure, value);
+    });
   }
 
   syncDown(...all) {
     const [config, rest] = splitConfig(all);
     const [target, soupName, options] = rest;
     const named = typeof rest[3] !== 'function';
-    const syncName = named ? rest[3] : undefined;
+    const syncName = named ? rest[3] ?? null : null;
     const [success, failure] = named ? [rest[4], rest[5]] : [rest[3], rest[4]];
-    return this._start(config, (store) => store.syncDown(target, soupName, options, syncName), success, failure);
+    this._start(config, 'syncDown', { syncName, target, soupName, options }, success, failure);
   }
 
   syncUp(...all) {
     const [config, args] = splitConfig(all);
-    const rest = typeof args[0] === 'string' ? [null, ...args] : args; // target is optional
+    const rest = typeof args[0] === 'string' ? [{}, ...args] : args; // target is optional
     const [target, soupName, options] = rest;
     const named = typeof rest[3] !== 'function';
-    const syncName = named ? rest[3] : undefined;
+    const syncName = named ? rest[3] ?? null : null;
     const [success, failure] = named ? [rest[4], rest[5]] : [rest[3], rest[4]];
-    return this._start(config, (store) => store.syncUp(target, soupName, options, syncName), success, failure);
+    this._start(config, 'syncUp', { syncName, target: target || {}, soupName, options }, success, failure);
   }
 
   reSync(...all) {
     const [config, [idOrName, success, failure]] = splitConfig(all);
-    return this._start(config, (store) => store.reSync(idOrName), success, failure);
+    this._start(config, 'reSync', reference(idOrName), success, failure);
   }
 
   /** success gets the number of records removed (the plugin's contract), at the end. */
   cleanResyncGhosts(...all) {
     const [config, [idOrName, success, failure]] = splitConfig(all);
-    return getStore(config).then((store) => {
-      const run = store.cleanResyncGhosts(idOrName);
-      if (this._waited()) run.keepAlive();
-      run.on('progress', (state) => this._dispatch({ ...state, isGlobalStore: config.isGlobalStore, storeName: config.storeName ?? 'smartstore' }));
-      run.on('end', (state) => {
-        if (state.status === 'DONE') later(success, state.removed);
-        else fail(failure, Object.assign(syncStoreError(state.errorCode || STATUS.INTERNAL, state.error || `cleanResyncGhosts ${state.status}`), { state }));
-      });
-      run.started.catch((error) => fail(failure, error));
-      return run;
-    }, (error) => { fail(failure, error); return null; });
+    invoke(MOBILESYNC, 'cleanResyncGhosts', reference(idOrName), config).then((count) => later(success, count), (error) => fail(failure, error));
   }
 }
 
 // Calls that settle once: [impl(config, ...args), arity].
 const simpleOps = {
-  getSyncStatus: [async (c, idOrName) => (await getStore(c)).getSyncStatus(idOrName), 1],
-  deleteSync: [async (c, idOrName) => { await (await getStore(c)).deleteSync(idOrName); return 'OK'; }, 1],
+  // The plugin answers {} for an unknown sync (Cordova cannot pass null): its JS gives null.
+  getSyncStatus: [async (c, idOrName) => {
+    const state = await invoke(MOBILESYNC, 'getSyncStatus', reference(idOrName), c);
+    return state && state._soupEntryId !== undefined ? state : null;
+  }, 1],
+  deleteSync: [async (c, idOrName) => { await invoke(MOBILESYNC, 'deleteSync', reference(idOrName), c); return 'OK'; }, 1],
   /** Node's stand-in for the OAuth plugin: {instanceUrl, accessToken, refreshToken?, ...}. */
-  setRemote: [async (c, remote) => { await (await getStore(c)).setRemote(remote); return 'OK'; }, 1],
+  setRemote: [async (c, remote) => { pluginFor().setRemote(c, remote); return 'OK'; }, 1],
   /** Creates the syncs of a usersyncs.json / globalsyncs.json. */
-  loadSyncConfig: [async (c, file) => { await (await getStore(c)).loadSyncConfig(file); return 'OK'; }, 1],
-  hasSyncWithName: [async (c, name) => (await getStore(c)).hasSyncWithName(name), 1],
-  stopSyncs: [async (c) => { await (await getStore(c)).stopSyncs(); return 'OK'; }, 0],
+  loadSyncConfig: [async (c, file) => { await (await extraStore(c)).loadSyncConfig(file); return 'OK'; }, 1],
+  hasSyncWithName: [async (c, name) => (await simpleOps.getSyncStatus[0](c, String(name))) !== null, 1],
+  /** Stops the runs of the current root directory's stores (the dispatcher closes its stores;
+   *  the next call opens them again). */
+  stopSyncs: [async () => { await pluginFor().free(); return 'OK'; }, 0],
   /** A custom target type written in JS (see Store#registerTarget). */
-  registerTarget: [async (c, type, impl) => { (await getStore(c)).registerTarget(type, impl); return 'OK'; }, 2],
+  registerTarget: [async (c, type, impl) => { (await extraStore(c)).registerTarget(type, impl); return 'OK'; }, 2],
 };
 
 for (const [name, [impl, arity]] of Object.entries(simpleOps)) {

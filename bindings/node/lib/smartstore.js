@@ -2,49 +2,62 @@
 // The Cordova plugin's smartstore: same names, same argument orders, optional leading
 // storeConfig, (success, error) callbacks; `client` holds the promise-returning twins.
 const { STATUS, syncStoreError } = require('./native');
-const { listStores, removeStore, removeAllStores } = require('./store');
 const { getRoot, setRoot } = require('./root');
-const { getStore, closeStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider } = require('./cordova');
+const { invoke, extraStore, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider } = require('./cordova');
+const { SMARTSTORE } = require('./plugin');
 const specs = require('./querySpec');
 
-function cursorId(cursor) {
-  if (cursor && typeof cursor === 'object') return cursor.cursorId;
-  return cursor;
-}
+const cursorId = (cursor) => (cursor && typeof cursor === 'object' ? cursor.cursorId : cursor);
 
-// name: [impl(config, ...args), arity]
+// This face answers 'OK' where the plugin answers without a value (as Cordova's Android bridge
+// hands a plugin's bare success to JS).
+const ok = (value) => (value === undefined ? 'OK' : value);
+
+/** impl(config, ...args) sending `action` with the args object fields(...args). */
+const forward = (action, fields) => async (config, ...args) => ok(await invoke(SMARTSTORE, action, fields(...args), config));
+
+// name: [impl(config, ...args), arity]: the args objects cordova.force.js builds.
 const ops = {
-  registerSoup: [async (c, soupName, indexSpecs) => { await (await getStore(c)).registerSoup(soupName, indexSpecs); return soupName; }, 2],
-  removeSoup: [async (c, soupName) => { await (await getStore(c)).removeSoup(soupName); return 'OK'; }, 1],
-  soupExists: [async (c, soupName) => (await getStore(c)).soupExists(soupName), 1],
-  getSoupIndexSpecs: [async (c, soupName) => (await getStore(c)).getSoupIndexSpecs(soupName), 1],
-  alterSoup: [async (c, soupName, indexSpecs, reIndexData) => { await (await getStore(c)).alterSoup(soupName, indexSpecs, reIndexData); return soupName; }, 3],
-  reIndexSoup: [async (c, soupName, paths) => { await (await getStore(c)).reIndexSoup(soupName, paths); return soupName; }, 2],
-  clearSoup: [async (c, soupName) => { await (await getStore(c)).clearSoup(soupName); return 'OK'; }, 1],
-  querySoup: [async (c, soupName, querySpec) => (await getStore(c)).query(soupName, querySpec).then((cur) => cur.toJSON()), 2],
-  runSmartQuery: [async (c, querySpec) => (await getStore(c)).smartQuery(querySpec).then((cur) => cur.toJSON()), 1],
-  retrieveSoupEntries: [async (c, soupName, entryIds) => (await getStore(c)).retrieve(soupName, entryIds), 2],
-  upsertSoupEntries: [async (c, soupName, entries) => (await getStore(c)).upsert(soupName, entries), 2],
-  upsertSoupEntriesWithExternalId: [async (c, soupName, entries, externalIdPath) =>
-    (await getStore(c)).upsert(soupName, entries, { externalIdPath }), 3],
-  removeFromSoup: [async (c, soupName, entryIdsOrQuerySpec) => { await (await getStore(c)).remove(soupName, entryIdsOrQuerySpec); return 'OK'; }, 2],
-  moveCursorToPageIndex: [async (c, cursor, newPageIndex) => (await getStore(c)).moveCursorToPage(cursorId(cursor), newPageIndex), 2],
-  closeCursor: [async (c, cursor) => { await (await getStore(c)).closeCursor(cursorId(cursor)); return 'OK'; }, 1],
-  getDatabaseSize: [async (c) => (await getStore(c)).size(), 0],
+  registerSoup: [forward('pgRegisterSoup', (soupName, indexes) => ({ soupName, indexes })), 2],
+  removeSoup: [forward('pgRemoveSoup', (soupName) => ({ soupName })), 1],
+  soupExists: [forward('pgSoupExists', (soupName) => ({ soupName })), 1],
+  getSoupIndexSpecs: [forward('pgGetSoupIndexSpecs', (soupName) => ({ soupName })), 1],
+  alterSoup: [forward('pgAlterSoup', (soupName, indexes, reIndexData) => ({ soupName, indexes, reIndexData })), 3],
+  reIndexSoup: [forward('pgReIndexSoup', (soupName, paths) => ({ soupName, paths })), 2],
+  clearSoup: [forward('pgClearSoup', (soupName) => ({ soupName })), 1],
+  querySoup: [forward('pgQuerySoup', (soupName, querySpec) => {
+    // Pre-3.3 specs name their order path by indexPath, as the plugin's JS reads them.
+    if (querySpec && typeof querySpec === 'object' && querySpec.order != null && querySpec.orderPath == null) querySpec = { ...querySpec, orderPath: querySpec.indexPath };
+    return { soupName, querySpec };
+  }), 2],
+  runSmartQuery: [forward('pgRunSmartQuery', (querySpec) => ({ querySpec })), 1],
+  retrieveSoupEntries: [forward('pgRetrieveSoupEntries', (soupName, entryIds) => ({ soupName, entryIds })), 2],
+  upsertSoupEntries: [forward('pgUpsertSoupEntries', (soupName, entries) => ({ soupName, entries, externalIdPath: '_soupEntryId' })), 2],
+  upsertSoupEntriesWithExternalId: [forward('pgUpsertSoupEntries', (soupName, entries, externalIdPath) => ({ soupName, entries, externalIdPath })), 3],
+  removeFromSoup: [forward('pgRemoveFromSoup', (soupName, idsOrSpec) => (Array.isArray(idsOrSpec) ? { soupName, entryIds: idsOrSpec } : { soupName, querySpec: idsOrSpec })), 2],
+  moveCursorToPageIndex: [forward('pgMoveCursorToPageIndex', (cursor, index) => ({ cursorId: cursorId(cursor), index })), 2],
+  closeCursor: [forward('pgCloseCursor', (cursor) => ({ cursorId: cursorId(cursor) })), 1],
+  getDatabaseSize: [forward('pgGetDatabaseSize', () => ({})), 0],
+  showInspector: [forward('pgShowInspector', () => ({})), 0],
   removeStore: [async (c) => {
-    await closeStores((s) => s.isGlobalStore === c.isGlobalStore && s.storeName === (c.storeName ?? 'smartstore'));
-    await removeStore(c);
-    return 'OK';
+    await closeExtraStores((s) => s.isGlobalStore === c.isGlobalStore && s.storeName === (c.storeName ?? 'smartstore'));
+    return ok(await invoke(SMARTSTORE, 'pgRemoveStore', {}, c));
   }, 0],
   /** Registers the soups of a userstore.json / globalstore.json (not in the plugin: Node has no app bundle). */
-  loadStoreConfig: [async (c, file) => { await (await getStore(c)).loadStoreConfig(file); return 'OK'; }, 1],
+  loadStoreConfig: [async (c, file) => { await (await extraStore(c)).loadStoreConfig(file); return 'OK'; }, 1],
 };
 
 const storeListOps = {
-  getAllStores: [async () => (await listStores({ isGlobalStore: false })).map((storeName) => ({ storeName, isGlobalStore: false })), 0],
-  getAllGlobalStores: [async () => (await listStores({ isGlobalStore: true })).map((storeName) => ({ storeName, isGlobalStore: true })), 0],
-  removeAllStores: [async () => { await closeStores((s) => !s.isGlobalStore); await removeAllStores({ isGlobalStore: false }); return 'OK'; }, 0],
-  removeAllGlobalStores: [async () => { await closeStores((s) => s.isGlobalStore); await removeAllStores({ isGlobalStore: true }); return 'OK'; }, 0],
+  getAllStores: [async () => invoke(SMARTSTORE, 'pgGetAllStores', {}, null), 0],
+  getAllGlobalStores: [async () => invoke(SMARTSTORE, 'pgGetAllGlobalStores', {}, null), 0],
+  removeAllStores: [async () => {
+    await closeExtraStores((s) => !s.isGlobalStore);
+    return ok(await invoke(SMARTSTORE, 'pgRemoveAllStores', {}, null));
+  }, 0],
+  removeAllGlobalStores: [async () => {
+    await closeExtraStores((s) => s.isGlobalStore);
+    return ok(await invoke(SMARTSTORE, 'pgRemoveAllGlobalStores', {}, null));
+  }, 0],
 };
 
 const smartstore = { ...specs };

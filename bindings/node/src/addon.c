@@ -147,6 +147,7 @@ void env_shutdown(env_state *es) {
         if (!r->closed) { r->closed = 1; open[n++] = r; }
     pthread_mutex_unlock(&g_mu);
     target_abort_calls(es);
+    plugin_env_shutdown(es);
     if (!open) return;
     /* Each close stops that handle's syncs and waits for their terminal callbacks, so no
      * engine thread calls into this environment after it is gone. They run side by side:
@@ -178,6 +179,7 @@ static void env_cleanup(void *arg) {
     if (ss_loaded) env_shutdown(es);
     sync_env_teardown(es);
     target_env_teardown(es);
+    plugin_env_teardown(es);
     pthread_mutex_lock(&g_mu);
     store_rec *r = es->stores;
     es->stores = NULL;
@@ -200,6 +202,7 @@ static napi_value init(napi_env env, napi_value exports) {
     calls_init(env, exports);
     sync_init(env, exports);
     target_init(env, exports);
+    plugin_init(env, exports);
     return exports;
 }
 

@@ -25,7 +25,9 @@
     X(syncstore_resync_by_name) X(syncstore_clean_resync_ghosts) X(syncstore_get_sync_status) \
     X(syncstore_get_sync_status_by_name) X(syncstore_delete_sync) \
     X(syncstore_delete_sync_by_name) X(syncstore_stop_syncs) X(syncstore_restart_syncs) \
-    X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target) X(syncstore_change_key)
+    X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target) X(syncstore_change_key) \
+    X(syncstore_plugin_new) X(syncstore_plugin_set_remote) X(syncstore_plugin_set_listener) \
+    X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free)
 
 typedef struct {
 #define SS_FIELD(name) __typeof__(name) *name;
@@ -89,6 +91,10 @@ void target_abort_store(store_rec *rec);
  * so the target calls that follow are failed by that handle's close (src/target.c). */
 void target_note_run(store_rec *rec);
 void sync_env_teardown(env_state *es);
+/* The hybrid plugins' dispatcher (src/plugin.c): at exit its stores close like the others. */
+napi_value plugin_init(napi_env env, napi_value exports);
+void plugin_env_shutdown(env_state *es);
+void plugin_env_teardown(env_state *es);
 void target_env_teardown(env_state *es);
 
 #define NAPI_OK(call) do { if ((call) != napi_ok) return NULL; } while (0)

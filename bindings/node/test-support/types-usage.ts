@@ -5,6 +5,7 @@ import {
   buildExactQuerySpec, MERGE_MODE, SyncState, StoreCursor, SyncStoreError, SyncEvent,
   setEncryptionKeyProvider,
 } from '..';
+import cordova = require('../cordova');
 
 smartstore.registerSoup('contacts', [{ path: 'Id', type: 'string' }], (name: string) => name, (message: string) => message);
 smartstore.registerSoup({ storeName: 'x' }, 'contacts', [{ path: 'Id', type: 'string' }]);
@@ -45,6 +46,16 @@ async function encrypted(): Promise<void> {
   smartstoreClient.setEncryptionKeyProvider(null);
 }
 encrypted();
+
+// The Cordova bridge (cordova.d.ts).
+const bridge = cordova.create({ root: '/tmp/stores', remote: { instanceUrl: 'https://127.0.0.1', accessToken: 't' } });
+bridge.exec((value) => value, (message: string) => message, 'com.salesforce.smartstore', 'pgGetAllStores', [{}]);
+bridge.define('app.store', (require, exports, module) => { module.exports = require('cordova/exec'); });
+bridge.document.addEventListener('sync', (event) => event.detail);
+bridge.reactNative.SFSmartStoreReactBridge.soupExists({ soupName: 'contacts' }, (error, exists) => error ?? exists);
+bridge.configure({ keyProvider: async () => ({ key: 'passphrase', kdfIter: 4000 }) }).install();
+// @ts-expect-error fail gets the message string
+bridge.exec(null, (message: number) => message, 'com.salesforce.smartstore', 'pgGetAllStores', []);
 
 // @ts-expect-error an index type that does not exist
 smartstore.registerSoup('contacts', [{ path: 'Id', type: 'decimal' }]);

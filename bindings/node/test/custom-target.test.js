@@ -4,7 +4,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { setTimeout: sleep } = require('node:timers/promises');
-const { openStore, mobilesyncClient } = require('..');
+const { openStore, mobilesyncClient, setRootDirectory } = require('..');
 const { tempRoot } = require('../test-support/helpers');
 
 /** An in-memory backend: records with Id and LastModifiedDate (ISO text). */
@@ -15,7 +15,8 @@ function backend(count) {
 }
 
 test('sync down, up and ghosts through a JS target', { timeout: 60000 }, async (t) => {
-  const store = await openStore({ storeName: 'custom', root: tempRoot(t) });
+  const root = tempRoot(t);
+  const store = await openStore({ storeName: 'custom', root });
   t.after(() => store.close());
   await store.registerSoup('things', [{ path: 'Id', type: 'string' }, { path: 'Name', type: 'string' }, { path: '__local__', type: 'string' }]);
   const server = backend(25);
@@ -106,7 +107,9 @@ test('sync down, up and ghosts through a JS target', { timeout: 60000 }, async (
   await assert.rejects(store.syncDown({ type: 'empty' }, 'things').done, /fetchPage/);
   // Built-in names cannot be taken.
   assert.throws(() => store.registerTarget('soql', {}), { code: 'SYNCSTORE_ERR_ARGUMENT' });
-  // The Cordova face registers on the store named by its storeConfig.
+  // The Cordova face registers on the store named by its storeConfig (under its root: not the
+  // user's data directory, which other processes may use).
+  setRootDirectory(root);
   assert.equal(await mobilesyncClient.registerTarget({ storeName: 'custom' }, 'viaCordova', { fetchPage: async () => ({ records: [] }) }), 'OK');
 });
 

@@ -56,6 +56,12 @@ test('examples/cordova-style.js runs, and runs again in the same root', { timeou
   }
 });
 
+test('examples/hybrid-page.js runs through the Cordova bridge', { timeout: 60000 }, async (t) => {
+  const result = await run(path.join(HERE, 'examples', 'hybrid-page.js'), await environment(t));
+  assert.equal(result.code, 0, result.err);
+  assert.match(result.out, /^sync 1: RUNNING\nsynced 150; first: \w+, \w+, \w+\n$/);
+});
+
 test('examples/modern.js runs', { timeout: 60000 }, async (t) => {
   const result = await run(path.join(HERE, 'examples', 'modern.js'), await environment(t));
   assert.equal(result.code, 0, result.err);

@@ -1,0 +1,295 @@
+'use strict';
+// The Cordova bridge (require('<repo>/bindings/node/cordova')) and the React Native bridge
+// objects: what a WebView / React Native container gives hybrid JavaScript, for Node. Every
+// smartstore / mobilesync call is forwarded to the library's dispatcher (lib/plugin.js); only the
+// OAuth plugin's getAuthCredentials is answered here, from the configured credentials.
+const fs = require('node:fs');
+const path = require('node:path');
+const vm = require('node:vm');
+const { version: libraryVersion, STATUS } = require('./native');
+const { Plugin, MOBILESYNC, SMARTSTORE } = require('./plugin');
+const { getRoot } = require('./root');
+
+const OAUTH = 'com.salesforce.oauth';
+
+/** Runs a callback outside the call's promise chain: a throwing callback is an ordinary uncaught
+ *  exception, as in a WebView. */
+function later(fn, ...args) {
+  if (typeof fn === 'function') queueMicrotask(() => fn(...args));
+}
+
+/** A document for events when the host has none (Node): an EventTarget that counts its 'sync'
+ *  listeners, so runs keep the process alive only while someone listens for their end. */
+class NodeDocument extends EventTarget {
+  #sync = new Set();
+  #changed;
+  constructor(changed = () => {}) { super(); this.#changed = changed; }
+  addEventListener(type, listener, options) {
+    super.addEventListener(type, listener, options);
+    if (type === 'sync' && listener) { this.#sync.add(listener); this.#changed(); }
+  }
+  removeEventListener(type, listener, options) {
+    super.removeEventListener(type, listener, options);
+    if (type === 'sync' && this.#sync.delete(listener)) this.#changed();
+  }
+  get waiting() { return this.#sync.size > 0; }
+}
+
+/** Cordova's way of building a document event: an Event with the data's members copied on. */
+function documentEvent(name, data) {
+  const event = new Event(name);
+  if (data && typeof data === 'object') {
+    for (const [key, value] of Object.entries(data)) {
+      try { Object.defineProperty(event, key, { value, enumerable: true, configurable: true, writable: true }); } catch { /* a read-only member of Event */ }
+    }
+  }
+  return event;
+}
+
+/**
+ * A Cordova bridge over one dispatcher. options: root (store directory; default $SYNCSTORE_ROOT
+ * or the per-user data directory), remote (default remote of every store: the logged-in user's
+ * {instanceUrl, accessToken, ...}), remotes ([{storeConfig, remote}] per-store overrides),
+ * keyProvider (fn({storeName, isGlobalStore, root}) -> key | {key, kdfIter} | null, may be
+ * async), credentials (extra members of getAuthCredentials' answer: userId, orgId, ...).
+ */
+function createCordova(options = {}) {
+  let settings = { ...options };
+  let plugin = null;
+  const ownDocument = new NodeDocument(() => { if (plugin && !plugin.freed) plugin.updateKeepAlive(); });
+  const modules = new Map(); // id -> {factory, exports, module, state}
+
+  const doc = () => {
+    const d = globalThis.document;
+    return d && typeof d.dispatchEvent === 'function' ? d : ownDocument;
+  };
+
+  function getPlugin() {
+    if (plugin && !plugin.freed) return plugin;
+    // Runs keep the process alive while 'sync' listeners wait (any, on a host's own document).
+    const waiting = () => doc() !== ownDocument || ownDocument.waiting;
+    plugin = new Plugin({ root: settings.root ? path.resolve(settings.root) : getRoot(), remote: settings.remote || null, waiting });
+    for (const { storeConfig, remote } of settings.remotes || []) plugin.setRemote(storeConfig, remote);
+    if (settings.keyProvider) plugin.setKeyProvider(settings.keyProvider);
+    // The plugins fire their events as cordova.fireDocumentEvent(name, {detail}) does.
+    plugin.on('event', (name, detail) => cordova.fireDocumentEvent(name, { detail }));
+    return plugin;
+  }
+
+  /** getAuthCredentials' answer (the SDK's OAuth plugin), from the default remote. */
+  function credentials() {
+    const remote = settings.remote;
+    if (!remote) return null;
+    return {
+      accessToken: remote.accessToken, refreshToken: remote.refreshToken ?? null, clientId: remote.clientId ?? null,
+      userId: null, orgId: null, loginUrl: remote.instanceUrl, instanceUrl: remote.instanceUrl,
+      userAgent: `SyncStore/${libraryVersion} Node/${process.versions.node} Hybrid`, communityId: null, communityUrl: null,
+      ...(settings.credentials || {}),
+    };
+  }
+
+  function oauth(success, fail, action) {
+    if (action === 'getAuthCredentials' || action === 'authenticate') {
+      const answer = credentials();
+      if (answer) later(success, answer);
+      else later(fail, 'Not authenticated: configure the bridge with {remote: {instanceUrl, accessToken}}');
+    } else if (action === 'getAppHomeUrl') {
+      later(success, '');
+    } else {
+      later(fail, `Unknown action '${action}' of ${OAUTH} (getAuthCredentials, authenticate, getAppHomeUrl)`);
+    }
+  }
+
+  function resolveId(id, from) {
+    if (!id.startsWith('.')) return id;
+    const parts = from.split('/').slice(0, -1);
+    for (const part of id.split('/')) {
+      if (part === '..') parts.pop();
+      else if (part !== '.') parts.push(part);
+    }
+    return parts.join('/');
+  }
+
+  function build(id) {
+    const entry = modules.get(id);
+    if (!entry) throw new Error(`module ${id} not found`);
+    if (entry.state === 'new') {
+      entry.state = 'building'; // a cycle gets the exports built so far, as Cordova's require
+      entry.module = { id, exports: {} };
+      entry.factory((other) => build(resolveId(other, id)), entry.module.exports, entry.module);
+      entry.state = 'built';
+    }
+    return entry.module.exports;
+  }
+
+  const cordova = {
+    platformId: 'node',
+    platformVersion: process.versions.node,
+    version: libraryVersion,
+
+    /** cordova.exec(success, fail, service, action, args): success gets the answer (no
+     *  argument when the plugin answers none), fail the error message. */
+    exec(success, fail, service, action, args) {
+      if (service === OAUTH) return oauth(success, fail, action);
+      getPlugin().exec(service, action, args).then(({ status, value, hasValue }) => {
+        if (status !== 0) later(fail, value);
+        else if (hasValue) later(success, value);
+        else later(success);
+      });
+    },
+
+    define(id, factory) {
+      if (modules.has(id)) throw new Error(`module ${id} already defined`);
+      if (typeof factory !== 'function') throw new TypeError(`module ${id}: the factory must be a function`);
+      modules.set(id, { factory, state: 'new' });
+    },
+
+    require(id) { return build(id); },
+
+    /** Fires a document event: an Event with data's members copied on (event.detail, ...). */
+    fireDocumentEvent(name, data) {
+      doc().dispatchEvent(documentEvent(name, data));
+    },
+
+    addDocumentEventListener(type, listener, options) { doc().addEventListener(type, listener, options); },
+    removeDocumentEventListener(type, listener, options) { doc().removeEventListener(type, listener, options); },
+
+    /** The document events go to: globalThis.document when it has one, else the bridge's own. */
+    get document() { return doc(); },
+
+    /** Changes settings; `root` only before the first call. */
+    configure(more = {}) {
+      if (more.root !== undefined && plugin && !plugin.freed && path.resolve(more.root) !== plugin.root) {
+        const error = new Error('the bridge already opened stores under its root: configure({root}) before the first call, or close() first');
+        error.status = STATUS.STATE;
+        throw error;
+      }
+      settings = { ...settings, ...more };
+      if (plugin && !plugin.freed) {
+        if (more.remote) plugin.setRemote(null, more.remote);
+        for (const { storeConfig, remote } of more.remotes || []) plugin.setRemote(storeConfig, remote);
+        if (more.keyProvider !== undefined) plugin.setKeyProvider(more.keyProvider);
+      }
+      return cordova;
+    },
+
+    /** The remote of one store ({storeName, isGlobalStore}), or with null the default. */
+    setRemote(storeConfig, remote) {
+      if (!storeConfig) settings = { ...settings, remote };
+      else settings = { ...settings, remotes: [...(settings.remotes || []), { storeConfig, remote }] };
+      if (plugin && !plugin.freed) plugin.setRemote(storeConfig || null, remote);
+    },
+
+    setKeyProvider(fn) { cordova.configure({ keyProvider: fn || null }); },
+
+    /** Makes this the global `cordova`, and gives the global object a `document` (for 'sync'
+     *  events) and a `navigator` (where cordova.force.js puts smartstore) when it has none. */
+    install(target = globalThis) {
+      target.cordova = cordova;
+      if (!target.document) target.document = ownDocument;
+      if (!target.navigator) target.navigator = {};
+      return cordova;
+    },
+
+    /** Runs a browser script (e.g. cordova.force.js) as a <script> tag does: in the global scope. */
+    loadScript(file) {
+      return vm.runInThisContext(fs.readFileSync(file, 'utf8'), { filename: path.resolve(file) });
+    },
+
+    /** Closes the stores the bridge opened (their runs stop); the next call opens them again. */
+    async close() {
+      if (plugin) await plugin.free();
+    },
+
+    /** The dispatcher (created on first use). */
+    get plugin() { return getPlugin(); },
+  };
+  cordova.define.remove = (id) => modules.delete(id);
+  cordova.define.moduleMap = modules;
+  modules.set('cordova', { state: 'built', module: { id: 'cordova', exports: cordova } });
+  modules.set('cordova/exec', { state: 'built', module: { id: 'cordova/exec', exports: cordova.exec } });
+  cordova.reactNative = reactNativeBridges(cordova, getPlugin);
+  return cordova;
+}
+
+// ---- React Native ----
+
+/** react-native-force's method names and the plugin actions they are. */
+const SMARTSTORE_METHODS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlobalStores', 'getAllStores', 'getDatabaseSize',
+  'getSoupIndexSpecs', 'moveCursorToPageIndex', 'querySoup', 'registerSoup', 'reIndexSoup', 'removeAllGlobalStores',
+  'removeAllStores', 'removeFromSoup', 'removeSoup', 'removeStore', 'retrieveSoupEntries', 'runSmartQuery', 'soupExists',
+  'upsertSoupEntries'];
+const RN_TRUE = new Set(['removeStore', 'removeAllStores', 'removeAllGlobalStores']); // answer true where Cordova answers nothing
+const pgAction = (method) => `pg${method[0].toUpperCase()}${method.slice(1)}`;
+
+/** The arguments object as the dispatcher reads it: removeFromSoup's newer `soupEntryIds` is its
+ *  `entryIds`. */
+function rnArgs(method, args) {
+  const fields = { ...(args || {}) };
+  if (method === 'removeFromSoup' && fields.entryIds == null && fields.soupEntryIds != null) fields.entryIds = fields.soupEntryIds;
+  delete fields.soupEntryIds;
+  return [fields];
+}
+
+/**
+ * SmartStoreReactBridge / MobileSyncReactBridge (Android: (args, success, error), answers as JSON
+ * text) and SFSmartStoreReactBridge / SFMobileSyncReactBridge (iOS and the TurboModules:
+ * (args, callback(error, result))). Sync runs answer once, at their end: success with the DONE
+ * state, error with the FAILED / STOPPED one; they fire no document events of their own.
+ */
+function reactNativeBridges(cordova, getPlugin) {
+  const run = (service, action, args) => getPlugin().exec(service, action, args);
+
+  async function smartstore(method, args) {
+    const { status, value, hasValue } = await run(SMARTSTORE, pgAction(method), rnArgs(method, args));
+    if (status !== 0) return { error: value };
+    return { value: RN_TRUE.has(method) ? true : value, hasValue: hasValue || RN_TRUE.has(method) };
+  }
+
+  async function mobilesync(method, args) {
+    if (method === 'syncDown' || method === 'syncUp' || method === 'reSync') {
+      const { status, value } = await getPlugin().runToEnd(method, [{ ...(args || {}) }]);
+      return status === 0 ? { value, hasValue: true } : { error: value };
+    }
+    const { status, value, hasValue } = await run(MOBILESYNC, method, [{ ...(args || {}) }]);
+    if (status !== 0) return { error: value };
+    // The plugin answers {} for an unknown sync (Cordova cannot pass null); React Native gets null.
+    if (method === 'getSyncStatus' && (!value || value._soupEntryId === undefined)) return { value: null, hasValue: true };
+    return { value, hasValue };
+  }
+
+  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync'];
+
+  function make(methods, impl, shape) {
+    const bridge = {};
+    for (const method of methods) {
+      bridge[method] = shape === 'android'
+        ? (args, success, error) => impl(method, args).then((r) => {
+          if ('error' in r) later(error, typeof r.error === 'string' ? r.error : JSON.stringify(r.error));
+          else if (r.hasValue) later(success, JSON.stringify(r.value));
+          else later(success);
+        })
+        : (args, callback) => impl(method, args).then((r) => {
+          if ('error' in r) later(callback, typeof r.error === 'string' ? Object.assign(new Error(r.error), { message: r.error }) : r.error);
+          else later(callback, null, r.hasValue ? r.value : 'OK');
+        });
+    }
+    return bridge;
+  }
+
+  return {
+    SmartStoreReactBridge: make(SMARTSTORE_METHODS, smartstore, 'android'),
+    MobileSyncReactBridge: make(MOBILESYNC_METHODS, mobilesync, 'android'),
+    SFSmartStoreReactBridge: make(SMARTSTORE_METHODS, smartstore, 'ios'),
+    SFMobileSyncReactBridge: make(MOBILESYNC_METHODS, mobilesync, 'ios'),
+    /** The container's OAuth bridge: getAuthCredentials(callback(error, credentials)). */
+    SalesforceOauthReactBridge: {
+      getAuthCredentials(args, success, error) {
+        if (typeof args === 'function') [success, error] = [args, success];
+        cordova.exec(success, error, OAUTH, 'getAuthCredentials', []);
+      },
+    },
+  };
+}
+
+module.exports = { createCordova, NodeDocument, later };

@@ -1,0 +1,104 @@
+'use strict';
+// The hybrid plugins' shared case table (Tests/plugin/cases.json), driven through the Cordova
+// bridge's cordova.exec with the semantics of tests/c/test_plugin.c: one dev server with the
+// table's args, a bridge whose default remote is the server's, every 'sync' document event
+// recorded, the steps run in order.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { REPO, tempRoot, startDevServer } = require('../test-support/helpers');
+const { STATUS } = require('../lib/native');
+const { createCordova } = require('../lib/bridge');
+
+const table = JSON.parse(fs.readFileSync(path.join(REPO, 'Tests', 'plugin', 'cases.json'), 'utf8'));
+const SERVICES = { smartstore: 'com.salesforce.smartstore', mobilesync: 'com.salesforce.mobilesync' };
+
+/** "$name.a.0.b" -> that part of a saved value. */
+function lookup(saved, reference) {
+  const [name, ...parts] = reference.slice(1).split('.');
+  let value = saved[name];
+  for (const part of parts) value = value === undefined || value === null ? undefined : value[part];
+  if (value === undefined) throw new Error(`unknown reference ${reference}`);
+  return value;
+}
+
+function substitute(saved, value) {
+  if (typeof value === 'string' && value.startsWith('$')) return lookup(saved, value);
+  if (Array.isArray(value)) return value.map((v) => substitute(saved, v));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(saved, v)]));
+  return value;
+}
+
+/** got "contains" want: objects by their members, arrays element by element (same length). */
+function like(got, want) {
+  if (Array.isArray(want)) return Array.isArray(got) && got.length === want.length && want.every((w, i) => like(got[i], w));
+  if (want && typeof want === 'object') return got !== null && typeof got === 'object' && !Array.isArray(got) && Object.entries(want).every(([k, w]) => like(got[k], w));
+  return got === want;
+}
+
+/** Calls cordova.exec; resolves with {ok, args} (what success got) or {ok: false, args} (fail). */
+function exec(cordova, service, action, args) {
+  return new Promise((resolve) => cordova.exec((...got) => resolve({ ok: true, got }), (...got) => resolve({ ok: false, got }),
+    SERVICES[service] || service, action, args));
+}
+
+test('the shared plugin case table through cordova.exec', { timeout: 120000 }, async (t) => {
+  const server = await startDevServer(t, table.server.args);
+  const cordova = createCordova({ root: tempRoot(t), remote: server.remote });
+  t.after(() => cordova.close());
+  const events = [];
+  cordova.document.addEventListener('sync', (event) => events.push(event.detail));
+  const saved = {};
+  let seen = 0;
+
+  for (const step of table.steps) {
+    const where = `step '${step.name}'`;
+    if (step.kind === 'exec') {
+      const answer = await exec(cordova, step.service, step.action, substitute(saved, step.args));
+      const expect = substitute(saved, step.expect);
+      if (expect.error) {
+        assert.equal(answer.ok, false, `${where}: expected ${expect.error}, got ${JSON.stringify(answer.got)}`);
+        assert.equal(answer.got.length, 1, `${where}: fail gets one argument`);
+        assert.equal(typeof answer.got[0], 'string', `${where}: fail gets the message`);
+        if (expect.message) assert.ok(answer.got[0].includes(expect.message), `${where}: ${answer.got[0]}`);
+        // The status is not part of Cordova's fail: check it through the dispatcher itself.
+        const direct = await cordova.plugin.exec(SERVICES[step.service] || step.service, step.action, substitute(saved, step.args));
+        assert.equal(direct.status, STATUS[expect.error], `${where}: status ${direct.status}`);
+        continue;
+      }
+      assert.equal(answer.ok, true, `${where}: failed with ${JSON.stringify(answer.got)}`);
+      const [value] = answer.got;
+      if (expect.okNone) assert.equal(answer.got.length, 0, `${where}: success without a value, got ${JSON.stringify(answer.got)}`);
+      if ('ok' in expect) assert.deepEqual(value, expect.ok, where);
+      if (expect.okLike) assert.ok(like(value, expect.okLike), `${where}: ${JSON.stringify(value)}`);
+      if (expect.okPositive) assert.ok(typeof value === 'number' && value > 0, `${where}: ${value}`);
+      for (const key of expect.okHas || []) assert.ok(value && key in value, `${where}: no ${key} in ${JSON.stringify(value)}`);
+      if (step.save && value !== undefined) saved[step.save] = value;
+    } else if (step.kind === 'waitEvent') {
+      const want = substitute(saved, step.like);
+      const deadline = Date.now() + step.timeoutMs;
+      let found = -1;
+      while ((found = events.findIndex((e, i) => i >= seen && like(e, want))) < 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.ok(found >= 0, `${where}: no such event among ${JSON.stringify(events.slice(seen))}`);
+      seen = found + 1;
+    } else if (step.kind === 'noEvent') {
+      const want = substitute(saved, step.like);
+      assert.ok(!events.some((e) => like(e, want)), `${where}: ${JSON.stringify(events)}`);
+    } else if (step.kind === 'http') {
+      const route = [].concat(substitute(saved, step.path)).join('');
+      const response = await fetch(`${server.url}/services/data/v62.0/${route}`, {
+        method: step.method, headers: { Authorization: `Bearer ${server.token}`, 'Content-Type': 'application/json' },
+        body: step.body === undefined ? undefined : JSON.stringify(step.body),
+      });
+      assert.ok(response.status < 300, `${where}: ${response.status}`);
+      const got = response.status === 204 ? null : await response.json();
+      if (step.expect) assert.ok(like(got, step.expect), `${where}: ${JSON.stringify(got)}`);
+      if (step.save) saved[step.save] = got;
+    } else {
+      assert.fail(`${where}: unknown step kind ${step.kind}`);
+    }
+  }
+});
