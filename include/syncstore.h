@@ -743,7 +743,8 @@ int syncstore_plugin_set_key_provider(syncstore_plugin *plugin, syncstore_plugin
  * Runs one plugin action. answer is called exactly once: before this call returns for every
  * action but cleanResyncGhosts, whose answer (the number of entries removed) comes from the
  * store's sync worker thread when the clean ends. syncDown, syncUp and reSync answer with the
- * state of the run they started; its progress comes as "sync" events. Returns SYNCSTORE_OK when
+ * state of the run they started; its progress comes as "sync" events (the first of which may
+ * reach the listener before the answer: set the listener first). Returns SYNCSTORE_OK when
  * answer was or will be called (the action's own outcome is in the answer), else the code of a
  * call that could not be made (a NULL plugin or answer: ARGUMENT; a freed plugin: STATE) and
  * answer is not called.

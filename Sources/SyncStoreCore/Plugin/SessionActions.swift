@@ -26,6 +26,9 @@ enum OAuthActions {
                 out.root.set(name, owned: JSONMake.null())
             }
         }
+        // Tokens come from the instance itself unless the remote says otherwise (the dev server
+        // serves /services/oauth2/token).
+        if source.root["loginUrl"] == nil, let instance = source.root["instanceUrl"] { out.root.set("loginUrl", owned: instance.retained()) }
         out.root.set("userAgent", owned: JSONMake.string("SyncStore/\(SyncStoreVersion.string) hybrid"))
         return out.root.dump()
     }

@@ -1,8 +1,8 @@
 'use strict';
 // The Cordova bridge (require('<repo>/bindings/node/cordova')) and the React Native bridge
 // objects: what a WebView / React Native container gives hybrid JavaScript, for Node. Every
-// smartstore / mobilesync call is forwarded to the library's dispatcher (lib/plugin.js); only the
-// OAuth plugin's getAuthCredentials is answered here, from the configured credentials.
+// call (smartstore, mobilesync, the OAuth plugin's credentials, the network plugin's REST
+// requests) is forwarded to the library's dispatcher (lib/plugin.js).
 const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
@@ -64,40 +64,20 @@ function createCordova(options = {}) {
     return d && typeof d.dispatchEvent === 'function' ? d : ownDocument;
   };
 
+  /** The default remote, with `credentials`' members (userId, orgId, ...) that the OAuth
+   *  plugin's answer carries. */
+  const defaultRemote = () => (settings.remote ? { ...settings.remote, ...(settings.credentials || {}) } : null);
+
   function getPlugin() {
     if (plugin && !plugin.freed) return plugin;
     // Runs keep the process alive while 'sync' listeners wait (any, on a host's own document).
     const waiting = () => doc() !== ownDocument || ownDocument.waiting;
-    plugin = new Plugin({ root: settings.root ? path.resolve(settings.root) : getRoot(), remote: settings.remote || null, waiting });
+    plugin = new Plugin({ root: settings.root ? path.resolve(settings.root) : getRoot(), remote: defaultRemote(), waiting });
     for (const { storeConfig, remote } of settings.remotes || []) plugin.setRemote(storeConfig, remote);
     if (settings.keyProvider) plugin.setKeyProvider(settings.keyProvider);
     // The plugins fire their events as cordova.fireDocumentEvent(name, {detail}) does.
     plugin.on('event', (name, detail) => cordova.fireDocumentEvent(name, { detail }));
     return plugin;
-  }
-
-  /** getAuthCredentials' answer (the SDK's OAuth plugin), from the default remote. */
-  function credentials() {
-    const remote = settings.remote;
-    if (!remote) return null;
-    return {
-      accessToken: remote.accessToken, refreshToken: remote.refreshToken ?? null, clientId: remote.clientId ?? null,
-      userId: null, orgId: null, loginUrl: remote.instanceUrl, instanceUrl: remote.instanceUrl,
-      userAgent: `SyncStore/${libraryVersion} Node/${process.versions.node} Hybrid`, communityId: null, communityUrl: null,
-      ...(settings.credentials || {}),
-    };
-  }
-
-  function oauth(success, fail, action) {
-    if (action === 'getAuthCredentials' || action === 'authenticate') {
-      const answer = credentials();
-      if (answer) later(success, answer);
-      else later(fail, 'Not authenticated: configure the bridge with {remote: {instanceUrl, accessToken}}');
-    } else if (action === 'getAppHomeUrl') {
-      later(success, '');
-    } else {
-      later(fail, `Unknown action '${action}' of ${OAUTH} (getAuthCredentials, authenticate, getAppHomeUrl)`);
-    }
   }
 
   function resolveId(id, from) {
@@ -130,7 +110,6 @@ function createCordova(options = {}) {
     /** cordova.exec(success, fail, service, action, args): success gets the answer (no
      *  argument when the plugin answers none), fail the error message. */
     exec(success, fail, service, action, args) {
-      if (service === OAUTH) return oauth(success, fail, action);
       getPlugin().exec(service, action, args).then(({ status, value, hasValue }) => {
         if (status !== 0) later(fail, value);
         else if (hasValue) later(success, value);
@@ -166,7 +145,7 @@ function createCordova(options = {}) {
       }
       settings = { ...settings, ...more };
       if (plugin && !plugin.freed) {
-        if (more.remote) plugin.setRemote(null, more.remote);
+        if (more.remote || more.credentials) plugin.setRemote(null, defaultRemote());
         for (const { storeConfig, remote } of more.remotes || []) plugin.setRemote(storeConfig, remote);
         if (more.keyProvider !== undefined) plugin.setKeyProvider(more.keyProvider);
       }
@@ -177,7 +156,7 @@ function createCordova(options = {}) {
     setRemote(storeConfig, remote) {
       if (!storeConfig) settings = { ...settings, remote };
       else settings = { ...settings, remotes: [...(settings.remotes || []), { storeConfig, remote }] };
-      if (plugin && !plugin.freed) plugin.setRemote(storeConfig || null, remote);
+      if (plugin && !plugin.freed) plugin.setRemote(storeConfig || null, storeConfig ? remote : defaultRemote());
     },
 
     setKeyProvider(fn) { cordova.configure({ keyProvider: fn || null }); },
