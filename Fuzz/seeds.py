@@ -171,3 +171,22 @@ seed('codec', 'frame', b'\x03\x01' + b'\x00')
 seed('codec', 'whole_db', b'\x04' + b'SQLite format 3\x00' + bytes(200))
 seed('codec', 'whole_wal', b'\x05' + bytes.fromhex('377f0682002de21800001000') + bytes(100))
 dict_('codec', ['\x00', '\x01', '\x02', '\x03', '\x04', '\x05', 'SQLite format 3\x00', '\x37\x7f\x06\x82', '\x37\x7f\x06\x83', '\x00\x10\x00\x00', '\x10\x00', '\x50', '\xff\xff\xff\xff'])
+
+# plugin: "service action" then the args array, from the shared case table of the hybrid plugins
+short = {'com.salesforce.smartstore': 'smartstore', 'com.salesforce.mobilesync': 'mobilesync',
+         'com.salesforce.oauth': 'oauth', 'com.salesforce.network': 'network'}
+cases = json.load(open('Tests/plugin/cases.json'))
+for i, step in enumerate(cases['steps']):
+    if step['kind'] != 'exec' or step['action'] in ('syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts'):
+        continue
+    args = json.dumps(step['args']).replace('"$cursor.cursorId"', '1').replace('"$down._soupEntryId"', '1')
+    seed('plugin', f'{i:02d}-{step["action"]}', f'{short.get(step["service"], step["service"])} {step["action"]}\n{args}')
+dict_('plugin', json_tokens + ['smartstore ', 'mobilesync ', 'oauth ', 'network ', '"pluginSDKVersion:13.0.2"', '"soupName"',
+      '"accounts"', '"indexes"', '"path"', '"type"', '"string"', '"full_text"', '"json1"', '"integer"', '"floating"', '"entries"',
+      '"externalIdPath"', '"_soupEntryId"', '"querySpec"', '"queryType"', '"exact"', '"range"', '"like"', '"match"', '"smart"',
+      '"indexPath"', '"matchKey"', '"beginKey"', '"endKey"', '"likeKey"', '"smartSql"', '"orderPath"', '"order"', '"pageSize"',
+      '"selectPaths"', '"entryIds"', '"cursorId"', '"index"', '"isGlobalStore"', '"storeName"', '"reIndexData"', '"paths"',
+      '"syncId"', '"syncName"', '"endPoint"', '"method"', '"queryParams"', '"headerParams"', '"returnBinary"',
+      'pgRegisterSoup', 'pgQuerySoup', 'pgRunSmartQuery', 'pgUpsertSoupEntries', 'pgRemoveFromSoup', 'pgMoveCursorToPageIndex',
+      'pgAlterSoup', 'pgReIndexSoup', 'pgGetAllStores', 'pgRemoveStore', 'getSyncStatus', 'deleteSync', 'pgSendRequest',
+      'getAuthCredentials', '{accounts:Name}', 'select '])
