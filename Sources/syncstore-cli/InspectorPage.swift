@@ -105,7 +105,7 @@ textarea { width: 100%; font: 13px/1.4 ui-monospace, Menlo, Consolas, monospace;
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; vertical-align: top; border-bottom: 1px solid #e3e7ee; padding: 4px 8px; }
 th { position: sticky; top: 0; background: #eef1f6; font-weight: 600; }
-pre { margin: 0; font: 12px/1.35 ui-monospace, Menlo, Consolas, monospace; white-space: pre-wrap; word-break: break-word; max-height: 260px; overflow: auto; }
+pre { margin: 0; font: 12px/1.35 ui-monospace, Menlo, Consolas, monospace; white-space: pre-wrap; overflow-wrap: break-word; max-height: 260px; overflow: auto; }
 tr.dirty td { background: #fff6dc; }
 .flag { display: inline-block; font-size: 11px; padding: 0 6px; margin: 1px 2px; border-radius: 8px; background: #f2c94c; color: #3d2e00; }
 .lasterror { color: #8c1d18; font-weight: 600; }
@@ -169,6 +169,12 @@ async function api(path, params, body) {
     throw new Error(e.code + ": " + e.message);
   }
   return data;
+}
+
+// A string holding JSON (a sync's __last_error__) as that JSON, to be shown pretty.
+function parsed(value) {
+  if (typeof value !== "string" || !/^\s*[[{]/.test(value)) return value;
+  try { return JSON.parse(value); } catch (e) { return value; }
 }
 
 function cell(value) {
@@ -347,7 +353,7 @@ async function loadEntries() {
       return el("tr", { class: dirty ? "dirty" : "", "data-id": entry._soupEntryId },
         el("td", {}, entry._soupEntryId),
         el("td", {}, dirty ? el("span", { class: "flag" }, "local") : "", ...flags),
-        el("td", { class: "lasterror" }, lastError === undefined ? "" : cell(lastError)),
+        el("td", { class: "lasterror" }, lastError === undefined ? "" : cell(parsed(lastError))),
         el("td", {}, cell(entry)),
         state.allowWrites ? el("td", {}, el("button", { onclick: () => { $("e-json").value = JSON.stringify(entry, null, 2); } }, "Edit"),
           el("button", { onclick: () => removeEntry(soup, entry._soupEntryId) }, "Delete")) : null);

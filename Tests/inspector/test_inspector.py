@@ -144,6 +144,7 @@ def world(tmp_path_factory):
         ok("soup", "register", "--root", root, "big", '[{"path":"n","type":"integer"}]')
         ok("upsert", "--root", root, "--soup", "big", "-", stdin=json.dumps([{"n": i} for i in range(BIG)]))
         ok("soup", "register", "--root", root, "--global", "--store", "shared", "settings", '[{"path":"key","type":"string"}]')
+        ok("soup", "register", "--root", root, "scratch", '[{"path":"k","type":"string"}]')
         inspector = Inspector(root)
         yield {"root": root, "server": server, "slow": slow, "inspector": inspector, "conflict": entry, "tmp": tmp}
     finally:
@@ -289,12 +290,16 @@ def test_smart_sql_with_completion_paging_and_pretty_json(world, browser):
     assert [li.text.split()[0] for li in browser.find_elements(By.CSS_SELECTOR, "#suggest li")] == ["contacts"]
     box.send_keys(Keys.TAB)
     assert box.get_attribute("value") == "select {contacts}"
-    box.send_keys(Keys.BACKSPACE, ":Last")
+    box.send_keys(Keys.BACKSPACE, ":")
     wait(browser, lambda d: d.find_element(By.ID, "suggest").is_displayed(), what="path suggestions")
-    assert [li.text.split()[0] for li in browser.find_elements(By.CSS_SELECTOR, "#suggest li")] == ["LastName"]
+    paths = [li.text.split() for li in browser.find_elements(By.CSS_SELECTOR, "#suggest li")]
+    assert paths == [["_soup", "whole", "entry"], ["_soupEntryId", "id"], ["_soupLastModifiedDate", "ms"],
+                     ["Id", "string"], ["LastName", "string"], ["__local__", "string"]], paths
+    shot(browser, "query-completion")
+    box.send_keys("Last")
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#suggest li")) == 1, what="the paths to narrow")
     box.send_keys(Keys.ENTER)
     assert box.get_attribute("value") == "select {contacts:LastName}"
-    shot(browser, "query-completion")
 
     run_sql(browser, "select {contacts:LastName}, {contacts:_soup} from {contacts} order by {contacts:_soupEntryId}", size=25)
     assert text(browser, "q-meta").startswith(f"{CONTACTS} rows · page 0 of 2"), text(browser, "q-meta")
@@ -342,6 +347,30 @@ def test_a_huge_result_is_counted_and_paged_never_sent_whole(world, browser):
     assert "Page size must be from 1 to 1000" in text(browser, "q-error")
     status, _, body = world["inspector"].get("/api/query?pageSize=1000000&sql=" + urllib.request.quote("select {big:n} from {big}"))
     assert status == 400 and "Page size" in body["error"]["message"]
+
+
+def test_a_long_query_never_blocks_the_apps_writes_and_stops_at_its_time_limit(world):
+    import threading
+    ins = world["inspector"]
+    ones = json.dumps(list(range(1000)))
+    slow = f"select count(*) from {{big}}, {{contacts}}, {{notes}}, json_each('{ones}')"
+    got = {}
+    query = threading.Thread(target=lambda: got.update(answer=ins.get("/api/query?sql=" + urllib.request.quote(slow)),
+                                                        ended=time.time()))
+    started = time.time()
+    query.start()
+    time.sleep(0.5)
+    writes = []
+    for i in range(5):  # the app's writes meanwhile (another process, each its own transaction)
+        t = time.time()
+        ok("upsert", "--root", world["root"], "--soup", "scratch", json.dumps({"k": f"w{i}"}))
+        writes.append(time.time() - t)
+    query.join(timeout=30)
+    status, _, body = got["answer"]
+    assert status == 400 and "ran longer than 5000 ms and was stopped" in body["error"]["message"], body
+    assert 4.5 < got["ended"] - started < 10, got["ended"] - started
+    assert max(writes) < 2.5 and time.time() - started < 10, writes  # a write is a process start plus a commit
+    assert json.loads(ok("query", "--root", world["root"], "select count(*) from {scratch}", "--json"))[0][0] == 5
 
 
 def test_html_in_entries_is_shown_as_text_and_never_runs(world, browser):
@@ -409,7 +438,8 @@ def test_a_conflict_links_to_its_entry_with_last_error_and_local_flags(world, br
     cells = [td.text for td in entry_row.find_elements(By.TAG_NAME, "td")]
     assert cells[0] == str(world["conflict"]["_soupEntryId"])
     assert "local" in cells[1] and "locally updated" in cells[1]
-    assert "CONFLICT" in cells[2] and "the local change was not sent" in cells[2], cells[2]
+    last_error = json.loads(entry_row.find_element(By.CSS_SELECTOR, "td.lasterror pre").text)
+    assert last_error[0]["errorCode"] == "CONFLICT" and "the local change was not sent" in last_error[0]["message"], last_error
     shot(browser, "conflict-entry")
 
 
@@ -434,9 +464,10 @@ def test_the_soup_browser_pages_and_filters_by_an_indexed_path(world, browser):
     field = browser.find_element(By.ID, "e-value")
     field.clear()
     field.send_keys(world["conflict"]["LastName"][:2] + "%")
+    browser.execute_script("document.getElementById('e-meta').textContent = ''")
     browser.find_element(By.ID, "e-go").click()
     wait(browser, lambda d: re.match(r"\d+ entries", text(d, "e-meta")), what="the LIKE filter")
-    names = [json.loads(r.find_element(By.TAG_NAME, "pre").text)["LastName"] for r in table_rows(browser, "e-table")]
+    names = [json.loads(r.find_element(By.CSS_SELECTOR, "td:nth-child(4) pre").text)["LastName"] for r in table_rows(browser, "e-table")]
     assert names and all(n.startswith(world["conflict"]["LastName"][:2]) for n in names)
 
 
