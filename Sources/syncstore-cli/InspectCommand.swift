@@ -79,10 +79,12 @@ struct InspectCommand: AsyncParsableCommand {
         process.arguments = ["xdg-open", url]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
+        let failed = "syncstore-cli: xdg-open could not open a browser (no desktop, or xdg-utils not installed); open the URL above yourself"
+        process.terminationHandler = { if $0.terminationStatus != 0 { Console.err(failed) } }
         do {
             try process.run()
         } catch {
-            Console.err("syncstore-cli: could not run xdg-open (\(error)); open the URL above yourself")
+            Console.err(failed)
         }
     }
 }

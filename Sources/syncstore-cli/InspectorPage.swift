@@ -119,6 +119,7 @@ tr.dirty td { background: #fff6dc; }
 .bar { width: 160px; height: 10px; background: #e3e7ee; border-radius: 5px; overflow: hidden; }
 .bar > div { height: 100%; background: #0b5cab; transition: width .2s; }
 .ids a { margin-right: 6px; }
+#syncs-table td:nth-child(2) { white-space: nowrap; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
 dt { font-weight: 600; color: #3e4a5c; }
 dd { margin: 0; }
@@ -175,6 +176,12 @@ async function api(path, params, body) {
 function parsed(value) {
   if (typeof value !== "string" || !/^\s*[[{]/.test(value)) return value;
   try { return JSON.parse(value); } catch (e) { return value; }
+}
+
+// "60 rows · 3 pages · page index 0": page indexes count from 0, as in query specs.
+function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+function pages(page, one, many) {
+  return plural(page.totalEntries, one, many) + " · " + plural(page.totalPages, "page", "pages") + " · page index " + page.currentPageIndex;
 }
 
 function cell(value) {
@@ -260,8 +267,7 @@ async function runQuery() {
     const body = rows.map((r) => el("tr", {}, ...(Array.isArray(r) ? r : [r]).map((v) => el("td", {}, cell(v)))));
     result.appendChild(el("table", { id: "q-table" }, el("thead", {}, el("tr", {}, ...heads)), el("tbody", {}, ...body)));
     $("q-page").value = page.currentPageIndex;
-    $("q-meta").textContent = page.totalEntries + " rows · page " + page.currentPageIndex + " of " +
-      Math.max(page.totalPages - 1, 0) + " (from 0) · " + rows.length + " shown · " + Math.round(performance.now() - started) + " ms";
+    $("q-meta").textContent = pages(page, "row", "rows") + " · " + rows.length + " shown · " + Math.round(performance.now() - started) + " ms";
   } catch (e) {
     showError("q-error", e.message);
     $("q-meta").textContent = "";
@@ -361,7 +367,7 @@ async function loadEntries() {
     const heads = ["_soupEntryId", "Local changes", "__last_error__", "Entry"].concat(state.allowWrites ? [""] : []);
     result.appendChild(el("table", { id: "e-table" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), el("tbody", {}, ...rows)));
     $("e-page").value = page.currentPageIndex;
-    $("e-meta").textContent = page.totalEntries + " entries · page " + page.currentPageIndex + " of " + Math.max(page.totalPages - 1, 0) + " (from 0)";
+    $("e-meta").textContent = pages(page, "entry", "entries");
   } catch (e) { showError("e-error", e.message); $("e-meta").textContent = ""; }
 }
 async function upsertEntry() {
