@@ -280,6 +280,23 @@ def test_writes_are_refused_without_allow_writes_and_work_with_it(world):
     assert json.loads(ok("query", "--root", world["root"], "select count(*) from {notes}", "--json"))[0][0] == len(HOSTILE)
 
 
+def test_ctrl_c_stops_it_at_once_while_a_page_follows_the_syncs(world):
+    ins = Inspector(world["root"])
+    try:
+        events = urllib.request.urlopen(f"{ins.base}/api/events?token={ins.token}", timeout=10)
+        assert events.readline().decode() == "event: syncs\n"
+        assert json.loads(events.readline().decode()[len("data: "):])["syncs"][0]["name"] == "contacts-down"
+        started = time.time()
+        ins.proc.send_signal(signal.SIGINT)
+        assert ins.proc.wait(timeout=10) == 0
+        assert time.time() - started < 3, "the open event stream held the stop"
+        events.close()
+    finally:
+        if ins.proc.poll() is None:
+            ins.proc.kill()
+            ins.proc.wait()
+
+
 def test_a_wrong_store_or_key_fails_at_start_with_the_cli_exit_codes(world, tmp_path):
     r = cli("inspect", "--root", world["root"], "--store", "nope", "--port", "0", timeout=30)
     assert r.returncode == 66 and "No user store 'nope'" in r.stderr, (r.returncode, r.stderr)
