@@ -84,6 +84,7 @@ header h1 { font-size: 17px; margin: 0 12px 0 0; }
 header select { font: inherit; padding: 3px 6px; }
 nav { display: flex; gap: 4px; margin-left: auto; }
 .tab { font: inherit; background: transparent; color: #cfe0ff; border: 1px solid transparent; border-radius: 4px; padding: 4px 10px; cursor: pointer; }
+.tab:hover { background: rgba(255,255,255,.15); }
 .tab.active { background: #fff; color: #16325c; }
 main { padding: 14px 16px; }
 .panel { background: #fff; border: 1px solid #d8dde6; border-radius: 6px; padding: 12px; }

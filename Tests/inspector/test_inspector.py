@@ -433,6 +433,7 @@ def test_soups_with_counts_and_index_specs_and_store_facts(world, browser):
     assert re.fullmatch(r"3\.\d+\.\d+", facts["SQLite"]) and re.fullmatch(r"\d+\.\d+\.\d+", facts["SyncStore library"])
     assert re.fullmatch(r"[\d.]+ (B|KiB|MiB)", facts["Database file"]) and facts["File"].endswith("/user/smartstore.db")
     assert facts["WAL file"]
+    shot(browser, "store-facts")
 
 
 def test_the_store_picker_lists_user_and_global_stores(world, browser):
