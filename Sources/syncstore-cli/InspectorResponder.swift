@@ -59,8 +59,9 @@ struct InspectorResponder: HTTPResponder {
         return reply(answer)
     }
 
-    /// Sync states of the store as server-sent events: `syncs` with {"now", "syncs"} each time
-    /// they change (checked every 250 ms), a comment line now and then to notice a closed page.
+    /// Sync states of the store as server-sent events: `syncs` with {"now", "syncs"} (or
+    /// {"now", "error"}) each time they change (checked every 250 ms), a comment line now and
+    /// then to notice a closed page.
     private func events(_ params: InspectorAPI.Params) -> Response {
         let api = self.api
         var headers = InspectorResponder.common
@@ -79,14 +80,15 @@ struct InspectorResponder: HTTPResponder {
                         } catch {
                             reply = .error(.internalServerError, code: "INTERNAL", "\(error)")
                         }
-                        continuation.resume(returning: reply.json)
+                        // {"syncs": [...]} or {"error": {...}}, to follow "now" in one object.
+                        continuation.resume(returning: reply.status == .ok ? "\"syncs\":" + reply.json : String(reply.json.dropFirst().dropLast()))
                     }
                 }
                 if text != last {
                     last = text
                     quiet = 0
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
-                    try await writer.write(ByteBuffer(string: "event: syncs\ndata: {\"now\":\(now),\"syncs\":\(text)}\n\n"))
+                    try await writer.write(ByteBuffer(string: "event: syncs\ndata: {\"now\":\(now),\(text)}\n\n"))
                 } else {
                     quiet += 1
                     if quiet % 40 == 0 { try await writer.write(ByteBuffer(string: ": still here\n\n")) }

@@ -249,6 +249,8 @@ def test_every_request_needs_the_token_and_no_cors_is_given(world):
     # A name rebound to 127.0.0.1 is not this server, token or not.
     status, _, body = ins.get("/api/soups", headers={"Host": "evil.example:80"})
     assert status == 403, body
+    status, _, syncs = ins.get("/api/syncs")
+    assert status == 200 and [s["name"] for s in syncs][:2] == ["contacts-down", "contacts-up"], syncs
     status, headers, page = ins.get("/")
     assert status == 200 and "script-src 'self'" in headers["Content-Security-Policy"] and ins.token in page
 
@@ -272,12 +274,17 @@ def test_writes_are_refused_without_allow_writes_and_work_with_it(world):
         assert status == 200 and body[0]["title"] == "added by the inspector", body
         status, _, body = writer.post("/api/delete", {"soup": "notes", "ids": json.dumps([body[0]["_soupEntryId"]])})
         assert status == 200, body
+        status, _, body = writer.post("/api/upsert", {"store": "shared", "global": True, "soup": "settings", "entry": '{"key": "theme"}'})
+        assert status == 200 and body[0]["key"] == "theme", body
+        status, _, body = writer.post("/api/upsert", {"soup": "notes", "entry": '{"title": "unclosed'})
+        assert status == 400 and body["error"]["code"] == "ARGUMENT", body
         # Smart SQL stays read-only there too.
         status, _, body = writer.get("/api/query?sql=" + urllib.request.quote("delete from {notes}"))
         assert status == 400 and "Smart SQL" in body["error"]["message"], body
     finally:
         stop(writer.proc)
     assert json.loads(ok("query", "--root", world["root"], "select count(*) from {notes}", "--json"))[0][0] == len(HOSTILE)
+    assert json.loads(ok("query", "--root", world["root"], "--global", "--store", "shared", "select {settings:key} from {settings}", "--json")) == [["theme"]]
 
 
 def test_ctrl_c_stops_it_at_once_while_a_page_follows_the_syncs(world):
@@ -291,6 +298,13 @@ def test_ctrl_c_stops_it_at_once_while_a_page_follows_the_syncs(world):
         assert ins.proc.wait(timeout=10) == 0
         assert time.time() - started < 3, "the open event stream held the stop"
         events.close()
+        # A store that cannot be read says why in the stream, as the page shows it.
+        other = Inspector(world["root"])
+        with urllib.request.urlopen(f"{other.base}/api/events?token={other.token}&store=nope", timeout=10) as bad:
+            assert bad.readline().decode() == "event: syncs\n"
+            data = json.loads(bad.readline().decode()[len("data: "):])
+            assert data["error"]["code"] == "NOT_FOUND" and "No user store 'nope'" in data["error"]["message"] and data["now"] > 0
+        stop(other.proc)
     finally:
         if ins.proc.poll() is None:
             ins.proc.kill()
