@@ -8,6 +8,7 @@ enum InspectorPage {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>SyncStore inspector</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/app.css?token={{TOKEN}}">
 <script src="/app.js?token={{TOKEN}}" defer></script>
 </head>
@@ -130,7 +131,7 @@ dd { margin: 0; }
     static let script = #"""
 "use strict";
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
-const state = { store: "", global: false, soups: [], allowWrites: false, events: null, syncs: [] };
+const state = { store: "", global: false, soups: [], allowWrites: false, events: null };
 const $ = (id) => document.getElementById(id);
 
 // Elements are built from text only: a value from a store never becomes markup.
@@ -406,7 +407,6 @@ function ids(soup, list, label) {
   return el("div", { class: "ids" }, label + ": ", ...list.map((id) => el("a", { href: "#", class: "entry-link", onclick: (ev) => { ev.preventDefault(); browse(soup, "_soupEntryId", id); } }, id)));
 }
 function renderSyncs(syncs, now) {
-  state.syncs = syncs;
   const rows = syncs.map((s) => {
     const done = records(s);
     const seconds = s.startTime > 0 ? ((s.status === "RUNNING" ? now : (s.endTime || now)) - s.startTime) / 1000 : 0;

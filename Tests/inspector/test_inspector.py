@@ -255,7 +255,7 @@ def test_every_request_needs_the_token_and_no_cors_is_given(world):
     assert status == 200 and "script-src 'self'" in headers["Content-Security-Policy"] and ins.token in page
 
 
-def test_writes_are_refused_without_allow_writes_and_work_with_it(world):
+def test_writes_are_refused_without_allow_writes_and_work_with_it(world, browser):
     ins = world["inspector"]
     before = ins.get("/api/query?sql=" + urllib.request.quote("select count(*) from {notes}"))[2]["totalEntries"]
     status, _, body = ins.post("/api/upsert", {"store": "smartstore", "soup": "notes", "entry": '{"title": "new"}'})
@@ -278,6 +278,17 @@ def test_writes_are_refused_without_allow_writes_and_work_with_it(world):
         assert status == 200 and body[0]["key"] == "theme", body
         status, _, body = writer.post("/api/upsert", {"soup": "notes", "entry": '{"title": "unclosed'})
         assert status == 400 and body["error"]["code"] == "ARGUMENT", body
+        # The page's own upsert and delete, as a user does them.
+        open_page(browser, writer)
+        assert text(browser, "mode") == "writes allowed"
+        tab(browser, "entries")
+        Select(browser.find_element(By.ID, "e-soup")).select_by_value("notes")
+        wait(browser, lambda d: text(d, "e-meta").startswith(f"{len(HOSTILE)} entries"), what="the notes")
+        browser.find_element(By.ID, "e-json").send_keys('{"title": "typed in the page"}')
+        browser.find_element(By.ID, "e-upsert").click()
+        wait(browser, lambda d: text(d, "e-meta").startswith(f"{len(HOSTILE) + 1} entries"), what="the upserted entry")
+        click(browser, "#e-table tbody tr:last-child button:last-child")
+        wait(browser, lambda d: text(d, "e-meta").startswith(f"{len(HOSTILE)} entries"), what="the entry to go")
         # Smart SQL stays read-only there too.
         status, _, body = writer.get("/api/query?sql=" + urllib.request.quote("delete from {notes}"))
         assert status == 400 and "Smart SQL" in body["error"]["message"], body
