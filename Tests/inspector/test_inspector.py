@@ -33,6 +33,7 @@ CHROMIUM = os.environ.get("SYNCSTORE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SYNCSTORE_CHROMEDRIVER", "/usr/bin/chromedriver")
 TOKEN = "inspector-test-token"
 CONTACTS = 60
+ENTRIES = CONTACTS + 1  # the contacts soup: the synced ones and one created offline (refused by the server)
 BIG = 1500
 HOSTILE = ['<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=2</script>",
            '"><svg onload="window.__pwned=3">']
@@ -137,6 +138,9 @@ def world(tmp_path_factory):
         server.request("PATCH", f"sobjects/Contact/{entry['Id']}", {"Title": "server side"})
         entry.update({"Title": "local side", "__local__": True, "__locally_updated__": True})
         ok("upsert", "--root", root, "--soup", "contacts", json.dumps(entry))
+        # An error: a contact created offline without its required LastName, which the server refuses.
+        refused = json.loads(ok("upsert", "--root", root, "--soup", "contacts", json.dumps(
+            {"attributes": {"type": "Contact"}, "Title": "no name", "__local__": True, "__locally_created__": True})))[0]
         r = cli("sync", "--root", root, "--url", server.url, "--token", TOKEN, "contacts-up")
         assert r.returncode == 3, (r.stdout, r.stderr)
         ok("soup", "register", "--root", root, "notes", '[{"path":"title","type":"string"}]')
@@ -146,7 +150,7 @@ def world(tmp_path_factory):
         ok("soup", "register", "--root", root, "--global", "--store", "shared", "settings", '[{"path":"key","type":"string"}]')
         ok("soup", "register", "--root", root, "scratch", '[{"path":"k","type":"string"}]')
         inspector = Inspector(root)
-        yield {"root": root, "server": server, "slow": slow, "inspector": inspector, "conflict": entry, "tmp": tmp}
+        yield {"root": root, "server": server, "slow": slow, "inspector": inspector, "conflict": entry, "refused": refused, "tmp": tmp}
     finally:
         if inspector:
             stop(inspector.proc)
@@ -354,7 +358,7 @@ def test_smart_sql_with_completion_paging_and_pretty_json(world, browser):
     assert box.get_attribute("value") == "select {contacts:LastName}"
 
     run_sql(browser, "select {contacts:LastName}, {contacts:_soup} from {contacts} order by {contacts:_soupEntryId}", size=25)
-    assert text(browser, "q-meta").startswith(f"{CONTACTS} rows · 3 pages · page index 0 · 25 shown"), text(browser, "q-meta")
+    assert text(browser, "q-meta").startswith(f"{ENTRIES} rows · 3 pages · page index 0 · 25 shown"), text(browser, "q-meta")
     rows = table_rows(browser, "q-table")
     assert len(rows) == 25
     heads = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#q-table th")]
@@ -368,7 +372,7 @@ def test_smart_sql_with_completion_paging_and_pretty_json(world, browser):
     assert len(second_page) == 25 and json.loads(table_rows(browser, "q-table")[0].find_element(By.TAG_NAME, "pre").text)["_soupEntryId"] == 26
     assert first_page != second_page
     run_sql(browser, "select {contacts:LastName}, {contacts:_soup} from {contacts} order by {contacts:_soupEntryId}", size=25, page=2)
-    assert len(table_rows(browser, "q-table")) == CONTACTS - 50
+    assert len(table_rows(browser, "q-table")) == ENTRIES - 50
     shot(browser, "query")
 
 
@@ -383,18 +387,21 @@ def test_hostile_smart_sql_is_refused_inline_with_the_library_error(world, brows
         assert not table_rows(browser, "q-table")
     assert not os.path.exists("/tmp/inspector-attached.db")
     shot(browser, "query-refused")
-    assert json.loads(ok("query", "--root", world["root"], "select count(*) from {contacts}", "--json"))[0][0] == CONTACTS
+    assert json.loads(ok("query", "--root", world["root"], "select count(*) from {contacts}", "--json"))[0][0] == ENTRIES
 
 
 def test_a_huge_result_is_counted_and_paged_never_sent_whole(world, browser):
     open_page(browser, world["inspector"])
     huge = "select {big:n}, {contacts:LastName} from {big}, {contacts}"
     run_sql(browser, huge, size=1000)
-    total = BIG * CONTACTS
-    assert text(browser, "q-meta").startswith(f"{total} rows · {total // 1000} pages · page index 0 · 1000 shown"), text(browser, "q-meta")
+    total = BIG * ENTRIES
+    pages = -(-total // 1000)
+    assert text(browser, "q-meta").startswith(f"{total} rows · {pages} pages · page index 0 · 1000 shown"), text(browser, "q-meta")
     assert len(table_rows(browser, "q-table")) == 1000
-    run_sql(browser, huge, size=1000, page=total // 1000 - 1)
-    assert len(table_rows(browser, "q-table")) == 1000
+    run_sql(browser, huge, size=1000, page=pages - 1)
+    assert len(table_rows(browser, "q-table")) == total - (pages - 1) * 1000
+    run_sql(browser, huge, size=1000, page=pages + 50)  # past the end: the last page
+    assert f"page index {pages - 1} ·" in text(browser, "q-meta")
     run_sql(browser, huge, size=100000)
     assert "Page size must be from 1 to 1000" in text(browser, "q-error")
     status, _, body = world["inspector"].get("/api/query?pageSize=1000000&sql=" + urllib.request.quote("select {big:n} from {big}"))
@@ -445,7 +452,7 @@ def test_soups_with_counts_and_index_specs_and_store_facts(world, browser):
     open_page(browser, world["inspector"])
     tab(browser, "soups")
     row = wait(browser, lambda d: row_cells(d, 'tr[data-soup="contacts"]'), what="the soups table")
-    assert row[:3] == ["contacts", str(CONTACTS), "1"], row
+    assert row[:3] == ["contacts", str(ENTRIES), "2"], row
     assert row[3].split() == ["Id:string", "LastName:string", "__local__:string"]
     big = row_cells(browser, 'tr[data-soup="big"]')
     assert big[:3] == ["big", str(BIG), "0"] and big[3].split() == ["n:integer"], big
@@ -481,6 +488,7 @@ def test_a_conflict_links_to_its_entry_with_last_error_and_local_flags(world, br
     assert cells[2:4] == ["syncUp", "contacts"] and cells[6] == "DONE", cells
     assert '"mergeMode": "LEAVE_IF_CHANGED"' in cells[5]
     assert "conflicts (1): " + str(world["conflict"]["_soupEntryId"]) in cells[8], cells[8]
+    assert "errors (1): " + str(world["refused"]["_soupEntryId"]) in cells[8], cells[8]
     down = sync_row(browser, "contacts-down")["cells"]
     assert "SELECT Id, LastName" in down[4] and f"{CONTACTS} / {CONTACTS} records" in down[7], down
     shot(browser, "syncs")
@@ -494,25 +502,36 @@ def test_a_conflict_links_to_its_entry_with_last_error_and_local_flags(world, br
     last_error = json.loads(entry_row.find_element(By.CSS_SELECTOR, "td.lasterror pre").text)
     assert last_error[0]["errorCode"] == "CONFLICT" and "the local change was not sent" in last_error[0]["message"], last_error
     shot(browser, "conflict-entry")
+    # The error's link: the entry the server refused, with the server's answer.
+    tab(browser, "syncs")
+    wait(browser, lambda d: sync_row(d, "contacts-up"), what="the syncs")
+    click(browser, 'tr[data-sync="contacts-up"] .ids:last-child a.entry-link')
+    wait(browser, lambda d: [r.get_attribute("data-id") for r in table_rows(d, "e-table")] == [str(world["refused"]["_soupEntryId"])],
+         what="the refused entry")
+    cells = row_cells(browser, "#e-table tbody tr")
+    assert "local" in cells[1] and "locally created" in cells[1], cells
+    assert "REQUIRED_FIELD_MISSING" in cells[2] and "LastName" in cells[2], cells[2]
 
 
 def test_the_soup_browser_pages_and_filters_by_an_indexed_path(world, browser):
     open_page(browser, world["inspector"])
     tab(browser, "entries")
     Select(browser.find_element(By.ID, "e-soup")).select_by_value("contacts")
-    wait(browser, lambda d: text(d, "e-meta") == f"{CONTACTS} entries · 3 pages · page index 0", what="page 0")
+    wait(browser, lambda d: text(d, "e-meta") == f"{ENTRIES} entries · 4 pages · page index 0", what="page 0")
     ids = [int(r.get_attribute("data-id")) for r in table_rows(browser, "e-table")]
     assert ids == list(range(1, 21))
     browser.find_element(By.ID, "e-next").click()
-    wait(browser, lambda d: text(d, "e-meta") == f"{CONTACTS} entries · 3 pages · page index 1", what="page 1")
+    wait(browser, lambda d: text(d, "e-meta") == f"{ENTRIES} entries · 4 pages · page index 1", what="page 1")
     assert [int(r.get_attribute("data-id")) for r in table_rows(browser, "e-table")] == list(range(21, 41))
     dirty = browser.find_elements(By.CSS_SELECTOR, "#e-table tr.dirty")
     assert not dirty  # the conflict is entry 1, on page 0
     Select(browser.find_element(By.ID, "e-path")).select_by_value("__local__")
     browser.find_element(By.ID, "e-value").send_keys("true")
     browser.find_element(By.ID, "e-go").click()
-    wait(browser, lambda d: text(d, "e-meta") == "1 entry · 1 page · page index 0", what="the dirty entries")
-    assert [int(r.get_attribute("data-id")) for r in table_rows(browser, "e-table")] == [world["conflict"]["_soupEntryId"]]
+    wait(browser, lambda d: text(d, "e-meta") == "2 entries · 1 page · page index 0", what="the dirty entries")
+    dirty = [int(r.get_attribute("data-id")) for r in table_rows(browser, "e-table")]
+    assert dirty == [world["conflict"]["_soupEntryId"], world["refused"]["_soupEntryId"]]
+    assert all("dirty" in r.get_attribute("class") for r in table_rows(browser, "e-table"))
     Select(browser.find_element(By.ID, "e-path")).select_by_value("LastName")
     field = browser.find_element(By.ID, "e-value")
     field.clear()
