@@ -198,7 +198,8 @@ def run_sql(driver, sql, size=None, page=None):
     box = driver.find_element(By.ID, "sql")
     box.clear()
     box.send_keys(sql)
-    driver.find_element(By.ID, "suggest").is_displayed() and box.send_keys(Keys.ESCAPE)
+    if driver.find_element(By.ID, "suggest").is_displayed():
+        box.send_keys(Keys.ESCAPE)
     for element_id, value in (("q-size", size), ("q-page", page)):
         if value is not None:
             field = driver.find_element(By.ID, element_id)
