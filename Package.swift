@@ -75,6 +75,8 @@ let package = Package(
             dependencies: [
                 "SyncStoreCore", "SyncStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `inspect`: the store inspector's web server.
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             // The release build (what `cmake --install` installs) runs without the toolchain. Also
             // a compile flag: the module then asks for static Foundation's own libraries.

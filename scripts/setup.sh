@@ -11,6 +11,8 @@ if [ "${1:-}" = "--dev" ]; then
     # The tests: Python's venv, tsc for the Node typings check, and the Node binding builds
     # against the installed Node's node_api.h (without a Node, Debian's).
     packages+=(python3-venv node-typescript)
+    # The inspector's browser tests (Tests/inspector): Debian's Chromium and its chromedriver.
+    packages+=(chromium chromium-driver)
     command -v node >/dev/null || packages+=(nodejs libnode-dev)
 fi
 missing=()

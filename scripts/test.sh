@@ -32,6 +32,9 @@ env -u SYNCSTORE_LIB SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver"
     SYNCSTORE_CLI="$PWD/.build/debug/syncstore-cli" \
     .venv/bin/python -m pytest -q bindings/python/tests Tests/devserver Tests/cli Tests/chaos
 
+echo "== Store inspector (syncstore-cli inspect in headless Chromium; screenshots in build/inspector-screenshots)"
+SYNCSTORE_CLI="$PWD/.build/debug/syncstore-cli" .venv/bin/python -m pytest -q Tests/inspector
+
 echo "== Node tests"
 bash scripts/build-node.sh
 SYNCSTORE_LIB="$PWD/build/lib/libsyncstore.so.1" SYNCSTORE_DEVSERVER="$PWD/.build/debug/syncstore-devserver" \

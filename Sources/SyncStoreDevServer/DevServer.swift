@@ -200,6 +200,12 @@ public enum DevServer {
         }
     }
 
+    /// `error` as a failure to listen (the port in use...), for servers other than this one
+    /// (`syncstore-cli inspect`); nil when it is not one.
+    public static func listenFailure(_ error: any Error, host: String, port: Int) -> DevServerError? {
+        (error as? IOError).map { listenError($0, host: host, port: port) }
+    }
+
     /// A failure to listen, saying which address and what to do.
     static func listenError(_ error: IOError, host: String, port: Int) -> DevServerError {
         switch error.errnoCode {

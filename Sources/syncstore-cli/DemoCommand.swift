@@ -38,9 +38,11 @@ struct DemoCommand: ParsableCommand {
             server.stop()
             if keep {
                 Console.out("\nKept \(dir) (stores under user/, the server's database server.db).")
-                if FileManager.default.fileExists(atPath: storePath) && !KeySource.isPlainSQLite(storePath) {
+                let encrypted = FileManager.default.fileExists(atPath: storePath) && !KeySource.isPlainSQLite(storePath)
+                if encrypted {
                     Console.out("The demo store is encrypted: syncstore-cli soups --root \(dir) --store demo --key-file \(keyFile)")
                 }
+                Console.out("Look into it in a browser: syncstore-cli inspect --root \(dir) --store demo\(encrypted ? " --key-file \(keyFile)" : "") --open")
             } else {
                 try? FileManager.default.removeItem(atPath: dir)
             }

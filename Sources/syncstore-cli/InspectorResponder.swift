@@ -1,0 +1,146 @@
+import Foundation
+import Hummingbird
+import SyncStoreCore
+
+/// The inspector's HTTP front: the token, the page and its assets, the JSON API, and the
+/// server-sent events of sync states. No CORS headers: other origins' pages cannot read answers.
+struct InspectorResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let api: InspectorAPI
+    static let maxBody = 16 << 20
+    static let tokenHeader = HTTPFields.Element.Name("X-Inspector-Token")!
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        var request = request
+        // A page on another name that resolves to 127.0.0.1 (DNS rebinding) is not ours.
+        let host = request.head.authority ?? ""
+        guard InspectorResponder.isLoopback(host: host) else {
+            return reply(.error(.forbidden, code: "FORBIDDEN", "Host '\(host)' is not this inspector's: open the URL it printed"))
+        }
+        var query: InspectorAPI.Params = [:]
+        for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
+        let params = query
+        let token = request.headers[InspectorResponder.tokenHeader] ?? params["token"] ?? ""
+        guard InspectorResponder.same(token, api.settings.token) else {
+            return reply(.error(.unauthorized, code: "UNAUTHORIZED", "This inspector needs the token of the URL it printed (?token=...)"))
+        }
+        let path = request.uri.path
+        let method = request.method.rawValue
+        switch (method, path) {
+        case ("GET", "/"), ("GET", "/index.html"):
+            return asset(InspectorPage.html.replacingOccurrences(of: "{{TOKEN}}", with: api.settings.token), type: "text/html; charset=utf-8")
+        case ("GET", "/app.js"):
+            return asset(InspectorPage.script, type: "text/javascript; charset=utf-8")
+        case ("GET", "/app.css"):
+            return asset(InspectorPage.style, type: "text/css; charset=utf-8")
+        case ("GET", "/api/events"):
+            return events(params)
+        default:
+            break
+        }
+        if method == "POST" {
+            // Only a same-origin script can send JSON with our header: forms and other sites cannot.
+            guard request.headers[.contentType]?.hasPrefix("application/json") == true, request.headers[InspectorResponder.tokenHeader] != nil else {
+                return reply(.error(.unsupportedMediaType, code: "ARGUMENT", "POST needs Content-Type: application/json and the X-Inspector-Token header"))
+            }
+        }
+        let body: [UInt8]
+        do {
+            body = Array(try await request.collectBody(upTo: InspectorResponder.maxBody).readableBytesView)
+        } catch {
+            return reply(.error(.contentTooLarge, code: "ARGUMENT", "The request body is over \(InspectorResponder.maxBody) bytes"))
+        }
+        let api = self.api
+        // Store calls block (SQLite): they run on Dispatch's threads, not Swift's small pool, so
+        // a long query never stalls the event streams.
+        let answer = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: api.handle(method, path, params, body: body)) }
+        }
+        return reply(answer)
+    }
+
+    /// Sync states of the store as server-sent events: `syncs` with {"now", "syncs"} (or
+    /// {"now", "error"}) each time they change (checked every 250 ms), a comment line now and
+    /// then to notice a closed page.
+    private func events(_ params: InspectorAPI.Params) -> Response {
+        let api = self.api
+        var headers = InspectorResponder.common
+        headers[.contentType] = "text/event-stream; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            var last = ""
+            var quiet = 0
+            while !Task.isCancelled && !InspectorShutdown.isBegun {
+                let text: String = await withCheckedContinuation { continuation in
+                    DispatchQueue.global().async {
+                        let reply: InspectorReply
+                        do {
+                            reply = InspectorReply(json: try api.syncsJSON(try api.store(params)))
+                        } catch let error as StoreError {
+                            reply = .error(.badRequest, code: ErrorNames.name(error.code), error.message)
+                        } catch {
+                            reply = .error(.internalServerError, code: "INTERNAL", "\(error)")
+                        }
+                        // {"syncs": [...]} or {"error": {...}}, to follow "now" in one object.
+                        continuation.resume(returning: reply.status == .ok ? "\"syncs\":" + reply.json : String(reply.json.dropFirst().dropLast()))
+                    }
+                }
+                if text != last {
+                    last = text
+                    quiet = 0
+                    let now = Int64(Date().timeIntervalSince1970 * 1000)
+                    try await writer.write(ByteBuffer(string: "event: syncs\ndata: {\"now\":\(now),\(text)}\n\n"))
+                } else {
+                    quiet += 1
+                    if quiet % 40 == 0 { try await writer.write(ByteBuffer(string: ": still here\n\n")) }
+                }
+                try await Task.sleep(nanoseconds: 250_000_000)
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    /// Headers of every answer: never cached (they carry store data), never framed, never sniffed.
+    static let common: HTTPFields = [
+        .cacheControl: "no-store",
+        HTTPFields.Element.Name("X-Content-Type-Options")!: "nosniff",
+        HTTPFields.Element.Name("X-Frame-Options")!: "DENY",
+        HTTPFields.Element.Name("Referrer-Policy")!: "no-referrer",
+    ]
+
+    private func asset(_ text: String, type: String) -> Response {
+        var headers = InspectorResponder.common
+        headers[.contentType] = type
+        // Scripts only from this server's files, never inline: a value that slipped past the
+        // page's escaping still could not run.
+        headers[HTTPFields.Element.Name("Content-Security-Policy")!] =
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    private func reply(_ answer: InspectorReply) -> Response {
+        var headers = InspectorResponder.common
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: answer.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: answer.json)))
+    }
+
+    /// 127.0.0.1, localhost or [::1], with any port.
+    static func isLoopback(host: String) -> Bool {
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            guard let end = name.firstIndex(of: "]") else { return false }
+            name = name[name.index(after: name.startIndex)..<end]
+        } else if let colon = name.lastIndex(of: ":") {
+            name = name[..<colon]
+        }
+        return name == "127.0.0.1" || name == "localhost" || name == "::1"
+    }
+
+    /// Compares without stopping at the first difference (no timing hint about the token).
+    static func same(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<x.count { diff |= x[i] ^ y[i] }
+        return diff == 0
+    }
+}
