@@ -48,6 +48,9 @@ struct InspectCommand: AsyncParsableCommand {
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: requested), serverName: "syncstore-inspector"),
             onServerRunning: { channel in
                 let url = "http://127.0.0.1:\(channel.localAddress?.port ?? requested)/?token=\(settings.token)"
+                // Where the hybrid plugins' showInspector finds it (removed when it stops); written
+                // before the URL is printed, so whoever reads the URL finds the record too.
+                InspectorRecord.write(root: settings.root, url: url, pid: getpid())
                 Console.out(url)
                 Console.out("Inspecting \(settings.initialGlobal ? "global" : "user") store '\(settings.initialStore)' under \(settings.root)"
                             + (settings.allowWrites ? " (writes allowed)" : " (read-only)") + "; Ctrl-C stops it.")
@@ -64,7 +67,10 @@ struct InspectCommand: AsyncParsableCommand {
             source.resume()
             return source
         }
-        defer { signals.forEach { $0.cancel() } }
+        defer {
+            signals.forEach { $0.cancel() }
+            InspectorRecord.remove(root: settings.root, pid: getpid())
+        }
         do {
             try await quiet.runService()
         } catch {

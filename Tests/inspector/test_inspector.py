@@ -608,3 +608,35 @@ def test_the_demo_keep_prints_an_inspect_command_that_works(browser):
             stop(proc)
     finally:
         shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_the_hybrid_plugins_show_inspector_points_at_the_running_inspector(tmp_path):
+    """pgShowInspector (smartstore.showInspector) answers the URL of the inspector running for the
+    plugin's root, and says how to start one when none runs (or its process is gone)."""
+    from syncstore.errors import StateError
+    from syncstore.plugin import Plugin
+
+    root = str(tmp_path / "stores")
+    ok("soup", "register", "--root", root, "notes", '[{"path":"title","type":"string"}]')
+    with Plugin(root) as plugin:
+        def show():
+            return plugin.exec("com.salesforce.smartstore", "pgShowInspector", ["pluginSDKVersion:13.0.2", {"isGlobalStore": False}])
+
+        with pytest.raises(StateError) as none_running:
+            show()
+        assert f"syncstore-cli inspect --root '{root}' --store smartstore" in str(none_running.value)
+        ins = Inspector(root)
+        try:
+            assert show() == {"url": ins.url}
+            assert oct(os.stat(os.path.join(root, "inspector.json")).st_mode & 0o777) == "0o600"  # the URL carries the token
+        finally:
+            stop(ins.proc)
+        with pytest.raises(StateError):
+            show()
+        # A record left by an inspector that was killed names a process that is gone.
+        killed = Inspector(root)
+        killed.proc.kill()
+        killed.proc.wait()
+        assert os.path.exists(os.path.join(root, "inspector.json"))
+        with pytest.raises(StateError):
+            show()

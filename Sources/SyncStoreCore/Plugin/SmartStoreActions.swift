@@ -101,9 +101,16 @@ enum SmartStoreActions {
             try StoreRegistry.shared.removeAllStores(root: plugin.root, global: true)
             return .none
         },
-        "pgShowInspector": { _, _, _ in
-            // No inspector exists yet to open: say so, and what shows the store meanwhile.
-            throw StoreError(.state, "showInspector: this build has no store inspector to open; look into the store with `syncstore-cli status`, `soups` and `query --root <root>`")
+        "pgShowInspector": { plugin, call, _ in
+            // The inspector is a page served by `syncstore-cli inspect`: the plugin answers where
+            // the one running for this root is, for the host to open.
+            guard let running = InspectorRecord.running(root: plugin.root) else {
+                let global = call.store.isGlobal ? " --global" : ""
+                throw StoreError(.state, "No store inspector is running for this root: start one with `syncstore-cli inspect --root '\(plugin.root)' --store \(call.store.name)\(global) --open` (add --key-file for an encrypted store)")
+            }
+            let doc = JSONDocument.object()
+            doc.root.set("url", owned: JSONMake.string(running.url))
+            return .json(doc.root.dump())
         },
     ]
 

@@ -184,11 +184,11 @@ def removeAllGlobalStores() -> None:
     cordova.plugin().exec(SMARTSTORE, "pgRemoveAllGlobalStores", [{}])
 
 
-def showInspector(*args: Any) -> None:
-    """showInspector([storeConfig]): opens the store inspector where one runs (else the plugin's
-    :class:`StateError` says what shows the store meanwhile)."""
+def showInspector(*args: Any) -> Dict[str, Any]:
+    """showInspector([storeConfig]) -> ``{"url"}`` of the store inspector running for the root (open
+    it in a browser); without one, a :class:`StateError` gives the command that starts one."""
     config, _ = split_config(args, 0)
-    _exec("pgShowInspector", config)
+    return cast(Dict[str, Any], _exec("pgShowInspector", config))
 
 
 def _spec(query_type: str, path: Optional[str], order: str, page_size: int, order_path: Optional[str],
