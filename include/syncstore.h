@@ -494,10 +494,25 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
 
 /**
  * Creates a sync down and starts its first run.
- * target_json: {"type": "soql", "query": "SELECT ... FROM ..."} | {"type": "sosl", "query"} |
- *   {"type": "mru", "sobjectType", "fieldlist"} | {"type": "refresh", "sobjectType", "fieldlist"} |
- *   a registered custom type; common keys "idFieldName" (default "Id"),
- *   "modificationDateFieldName" (default "LastModifiedDate"); soql also "maxBatchSize" (200-2000).
+ * target_json, one of:
+ *   {"type": "soql", "query": "SELECT ... FROM ..."} (also "maxBatchSize", 200-2000);
+ *   {"type": "sosl", "query": "FIND ..."};
+ *   {"type": "mru", "sobjectType", "fieldlist"} (recently used records);
+ *   {"type": "refresh", "sobjectType", "fieldlist"} (the records already in the soup, fetched again);
+ *   {"type": "parent_children", "parent": {"sobjectType", "soupName", "idFieldName"?,
+ *     "modificationDateFieldName"?}, "parentFieldlist", "parentSoqlFilter"?, "children":
+ *     {"sobjectType", "sobjectTypePlural", "soupName", "parentIdFieldName", "idFieldName"?,
+ *     "modificationDateFieldName"?}, "childrenFieldlist", "relationshipType"?: "MASTER_DETAIL" |
+ *     "LOOKUP"} (parents and their children in one SOQL with a child subquery, each to its soup;
+ *     every run fetches the whole scope);
+ *   {"type": "briefcase", "infos": [{"sobjectType", "fieldlist", "soupName", "idFieldName"?,
+ *     "modificationDateFieldName"?}]} (the records a briefcase primes, per type to its soup);
+ *   {"type": "layout", "sobjectType", "layoutType"?: "Full" | "Compact", "mode"?: "View" | "Edit",
+ *     "formFactor"?, "recordTypeId"?} (one record: the UI API layout);
+ *   {"type": "metadata", "sobjectType"} (one record: the object's describe);
+ *   or a registered custom type (syncstore_register_custom_target()).
+ *   Common keys: "idFieldName" (default "Id"), "modificationDateFieldName" (default
+ *   "LastModifiedDate").
  * soup: must exist and have an index on the id field.
  * options_json: {"mergeMode": "OVERWRITE"|"LEAVE_IF_CHANGED", "fieldlist": [...]}, or NULL or ""
  *   (OVERWRITE).
@@ -517,7 +532,13 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  * target_json (NULL or "" = defaults): {"type": "collection" (batches of up to 200, the default) |
  *   "single" | a registered custom type, "createFieldlist"?, "updateFieldlist"?,
  *   "externalIdFieldName"? (creates become upserts on it), "sobjectType"? (else
- *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}.
+ *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}, or
+ *   {"type": "parent_children", "parent": {"sobjectType", "soupName", "idFieldName"?,
+ *   "modificationDateFieldName"?}, "children": {"sobjectType", "soupName", "parentIdFieldName",
+ *   "idFieldName"?}, "parentCreateFieldlist"?, "parentUpdateFieldlist"?,
+ *   "childrenCreateFieldlist"?, "childrenUpdateFieldlist"?} (each parent with its dirty children
+ *   in one composite request; a parent created offline is referenced by its children through
+ *   parentIdFieldName and rewritten to its server id in the same transaction).
  * Creates are never duplicated on the server, even when an answer is lost and the sync re-run.
  * An entry edited while its own sync up is in flight stays dirty with the new edit.
  * An entry that cannot be sent (no type: NO_SOBJECT_TYPE; a field or value the server refuses,
