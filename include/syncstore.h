@@ -741,8 +741,9 @@ int syncstore_plugin_new(const char *root_dir, const char *options_json, syncsto
 /**
  * Sets the remote (syncstore_set_remote()'s JSON) of one store (store_json {"storeName",
  * "isGlobalStore"}) or, with store_json NULL, the default of every store without its own.
- * Applies at once to the stores already open that it concerns. Errors: ARGUMENT, STATE (freed
- * plugin).
+ * Every run started after it uses it, in stores already open too. A store's sync engine (and the
+ * store's sync lock, see "Processes") is taken by its first sync action, not by entry actions.
+ * Errors: ARGUMENT, STATE (freed plugin).
  */
 int syncstore_plugin_set_remote(syncstore_plugin *plugin, const char *store_json,
                                 const char *remote_json, syncstore_error *err);

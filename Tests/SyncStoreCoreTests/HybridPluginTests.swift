@@ -79,6 +79,24 @@ final class HybridPluginTests: StoreTestCase {
         try StoreRegistry.shared.removeStore(root: root, config: try StoreConfig())
     }
 
+    func testEntryActionsLeaveTheSyncLockToOtherProcesses() throws {
+        // With a default remote, opening a store for entries must not build its sync engine: the
+        // engine holds the store's sync lock, which an app syncing from another process needs.
+        let plugin = try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": "http://127.0.0.1:1", "accessToken": "t"}}"#)
+        defer { try? plugin.close() }
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "s", "indexes": [{"path": "Id", "type": "string"}]}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "s", "entries": [{"Id": "1"}]}]"#).0, 0)
+        // Another open file description's flock stands for the other process.
+        let fd = open("\(root)/user/smartstore.db-sync.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        XCTAssertEqual(flock(fd, LOCK_EX | LOCK_NB), 0, "the plugin took the sync lock for entry actions")
+        // Its syncs wait for the other process, as the header says.
+        let down = #"[{"soupName": "s", "target": {"type": "soql", "query": "SELECT Id, LastModifiedDate FROM Contact"}, "options": {}}]"#
+        XCTAssertEqual(exec(plugin, HybridPlugin.mobileSyncService, "syncDown", down).0, ErrorCode.busy.rawValue)
+        _ = flock(fd, LOCK_UN)
+    }
+
     func testOptionsAreChecked() {
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": 1}}"#))
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remotes": {}}"#))

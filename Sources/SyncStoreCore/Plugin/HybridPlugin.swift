@@ -22,6 +22,8 @@ public final class HybridPlugin: @unchecked Sendable {
     private var handles: [PluginStoreSlot: Int] = [:]
     private var defaultRemote: String?
     private var remotes: [PluginStoreSlot: String] = [:]
+    /// The remote each open handle's sync engine was last given (see `syncManager`).
+    private var applied: [Int: String] = [:]
     private var listener: Listener?
     private var keyProvider: KeyProvider?
     private var closed = false
@@ -46,24 +48,19 @@ public final class HybridPlugin: @unchecked Sendable {
     // MARK: host settings
 
     /// The remote of one store (`storeJSON` {"storeName", "isGlobalStore"}), or with nil the
-    /// default of every store without its own. Applies at once to open stores it concerns.
+    /// default of every store without its own. Every run started after it uses it, in stores
+    /// already open too.
     public func setRemote(storeJSON: String?, remoteJSON: String) throws {
-        let remote = try RemoteConfig.parse(remoteJSON)
+        _ = try RemoteConfig.parse(remoteJSON)
         let slot = try storeJSON.map { text -> PluginStoreSlot in
             let doc = try JSONDocument.parse(text, what: "store config")
             guard doc.root.isObject else { throw StoreError.argument("The store config must be {\"storeName\", \"isGlobalStore\"}") }
             return try PluginStoreSlot(doc.root)
         }
-        let targets: [Int] = try lock.withLock {
+        try lock.withLock {
             try checkOpen()
-            if let slot {
-                remotes[slot] = remoteJSON
-                return handles[slot].map { [$0] } ?? []
-            }
-            defaultRemote = remoteJSON
-            return handles.filter { remotes[$0.key] == nil }.map { $0.value }
+            if let slot { remotes[slot] = remoteJSON } else { defaultRemote = remoteJSON }
         }
-        for handle in targets { try StoreRegistry.shared.store(handle).syncManager().setRemote(remote) }
     }
 
     public func setListener(_ listener: Listener?) throws {
@@ -85,7 +82,7 @@ public final class HybridPlugin: @unchecked Sendable {
                 throw StoreError(.state, "The plugin cannot be freed from a callback of one of its stores (it would wait for itself)")
             }
             closed = true
-            defer { handles.removeAll() }
+            defer { handles.removeAll(); applied.removeAll() }
             return Array(handles.values)
         }
         var first: Error? = nil
@@ -155,19 +152,34 @@ public final class HybridPlugin: @unchecked Sendable {
         let key = try given?.key.map { try StoreKey($0, kdfIter: given?.kdfIter ?? StoreKey.defaultKdfIter) }
         let config = try StoreConfig(isGlobal: slot.isGlobal, name: slot.name, key: key, kdfIter: given?.kdfIter)
         let opened = try StoreRegistry.shared.open(root: root, config: config)
-        let (winner, remote): (Int, String?) = lock.withLock {
-            if closed { return (-1, nil) }
-            if let raced = handles[slot] { return (raced, nil) }
+        let winner: Int = lock.withLock {
+            if closed { return -1 }
+            if let raced = handles[slot] { return raced }
             handles[slot] = opened
-            return (opened, remotes[slot] ?? defaultRemote)
+            return opened
         }
         if winner != opened {
             try? StoreRegistry.shared.close(opened)
             if winner < 0 { throw StoreError(.state, "The plugin was freed; create a new one") }
-            return winner
         }
-        if let remote { try StoreRegistry.shared.store(opened).syncManager().setRemote(try RemoteConfig.parse(remote)) }
-        return opened
+        return winner
+    }
+
+    /// The sync engine of a store the plugin opened, with the remote the plugin has for it. Only
+    /// sync actions ask for it: an engine holds the store's sync lock (one process runs a store's
+    /// syncs), which an app that only reads and writes entries must not take from another process.
+    func syncManager(_ slot: PluginStoreSlot) throws -> (SyncManager, SmartStore, Int) {
+        let (store, handle) = try store(slot)
+        let manager = try store.syncManager()
+        let remote: String? = lock.withLock {
+            let wanted = remotes[slot] ?? defaultRemote
+            return wanted == applied[handle] ? nil : wanted
+        }
+        if let remote {
+            manager.setRemote(try RemoteConfig.parse(remote))
+            lock.withLock { applied[handle] = remote }
+        }
+        return (manager, store, handle)
     }
 
     func store(_ slot: PluginStoreSlot) throws -> (SmartStore, Int) {
@@ -179,8 +191,10 @@ public final class HybridPlugin: @unchecked Sendable {
     func closeStores(_ matching: (PluginStoreSlot) -> Bool) throws {
         let closing: [Int] = lock.withLock {
             let slots = handles.keys.filter(matching)
-            defer { for slot in slots { handles[slot] = nil } }
-            return slots.compactMap { handles[$0] }
+            let closing = slots.compactMap { handles[$0] }
+            for slot in slots { handles[slot] = nil }
+            for handle in closing { applied[handle] = nil }
+            return closing
         }
         for handle in closing { try StoreRegistry.shared.close(handle) }
     }

@@ -4,22 +4,21 @@
 enum MobileSyncActions {
     static let table: [String: PluginAction] = [
         "syncDown": { plugin, call, _ in
-            let (store, handle) = try plugin.store(call.store)
-            let id = try store.syncManager().syncDown(targetJSON: try call.jsonText("target"), soupName: try call.string("soupName"),
+            let (manager, store, handle) = try plugin.syncManager(call.store)
+            let id = try manager.syncDown(targetJSON: try call.jsonText("target"), soupName: try call.string("soupName"),
                                                       optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
                                                       owner: handle, callback: plugin.syncEvents(call.store))
             return .json(try stateText(store, id))
         },
         "syncUp": { plugin, call, _ in
-            let (store, handle) = try plugin.store(call.store)
-            let id = try store.syncManager().syncUp(targetJSON: call.optionalJSONText("target"), soupName: try call.string("soupName"),
+            let (manager, store, handle) = try plugin.syncManager(call.store)
+            let id = try manager.syncUp(targetJSON: call.optionalJSONText("target"), soupName: try call.string("soupName"),
                                                     optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
                                                     owner: handle, callback: plugin.syncEvents(call.store))
             return .json(try stateText(store, id))
         },
         "reSync": { plugin, call, _ in
-            let (store, handle) = try plugin.store(call.store)
-            let manager = try store.syncManager()
+            let (manager, store, handle) = try plugin.syncManager(call.store)
             let id: Int64
             switch try call.syncReference() {
             case .id(let given):
@@ -31,8 +30,7 @@ enum MobileSyncActions {
             return .json(try stateText(store, id))
         },
         "cleanResyncGhosts": { plugin, call, answer in
-            let (store, handle) = try plugin.store(call.store)
-            let manager = try store.syncManager()
+            let (manager, _, handle) = try plugin.syncManager(call.store)
             let id: Int64
             switch try call.syncReference() {
             case .id(let given): id = given
@@ -55,7 +53,7 @@ enum MobileSyncActions {
             return .later
         },
         "getSyncStatus": { plugin, call, _ in
-            let manager = try plugin.store(call.store).0.syncManager()
+            let manager = try plugin.syncManager(call.store).0
             let state: SyncState?
             switch try call.syncReference() {
             case .id(let id): state = try manager.status(id: id)
@@ -66,7 +64,7 @@ enum MobileSyncActions {
             return .json(state?.jsonText ?? "{}")
         },
         "deleteSync": { plugin, call, _ in
-            let manager = try plugin.store(call.store).0.syncManager()
+            let manager = try plugin.syncManager(call.store).0
             do {
                 switch try call.syncReference() {
                 case .id(let id): try manager.delete(id: id)
