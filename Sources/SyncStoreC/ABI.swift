@@ -41,6 +41,17 @@ private func fill(_ err: UnsafeMutablePointer<syncstore_error>, code: Int32, ret
     }
 }
 
+/// The error a host callback reported (its status and the syncstore_error it filled), as the
+/// library's: `what` names the callback ("Custom target fetch_page", "The key provider").
+func hostFailure(_ what: String, status: Int32, _ error: syncstore_error) -> StoreError {
+    var error = error
+    let message = withUnsafeBytes(of: &error.message) { raw in
+        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+    }
+    return StoreError(ErrorCode(rawValue: status) ?? .internal, "\(what) failed: \(message.isEmpty ? "no message" : message)",
+                      retryable: error.retryable != 0)
+}
+
 /// A required UTF-8 string argument.
 func text(_ p: UnsafePointer<CChar>?, _ name: String) throws -> String {
     guard let p else { throw StoreError(.argument, "\(name) must not be NULL") }

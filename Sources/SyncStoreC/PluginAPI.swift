@@ -68,13 +68,7 @@ public func syncstore_plugin_set_key_provider(_ p: OpaquePointer?, _ fn: CPlugin
                         free(key)
                     }
                 }
-                guard status == 0 else {
-                    let message = withUnsafeBytes(of: &error.message) { raw in
-                        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                    }
-                    throw StoreError(ErrorCode(rawValue: status) ?? .internal,
-                                     "The key provider failed: \(message.isEmpty ? "no message" : message)")
-                }
+                guard status == 0 else { throw hostFailure("The key provider", status: status, error) }
                 guard kdfIter >= 0 else { throw StoreError(.argument, "The key provider gave a negative kdfIter") }
                 let text = try key.map { k -> String in
                     guard let s = String(validatingCString: k) else { throw StoreError(.argument, "The key provider's key is not valid UTF-8") }

@@ -159,14 +159,7 @@ private func callHost(_ what: String, _ body: (UnsafeMutablePointer<UnsafeMutabl
     var error = syncstore_error()
     let status = body(&out, &error)
     defer { free(out) }
-    guard status == 0 else {
-        let message = withUnsafeBytes(of: &error.message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
-        let code = ErrorCode(rawValue: status) ?? .internal
-        throw StoreError(code, "Custom target \(what) failed: \(message.isEmpty ? "no message" : message)",
-                         retryable: error.retryable != 0)
-    }
+    guard status == 0 else { throw hostFailure("Custom target \(what)", status: status, error) }
     guard let out else { return "" }
     // Refused, not repaired: a U+FFFD in place of the host's bytes would change its data.
     guard let text = String(validatingCString: out) else {
