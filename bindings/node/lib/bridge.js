@@ -9,14 +9,12 @@ const vm = require('node:vm');
 const { version: libraryVersion, STATUS } = require('./native');
 const { Plugin, MOBILESYNC, SMARTSTORE } = require('./plugin');
 const { getRoot } = require('./root');
+// Callbacks run outside the call's promise chain: a throwing one is an ordinary uncaught
+// exception, as in a WebView.
+const { later } = require('./cordova');
 
 const OAUTH = 'com.salesforce.oauth';
 
-/** Runs a callback outside the call's promise chain: a throwing callback is an ordinary uncaught
- *  exception, as in a WebView. */
-function later(fn, ...args) {
-  if (typeof fn === 'function') queueMicrotask(() => fn(...args));
-}
 
 /** A document for events when the host has none (Node): an EventTarget that counts its 'sync'
  *  listeners, so runs keep the process alive only while someone listens for their end. */
@@ -271,4 +269,4 @@ function reactNativeBridges(cordova, getPlugin) {
   };
 }
 
-module.exports = { createCordova, NodeDocument, later };
+module.exports = { createCordova, NodeDocument };
