@@ -93,8 +93,8 @@ enum PluginSyncReference {
     case id(Int64), name(String)
 }
 
-/// Which store a call names: its storeConfig ("isGlobalStore" false and "smartstore" when
-/// missing, as the SDK's plugins read it).
+/// Which store a call names: its storeConfig (StoreConfig.identity: "isGlobalStore" false and
+/// "smartstore" when missing, as the SDK's plugins read it).
 struct PluginStoreSlot: Hashable {
     let isGlobal: Bool
     let name: String
@@ -105,16 +105,7 @@ struct PluginStoreSlot: Hashable {
     }
 
     init(_ fields: JSON) throws {
-        var isGlobal = false
-        if let g = fields["isGlobalStore"], !g.isNull {
-            guard let b = g.bool else { throw StoreError.argument("isGlobalStore must be true or false") }
-            isGlobal = b
-        }
-        var name = StoreConfig.defaultName
-        if let n = fields["storeName"], !n.isNull {
-            guard let s = n.string else { throw StoreError.argument("storeName must be a string") }
-            name = s
-        }
+        let (isGlobal, name) = try StoreConfig.identity(fields)
         self.init(isGlobal: isGlobal, name: name)
     }
 

@@ -31,16 +31,7 @@ public struct StoreConfig: Equatable, Sendable {
         case .null: return try StoreConfig()
         case .bool: return try StoreConfig(isGlobal: root.bool ?? false)
         case .object:
-            var isGlobal = false
-            if let g = root["isGlobalStore"], !g.isNull {
-                guard let b = g.bool else { throw StoreError.argument("isGlobalStore must be true or false") }
-                isGlobal = b
-            }
-            var name = defaultName
-            if let n = root["storeName"], !n.isNull {
-                guard let s = n.string else { throw StoreError.argument("storeName must be a string") }
-                name = s
-            }
+            let (isGlobal, name) = try identity(root)
             var readOnly = false
             if let r = root["readOnly"], !r.isNull {
                 guard let b = r.bool else { throw StoreError.argument("readOnly must be true or false") }
@@ -52,6 +43,22 @@ public struct StoreConfig: Equatable, Sendable {
         default:
             throw StoreError.argument("A store config is {\"isGlobalStore\": bool, \"storeName\": string, \"key\": string, \"readOnly\": bool}, a boolean, or null")
         }
+    }
+
+    /// Which store an object names: "isGlobalStore" (false when missing or null) and "storeName"
+    /// (the default store when missing or null); the hybrid plugins read their calls' the same way.
+    static func identity(_ root: JSON) throws -> (isGlobal: Bool, name: String) {
+        var isGlobal = false
+        if let g = root["isGlobalStore"], !g.isNull {
+            guard let b = g.bool else { throw StoreError.argument("isGlobalStore must be true or false") }
+            isGlobal = b
+        }
+        var name = defaultName
+        if let n = root["storeName"], !n.isNull {
+            guard let s = n.string else { throw StoreError.argument("storeName must be a string") }
+            name = s
+        }
+        return (isGlobal, name)
     }
 
     /// `"kdfIter"`: a positive integer or null.
