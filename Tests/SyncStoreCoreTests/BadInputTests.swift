@@ -1,10 +1,10 @@
-// Bad input across semantics §1-5: malformed JSON, wrong JSON types, huge values. Every
+// Bad input across docs/smartstore.md#bad-input: malformed JSON, wrong JSON types, huge values. Every
 // rejection is a StoreError with the right code and leaves a full dump of the store unchanged.
 // (Invalid UTF-8 cannot be built as a Swift String; the C tests cover it at the ABI.)
 import XCTest
 @testable import SyncStoreCore
 
-// semantics §1-5 bad input
+// docs/smartstore.md#bad-input bad input
 final class BadInputTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -140,7 +140,7 @@ final class BadInputTests: StoreTestCase {
 }
 
 /// The snapshot used by every "store unchanged" assertion must see any change.
-// semantics §1-5 bad input
+// docs/smartstore.md#bad-input bad input
 final class SnapshotSelfTests: StoreTestCase {
     func testSnapshotSeesEveryKindOfChange() throws {
         try register("s", #"[{"path":"k","type":"string"},{"path":"t","type":"full_text"}]"#)

@@ -1,4 +1,4 @@
-// Concurrency (semantics §1 "a store is one SQLite database", used from any thread): writers
+// Concurrency (docs/smartstore.md#stores "a store is one SQLite database", used from any thread): writers
 // are serialized, readers run beside a write (WAL) and see the last committed state.
 import XCTest
 import Foundation
@@ -21,7 +21,7 @@ final class Flag: @unchecked Sendable {
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }
 
-// semantics §1-4 concurrency
+// docs/smartstore.md, docs/queries.md concurrency
 final class ConcurrencyTests: StoreTestCase {
     func testConcurrentUpsertsAndQueries() throws {
         let s = try store
@@ -269,7 +269,7 @@ final class ConcurrencyTests: StoreTestCase {
     }
 }
 
-// semantics §1: a store is one SQLite file, which SQLite lets several processes open. Two store
+// docs/architecture.md#processes: a store is one SQLite file, which SQLite lets several processes open. Two store
 // objects on one file (each with its own writer connection and caches) stand in for two
 // processes: each sees what the other committed, ids never collide, a soup the other re-created
 // is written to its new table.
@@ -304,7 +304,7 @@ final class SharedFileTests: StoreTestCase {
         XCTAssertThrowsError(try a.querySoup("s", specJSON: exact)) { XCTAssertEqual(($0 as? StoreError)?.code, .notFound) }
     }
 
-    // semantics §7: one sync engine per store file at a time (the others get BUSY, retryable),
+    // docs/architecture.md#processes: one sync engine per store file at a time (the others get BUSY, retryable),
     // so two processes never push the same creates or take each other's runs for crashed ones.
     func testOneSyncEnginePerFile() throws {
         let a = try SmartStore(path: dbPath)

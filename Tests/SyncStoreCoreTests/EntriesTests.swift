@@ -1,9 +1,9 @@
-// semantics §3 — Upsert, retrieve, remove: _soupEntryId and external-id upserts, batch
+// docs/smartstore.md#upsert-retrieve-remove — Upsert, retrieve, remove: _soupEntryId and external-id upserts, batch
 // atomicity, timestamps, retrieve order, removal by ids and by query.
 import XCTest
 @testable import SyncStoreCore
 
-// semantics §3
+// docs/smartstore.md#upsert-retrieve-remove
 final class UpsertTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -158,7 +158,7 @@ final class UpsertTests: StoreTestCase {
     }
 }
 
-// semantics §3
+// docs/smartstore.md#upsert-retrieve-remove
 final class RemoveTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

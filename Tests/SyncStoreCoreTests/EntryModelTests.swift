@@ -1,10 +1,10 @@
-// semantics §2-3 — Upsert, external-id upsert, remove, clear, failed batches and reopening,
+// docs/smartstore.md — Upsert, external-id upsert, remove, clear, failed batches and reopening,
 // checked step by step against a plain Swift model (ids from 1, never reused; a failed call
 // changes nothing). Seeded, so a failure reproduces.
 import XCTest
 @testable import SyncStoreCore
 
-// semantics §2-3
+// docs/smartstore.md
 final class EntryModelTests: StoreTestCase {
     func testRandomOperationsMatchTheModel() throws {
         var random = SeededRandom(state: 7)

@@ -1,10 +1,10 @@
-// semantics §6 — Local-change flags (__local__, __locally_created__, __locally_updated__,
+// docs/smartstore.md#local-change-flags — Local-change flags (__local__, __locally_created__, __locally_updated__,
 // __locally_deleted__, __last_error__, __sync_id__): set as booleans or strings, queryable
 // both when indexed as string and when not indexed.
 import XCTest
 @testable import SyncStoreCore
 
-// semantics §6
+// docs/smartstore.md#local-change-flags
 final class LocalFlagsTests: StoreTestCase {
     private let flags = ["__local__", "__locally_created__", "__locally_updated__", "__locally_deleted__"]
 

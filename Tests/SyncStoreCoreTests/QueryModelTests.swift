@@ -1,4 +1,4 @@
-// semantics §4 — Query specs checked against a plain Swift model: random entries, random
+// docs/queries.md#query-specs — Query specs checked against a plain Swift model: random entries, random
 // exact / range / like specs on string, integer, floating and unindexed paths, both orders,
 // every page of every cursor. Seeded, so a failure reproduces.
 import XCTest
@@ -16,7 +16,7 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
-// semantics §4
+// docs/queries.md#query-specs
 final class QueryModelTests: StoreTestCase {
     /// A model value: nil (missing), a string or a number.
     enum Value: Comparable {

@@ -1,6 +1,6 @@
 // The query page scanner (sync down's fast path): it must read exactly what jansson and
 // SoupPath read from the same text, and never accept text jansson refuses, because the record
-// text is stored as it arrived (semantics §3: entries are valid JSON; §8: query pages).
+// text is stored as it arrived (docs/smartstore.md#upsert-retrieve-remove: entries are valid JSON; docs/sync.md#sync-down: query pages).
 import XCTest
 @testable import SyncStoreCore
 

@@ -1,9 +1,9 @@
-// semantics §4 — Query specs and cursors: exact, range, like, match, order, orderPath,
+// docs/queries.md#query-specs — Query specs and cursors: exact, range, like, match, order, orderPath,
 // selectPaths, pageSize, cursor paging, numeric comparisons, unindexed paths.
 import XCTest
 @testable import SyncStoreCore
 
-// semantics §4
+// docs/queries.md#query-specs
 final class QuerySpecTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -127,7 +127,7 @@ final class QuerySpecTests: StoreTestCase {
     }
 }
 
-// semantics §4
+// docs/queries.md#query-specs
 final class CursorTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

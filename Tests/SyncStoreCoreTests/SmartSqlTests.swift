@@ -1,10 +1,10 @@
-// semantics §5 — Smart SQL: token forms, the SDK example, aliases and self-joins, quoted
+// docs/queries.md#smart-sql — Smart SQL: token forms, the SDK example, aliases and self-joins, quoted
 // strings, MATCH literals, error positions, and refusal of anything but one SELECT.
 import XCTest
 import Foundation
 @testable import SyncStoreCore
 
-// semantics §5
+// docs/queries.md#smart-sql
 final class SmartSqlTokenTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -125,7 +125,7 @@ final class SmartSqlTokenTests: StoreTestCase {
     }
 }
 
-// semantics §5 — the SDK's own Smart SQL test cases (Android SmartSqlTest), checked on results.
+// docs/queries.md#smart-sql — the SDK's own Smart SQL test cases (Android SmartSqlTest), checked on results.
 final class SmartSqlSdkCompatibilityTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -194,7 +194,7 @@ final class SmartSqlSdkCompatibilityTests: StoreTestCase {
     }
 }
 
-// semantics §5
+// docs/queries.md#smart-sql
 final class SmartSqlMatchTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -243,7 +243,7 @@ final class SmartSqlMatchTests: StoreTestCase {
     }
 }
 
-// semantics §5
+// docs/queries.md#smart-sql
 final class SmartSqlResultValueTests: StoreTestCase {
     func testEveryResultValueBecomesValidJSON() throws {
         try register("s", #"[{"path":"a","type":"string"}]"#)
@@ -274,7 +274,7 @@ final class SmartSqlResultValueTests: StoreTestCase {
     }
 }
 
-// semantics §5
+// docs/queries.md#smart-sql
 final class SmartSqlRefusalTests: StoreTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

@@ -1,4 +1,4 @@
-// semantics §2 — Soups and index specs: registerSoup, names, specs, ids, alterSoup,
+// docs/smartstore.md#soups-and-index-specs — Soups and index specs: registerSoup, names, specs, ids, alterSoup,
 // reIndexSoup, array projection.
 import XCTest
 import CSQLite
@@ -6,7 +6,7 @@ import CSQLite
 
 let allFiveSpecs = #"[{"path":"name","type":"string"},{"path":"age","type":"integer"},{"path":"score","type":"floating"},{"path":"bio","type":"full_text"},{"path":"meta.tag","type":"json1"}]"#
 
-// semantics §2
+// docs/smartstore.md#soups-and-index-specs
 final class RegisterSoupTests: StoreTestCase {
     func testRegisterWithAllFiveIndexTypesAndSpecsRoundTripInOrder() throws {
         try register("people", allFiveSpecs)
@@ -191,7 +191,7 @@ final class RegisterSoupTests: StoreTestCase {
     }
 }
 
-// semantics §2
+// docs/smartstore.md#soups-and-index-specs
 final class SoupEntryIdTests: StoreTestCase {
     func testIdsStartAtOneAlsoAfterRemoveAndReRegister() throws {
         try register("s", #"[{"path":"a","type":"string"}]"#)
@@ -228,7 +228,7 @@ final class SoupEntryIdTests: StoreTestCase {
     }
 }
 
-// semantics §2
+// docs/smartstore.md#soups-and-index-specs
 final class AlterSoupTests: StoreTestCase {
     private func seed() throws {
         try register("s", #"[{"path":"name","type":"string"},{"path":"old","type":"integer"}]"#)
@@ -375,7 +375,7 @@ final class AlterSoupTests: StoreTestCase {
     }
 }
 
-// semantics §2
+// docs/smartstore.md#soups-and-index-specs
 final class ArrayProjectionTests: StoreTestCase {
     func testStringIndexThroughAnArrayHoldsTheJSONText() throws {
         try register("cats", #"[{"path":"colors","type":"string"},{"path":"cats.color","type":"string"},{"path":"name","type":"string"}]"#)

@@ -1,10 +1,10 @@
-// semantics §1 — Stores: storeConfig, user vs global, list/remove stores, database size,
+// docs/smartstore.md#stores — Stores: storeConfig, user vs global, list/remove stores, database size,
 // shared handles, closed handles.
 import XCTest
 import Glibc
 @testable import SyncStoreCore
 
-// semantics §1
+// docs/smartstore.md#stores
 final class StoreConfigTests: XCTestCase {
     func testDefaultWhenOmittedEmptyOrNull() throws {
         for text in [nil, "", "null", " null "] as [String?] {
@@ -44,7 +44,7 @@ final class StoreConfigTests: XCTestCase {
     }
 }
 
-// semantics §1
+// docs/smartstore.md#stores
 final class StoreRegistryTests: StoreTestCase {
     var registry = StoreRegistry()
 
@@ -296,7 +296,7 @@ final class StoreRegistryTests: StoreTestCase {
     }
 }
 
-// semantics §1
+// docs/smartstore.md#stores
 final class DatabaseSizeTests: StoreTestCase {
     func testDatabaseSizeGrowsAsDataIsAdded() throws {
         let s = try store

@@ -1,4 +1,4 @@
-// Sync under faults (semantics §8-9): each test reproduces one way a sync broke a promise of the
+// Sync under faults (docs/sync.md): each test reproduces one way a sync broke a promise of the
 // header (a duplicate, a lost edit, a lost record, a run that never ends) against a real
 // syncstore-devserver process with injected faults, and checks it no longer does.
 import XCTest

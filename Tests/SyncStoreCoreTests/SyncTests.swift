@@ -1,4 +1,4 @@
-// Sync engine tests (semantics §7-10): the pure pieces (SOQL rewriting, timestamps, remote and
+// Sync engine tests (docs/sync.md): the pure pieces (SOQL rewriting, timestamps, remote and
 // option parsing, state round trip) and runs against a real syncstore-devserver process.
 import XCTest
 import Foundation
@@ -6,7 +6,7 @@ import Glibc
 @testable import SyncStoreCore
 
 final class SoqlRewriterTests: XCTestCase {
-    // semantics §8: Id and LastModifiedDate added, ORDER BY added when missing
+    // docs/sync.md#incremental-sync: Id and LastModifiedDate added, ORDER BY added when missing
     func testAddsIdModificationDateAndOrder() throws {
         let q = try SoqlRewriter("SELECT Name FROM Account").syncQuery(idField: "Id", modificationField: "LastModifiedDate", since: nil)
         XCTAssertEqual(q, "SELECT Name, Id, LastModifiedDate FROM Account ORDER BY LastModifiedDate")
@@ -18,7 +18,7 @@ final class SoqlRewriterTests: XCTestCase {
         XCTAssertEqual(q, "SELECT id, lastmodifieddate, Name from Account order by Name limit 10")
     }
 
-    // semantics §8: the timestamp filter is parenthesized so OR keeps its meaning
+    // docs/sync.md#incremental-sync: the timestamp filter is parenthesized so OR keeps its meaning
     func testTimestampFilterParenthesizesOr() throws {
         let q = try SoqlRewriter("SELECT Id FROM Contact WHERE FirstName = 'a' OR LastName = 'b' LIMIT 5")
             .syncQuery(idField: "Id", modificationField: "LastModifiedDate", since: 0)
@@ -77,7 +77,7 @@ final class SyncConfigTests: XCTestCase {
         }
     }
 
-    // semantics §7: options default to OVERWRITE; unknown merge modes are refused
+    // docs/sync.md#options: options default to OVERWRITE; unknown merge modes are refused
     func testOptions() throws {
         XCTAssertEqual(try SyncOptions.parse(nil).0.mergeMode, .overwrite)
         let (options, _) = try SyncOptions.parse(#"{"mergeMode":"LEAVE_IF_CHANGED","fieldlist":["Name"]}"#)
@@ -211,7 +211,7 @@ final class SyncRunTests: StoreTestCase {
         }
     }
 
-    // semantics §7-8: a soql sync down lands every record, reports every state, ends DONE once
+    // docs/sync.md: a soql sync down lands every record, reports every state, ends DONE once
     func testSyncDownAndIncrementalReSync() throws {
         let server = try DevServerProcess(["--seed", "Contact=1200"])
         let store = try self.store
@@ -244,7 +244,7 @@ final class SyncRunTests: StoreTestCase {
         }
     }
 
-    // semantics §2-3, §8: records stored from the page text (sync down's fast path) get the
+    // docs/smartstore.md, docs/sync.md#sync-down: records stored from the page text (sync down's fast path) get the
     // same index values as the tree path computes: reIndexSoup recomputes every column from the
     // stored JSON and must change nothing. Covers every index type, a relationship path, a
     // boolean in a string column, flags the sync adds (__local__, __sync_id__) and null parents.
@@ -292,7 +292,7 @@ final class SyncRunTests: StoreTestCase {
         }
     }
 
-    // semantics §9: creates get server ids, updates and deletes reach the server, flags clear
+    // docs/sync.md#sync-up: creates get server ids, updates and deletes reach the server, flags clear
     func testSyncUpBatch() throws {
         let server = try DevServerProcess([])
         let store = try self.store
@@ -310,7 +310,7 @@ final class SyncRunTests: StoreTestCase {
         XCTAssertEqual(try soupCount(store, "contacts", "{contacts:Id} like '003%'"), 450)
     }
 
-    // semantics §7: a run without a remote fails cleanly; a sync id that does not exist is NOT_FOUND
+    // docs/sync.md#sync-state: a run without a remote fails cleanly; a sync id that does not exist is NOT_FOUND
     func testErrorsWithoutRemoteAndUnknownSync() throws {
         let store = try self.store
         try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
@@ -328,7 +328,7 @@ final class SyncRunTests: StoreTestCase {
                                                         optionsJSON: nil, name: nil)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
     }
 
-    // semantics §7: a state left RUNNING by a crash is STOPPED when the store opens again
+    // docs/sync.md#runs: a state left RUNNING by a crash is STOPPED when the store opens again
     func testRunningBecomesStoppedOnOpen() throws {
         let store = try self.store
         try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)

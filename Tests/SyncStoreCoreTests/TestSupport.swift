@@ -1,4 +1,4 @@
-// Shared fixtures for the SmartStore core tests (semantics §1-6).
+// Shared fixtures for the SmartStore core tests (docs/smartstore.md, docs/queries.md).
 // Every test gets a fresh temporary directory (mkdtemp) holding real SQLite files.
 import XCTest
 import Foundation

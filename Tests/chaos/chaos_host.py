@@ -2,7 +2,7 @@
 
     python3 chaos_host.py ROOT URL LOG SEED CLIENT [VARIANT [OPTIONS_JSON]]
 
-Runs random local creates, edits and deletes (flagged as hosts do, semantics §6) and syncs
+Runs random local creates, edits and deletes (flagged as hosts do, docs/smartstore.md#local-change-flags) and syncs
 (sync up collection and single, sync down reSync, cleanResyncGhosts, stop + restart, and sync ups
 with an edit made while the request is at the server) against the dev server at URL, forever.
 Every local write is appended to LOG (JSON lines) and fsynced *before* it is made, so the

@@ -298,7 +298,7 @@ class SyncTimeout(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# A host: what an app does with the store (local writes flagged as semantics §6 says, syncs)
+# A host: what an app does with the store (local writes flagged as docs/smartstore.md#local-change-flags says, syncs)
 
 
 class Host:

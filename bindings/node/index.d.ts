@@ -13,7 +13,7 @@ declare class EventEmitter {
 /** The event addEventListener('sync', ...) listeners get (a CustomEvent). */
 export interface SyncEvent { readonly type: 'sync'; readonly detail: SyncEventDetail }
 
-// ---- shapes (semantics.md §11) ----
+// ---- shapes (docs/README.md#cordova-surface) ----
 
 /** A store name: {storeName?, isGlobalStore?}; a bare boolean means isGlobalStore. */
 export interface StoreConfig {

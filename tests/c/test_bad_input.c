@@ -1,5 +1,5 @@
 /* Hostile and malformed input through the C ABI: every call returns an error code with a
- * message, nothing traps, and the store is unchanged afterwards (semantics §5, ABI rule 4). */
+ * message, nothing traps, and the store is unchanged afterwards (docs/queries.md#smart-sql, docs/architecture.md#c-abi-rules rule 4). */
 #include "check.h"
 #include <stdio.h>
 #include <stdlib.h>

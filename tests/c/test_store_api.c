@@ -31,7 +31,7 @@ static void test_stores(void) {
     EXPECT(syncstore_open(root, "{\"isGlobalStore\":false,\"storeName\":\"shared\"}", &user, &err), SYNCSTORE_OK, &err);
     EXPECT(syncstore_open(root, "{\"isGlobalStore\":true,\"storeName\":\"shared\"}", &global, &err), SYNCSTORE_OK, &err);
     CHECK(user != NULL && global != NULL && user != global);
-    /* semantics §1: user and global stores with the same name are different stores */
+    /* docs/smartstore.md#stores: user and global stores with the same name are different stores */
     EXPECT(syncstore_register_soup(user, "only_user", "[{\"path\":\"a\",\"type\":\"string\"}]", &err), SYNCSTORE_OK, &err);
     int exists = -1;
     EXPECT(syncstore_soup_exists(global, "only_user", &exists, &err), SYNCSTORE_OK, &err);

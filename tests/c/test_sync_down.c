@@ -1,4 +1,4 @@
-/* Sync down through the C ABI against a real syncstore-devserver process (semantics §7-8).
+/* Sync down through the C ABI against a real syncstore-devserver process (docs/sync.md).
  * Usage: test_sync_down <work_dir> <devserver_binary> */
 #define _POSIX_C_SOURCE 200809L
 #include "sync_support.h"

@@ -1,5 +1,5 @@
 /* Sync up, auth, custom targets and close through the C ABI against a real syncstore-devserver
- * process (semantics §9-10, architecture ABI rule 5). Usage: test_sync_up <work_dir> <devserver> */
+ * process (docs/sync.md, docs/architecture.md#c-abi-rules rule 5). Usage: test_sync_up <work_dir> <devserver> */
 #define _POSIX_C_SOURCE 200809L
 #include "sync_support.h"
 #include <curl/curl.h>

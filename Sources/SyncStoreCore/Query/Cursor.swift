@@ -5,7 +5,7 @@ enum CursorSource {
 }
 
 /// A query left open for paging. Pages are re-queried when moved to (not a snapshot);
-/// totalEntries is the count taken at open (semantics §4).
+/// totalEntries is the count taken at open (docs/queries.md#cursors).
 struct OpenCursor {
     let id: Int64
     var plan: QueryPlan

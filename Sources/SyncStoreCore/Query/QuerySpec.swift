@@ -1,4 +1,4 @@
-/// A parsed query spec (semantics §4).
+/// A parsed query spec (docs/queries.md#query-specs).
 public struct QuerySpec {
     public enum QueryType: String { case exact, range, like, match, smart }
     public enum Order: String { case ascending, descending }

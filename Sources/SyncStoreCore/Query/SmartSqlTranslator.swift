@@ -1,4 +1,4 @@
-/// Rewrites Smart SQL (semantics §5) into SQL over the soup tables:
+/// Rewrites Smart SQL (docs/queries.md#smart-sql) into SQL over the soup tables:
 /// `{soup}` -> table, `{soup:path}` -> index column or json_extract, `{soup:_soup}` -> JSON text,
 /// `{soup:_soupEntryId|_soupCreatedDate|_soupLastModifiedDate}` -> system columns.
 /// Quoted strings and identifiers are copied untouched, except a string literal right after

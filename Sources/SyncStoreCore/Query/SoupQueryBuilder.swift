@@ -67,7 +67,7 @@ final class PlanCache: @unchecked Sendable {
     }
 }
 
-/// Turns a non-smart query spec into SQL over a soup's table (semantics §4).
+/// Turns a non-smart query spec into SQL over a soup's table (docs/queries.md#query-specs).
 enum SoupQueryBuilder {
     static func plan(_ spec: QuerySpec, soup: SoupInfo) throws -> QueryPlan {
         let shape = PlanCache.Shape(spec)

@@ -3,7 +3,7 @@ import CSQLite
 import Glibc
 
 /// Writes the entries of one upsert call with statements prepared once for the batch
-/// (semantics §3). Runs inside the caller's transaction on the writer connection.
+/// (docs/smartstore.md#upsert-retrieve-remove). Runs inside the caller's transaction on the writer connection.
 final class EntryWriter {
     private let soup: SoupInfo
     private let columns: [IndexColumn]

@@ -1,4 +1,4 @@
-/// The kinds of index a soup path can have (semantics §2).
+/// The kinds of index a soup path can have (docs/smartstore.md#soups-and-index-specs).
 public enum IndexType: String, Sendable, CaseIterable {
     case string, integer, floating
     case fullText = "full_text"

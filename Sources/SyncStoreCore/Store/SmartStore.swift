@@ -2,7 +2,7 @@ import CJansson
 import CSQLite
 import Glibc
 
-/// One store: a SQLite database of soups (semantics §1-6). Thread-safe: writes are serialized
+/// One store: a SQLite database of soups (docs/smartstore.md, docs/queries.md). Thread-safe: writes are serialized
 /// on one writer connection, each in one transaction; reads use a pool of read-only
 /// connections and run beside a write (WAL).
 public final class SmartStore: @unchecked Sendable {

@@ -1,6 +1,6 @@
 import CJansson
 
-/// Dot-separated paths into soup entries ("Account.Name") and their projection (semantics §2).
+/// Dot-separated paths into soup entries ("Account.Name") and their projection (docs/smartstore.md#soups-and-index-specs).
 enum SoupPath {
     static let entryId = "_soupEntryId"
     static let lastModified = "_soupLastModifiedDate"

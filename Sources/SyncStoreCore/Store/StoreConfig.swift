@@ -1,4 +1,4 @@
-/// Which store a host means (semantics §1): `{"isGlobalStore": bool, "storeName": "...",
+/// Which store a host means (docs/smartstore.md#stores): `{"isGlobalStore": bool, "storeName": "...",
 /// "key": "...", "kdfIter": n, "readOnly": bool}`, a bare boolean for isGlobalStore, or nothing
 /// for the default user store. `key` opens (or creates) an encrypted store (docs/encryption.md);
 /// `readOnly` opens an existing store for reading only (a file or directory this process cannot

@@ -1,4 +1,4 @@
-/// cleanResyncGhosts (semantics §8): local records this sync wrote (`__sync_id__`), not dirty,
+/// cleanResyncGhosts (docs/sync.md#ghosts): local records this sync wrote (`__sync_id__`), not dirty,
 /// whose ids the server no longer lists for the target, are deleted in one transaction.
 struct GhostCleaner {
     let ctx: SyncContext

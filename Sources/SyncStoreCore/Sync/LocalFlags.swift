@@ -1,4 +1,4 @@
-/// The local-change flags hosts set on entries they edit offline (semantics §6). Booleans and
+/// The local-change flags hosts set on entries they edit offline (docs/smartstore.md#local-change-flags). Booleans and
 /// the strings "true"/"1" count alike (the JS StoreCache helper writes strings).
 enum LocalFlags {
     static let local = "__local__"

@@ -1,4 +1,4 @@
-/// Sync up of parents with their children through `POST composite` (semantics §9):
+/// Sync up of parents with their children through `POST composite` (docs/sync.md#sync-up-targets):
 /// `{"type":"parent_children", "parent": {"sobjectType","soupName","idFieldName"?,
 ///   "modificationDateFieldName"?}, "children": {"sobjectType","soupName","parentIdFieldName",
 ///   "idFieldName"?}, "parentCreateFieldlist"?, "parentUpdateFieldlist"?,

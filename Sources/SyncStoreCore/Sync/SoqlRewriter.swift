@@ -1,4 +1,4 @@
-/// Rewrites a sync down SOQL query (semantics §8): adds the id and modification-date fields to
+/// Rewrites a sync down SOQL query (docs/sync.md#incremental-sync): adds the id and modification-date fields to
 /// the SELECT, a timestamp filter for incremental runs (parenthesized, so a WHERE with OR keeps
 /// its meaning), and ORDER BY the modification date when the query has no ORDER BY.
 struct SoqlRewriter {

@@ -1,7 +1,7 @@
 /// Status updates: the whole state as JSON text, valid during the call.
 public typealias SyncCallback = @Sendable (String) -> Void
 
-/// MobileSync for one store (semantics §7-9): creates and runs syncs on one serial worker
+/// MobileSync for one store (docs/sync.md): creates and runs syncs on one serial worker
 /// thread, persists their state in the store, reports every change through the run's callback
 /// (never while a store lock is held) and ends every run with exactly one terminal callback.
 public final class SyncManager: @unchecked Sendable {
@@ -277,7 +277,7 @@ public final class SyncManager: @unchecked Sendable {
 
     // MARK: ghosts
 
-    /// Deletes local records of this sync down that the server no longer has (semantics §8).
+    /// Deletes local records of this sync down that the server no longer has (docs/sync.md#sync-down).
     /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode"}`.
     public func cleanResyncGhosts(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
         try checkOpen()

@@ -1,6 +1,6 @@
 import CJansson
 
-/// The persisted state of one sync (semantics §7). Stored as an entry of the soup `syncs_soup`,
+/// The persisted state of one sync (docs/sync.md#sync-state). Stored as an entry of the soup `syncs_soup`,
 /// whose `_soupEntryId` is the sync id, so syncs survive restarts.
 public struct SyncState: Sendable {
     public enum Kind: String, Sendable { case syncDown, syncUp }

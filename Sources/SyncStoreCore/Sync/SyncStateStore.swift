@@ -139,7 +139,7 @@ final class SyncStateStore: @unchecked Sendable {
         try SyncStateStore(store: store).stopOrphans()
     }
 
-    /// Syncs a crash left RUNNING (running or queued) become STOPPED (semantics §7), which
+    /// Syncs a crash left RUNNING (running or queued) become STOPPED (docs/sync.md#runs), which
     /// restart_syncs runs again.
     func stopOrphans() throws {
         for var state in try all() where state.status == .running {

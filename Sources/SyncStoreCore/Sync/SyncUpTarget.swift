@@ -1,6 +1,6 @@
 /// `{"type": "collection" (default) | "single", "createFieldlist"?, "updateFieldlist"?,
 ///   "externalIdFieldName"?, "sobjectType"?, "idFieldName"?, "modificationDateFieldName"?,
-///   "maxBatchSize"? (1...200)}` — how local changes are pushed (semantics §9).
+///   "maxBatchSize"? (1...200)}` — how local changes are pushed (docs/sync.md#sync-up-targets).
 struct SyncUpTarget {
     enum Mode: String { case collection, single }
 

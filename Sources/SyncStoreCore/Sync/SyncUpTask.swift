@@ -1,6 +1,6 @@
 import CJansson
 
-/// One run of a sync up (semantics §9). Dirty entries are pushed in batches (sObject
+/// One run of a sync up (docs/sync.md#sync-up). Dirty entries are pushed in batches (sObject
 /// Collections) or one by one; each batch's outcome is committed in one transaction that
 /// re-reads every entry first, so an edit the host made while the batch was in flight is kept
 /// (the entry stays dirty with the new edit: an entry counts as edited when its stored JSON

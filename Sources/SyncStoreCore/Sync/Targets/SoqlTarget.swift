@@ -1,5 +1,5 @@
 /// `{"type":"soql","query":"SELECT ...","maxBatchSize"?:N}`: pages of a SOQL query, incremental
-/// by the modification date (semantics §8).
+/// by the modification date (docs/sync.md#incremental-sync).
 struct SoqlTarget: CommonKeysTarget {
     let common: TargetCommon
     let rewriter: SoqlRewriter

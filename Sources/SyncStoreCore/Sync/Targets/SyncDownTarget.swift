@@ -31,7 +31,7 @@ struct DownPage {
     var recordCount: Int { groups.reduce(0) { $0 + $1.count } }
 }
 
-/// A sync down target type (semantics §8).
+/// A sync down target type (docs/sync.md#sync-down-targets).
 protocol SyncDownTarget {
     var idFieldName: String { get }
     var modificationDateFieldName: String { get }
