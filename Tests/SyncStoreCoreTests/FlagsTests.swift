@@ -63,6 +63,24 @@ final class LocalFlagsTests: StoreTestCase {
         XCTAssertEqual(ids(try query("accounts", #"{"queryType":"like","indexPath":"__last_error__","likeKey":"%boom%"}"#)), ["bool-true"])
     }
 
+    /// The engine reads a flag two ways: in Swift (which entries a sync up sends as creates or
+    /// deletes) and in SQL (which entries are dirty). Every form must read the same in both.
+    func testFlagReadInSwiftAgreesWithTheDirtySQL() throws {
+        let forms = ["true", "false", "1", "0", "2", "-1", #""true""#, #""1""#, #""yes""#, #""TRUE""#, "null", "1.0", "2.5", "{}"]
+        var set: [String] = []
+        for (i, form) in forms.enumerated() {
+            let soup = "flags\(i)"
+            try register(soup, #"[{"path":"Id","type":"string"}]"#)
+            let entry = try upsert(soup, #"[{"Id":"f","__local__":\#(form)}]"#)
+            let doc = try JSONDocument.parse(#"{"__local__":\#(form)}"#, what: "flag")
+            let dirty = try store.entryCounts(soup: soup).dirty
+            XCTAssertEqual(entry.count, 1)
+            XCTAssertEqual(LocalFlags.isSet(doc.root["__local__"]), dirty == 1, "__local__: \(form)")
+            if dirty == 1 { set.append(form) }
+        }
+        XCTAssertEqual(set, ["true", "1", #""true""#, #""1""#, "1.0"])
+    }
+
     func testFlagsAsIntegerAndJson1Indexes() throws {
         try register("accounts", #"[{"path":"Id","type":"string"},{"path":"__local__","type":"integer"},{"path":"__locally_created__","type":"json1"}]"#)
         try upsert("accounts", records)

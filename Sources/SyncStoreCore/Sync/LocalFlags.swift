@@ -1,5 +1,5 @@
-/// The local-change flags hosts set on entries they edit offline (docs/smartstore.md#local-change-flags). Booleans and
-/// the strings "true"/"1" count alike (the JS StoreCache helper writes strings).
+/// The local-change flags hosts set on entries they edit offline (docs/smartstore.md#local-change-flags). `true`,
+/// the number 1 (1.0 too) and the strings "true"/"1" count alike (the JS StoreCache helper writes strings).
 enum LocalFlags {
     static let local = "__local__"
     static let created = "__locally_created__"
@@ -15,7 +15,8 @@ enum LocalFlags {
         guard let value else { return false }
         switch value.kind {
         case .bool: return value.bool ?? false
-        case .integer: return (value.int64 ?? 0) != 0
+        // As the dirty SQL reads them (dirtyCondition): the number 1 only, 1.0 included.
+        case .integer, .real: return value.double == 1
         case .string: return value.string == "true" || value.string == "1"
         default: return false
         }
