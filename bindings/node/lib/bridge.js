@@ -250,7 +250,7 @@ function reactNativeBridges(cordova, getPlugin) {
     return { value, hasValue };
   }
 
-  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync'];
+  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager'];
 
   function make(methods, impl, shape) {
     const bridge = {};

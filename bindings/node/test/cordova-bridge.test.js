@@ -57,6 +57,24 @@ test('require("cordova/exec") and the module registry', { timeout: 30000 }, (t) 
   assert.deepEqual(got, [['custom', { n: 1 }]]);
 });
 
+test("'deviceready' is sticky, as Cordova's: force.js logs in from such a listener", { timeout: 30000 }, async (t) => {
+  const cordova = bridge.create({ root: tempRoot(t) });
+  const doc = cordova.document;
+  const fired = [];
+  const first = (event) => fired.push(['first', event.type]);
+  doc.addEventListener('deviceready', first);
+  doc.addEventListener('deviceready', first); // the same listener once, as addEventListener
+  const removed = () => fired.push(['removed']);
+  doc.addEventListener('deviceready', removed);
+  doc.removeEventListener('deviceready', removed);
+  doc.addEventListener('deviceready', { handleEvent: (event) => fired.push(['object', event.type]) });
+  assert.deepEqual(fired, [], 'called on a later turn, not inside addEventListener');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(fired, [['first', 'deviceready'], ['object', 'deviceready']]);
+  // Long after start-up a new listener still runs (the event has happened).
+  await new Promise((resolve) => doc.addEventListener('deviceready', resolve));
+});
+
 test('getAuthCredentials answers from the default remote', { timeout: 30000 }, async (t) => {
   const exec = (cordova) => new Promise((resolve, reject) => cordova.exec(resolve, reject, 'com.salesforce.oauth', 'getAuthCredentials', []));
   const remote = { instanceUrl: 'http://127.0.0.1:1', accessToken: 'T0K', refreshToken: 'R', clientId: 'C' };
