@@ -206,6 +206,29 @@ test('the React Native bridge objects', { timeout: 60000 }, async (t) => {
   const [refused] = await iosCall(iosSync.syncDown, { target: null, soupName: 'contacts', options: {}, syncName: null });
   assert.match(refused.message, /target/);
 
+  // Every method react-native-force's JS calls, on both shapes (its 14.0 JS and its TurboModule specs).
+  const SMARTSTORE_CALLS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlobalStores', 'getAllStores', 'getDatabaseSize',
+    'getSoupIndexSpecs', 'moveCursorToPageIndex', 'querySoup', 'registerSoup', 'reIndexSoup', 'removeAllGlobalStores',
+    'removeAllStores', 'removeFromSoup', 'removeSoup', 'removeStore', 'retrieveSoupEntries', 'runSmartQuery', 'soupExists',
+    'upsertSoupEntries'];
+  const MOBILESYNC_CALLS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager'];
+  for (const [bridgeObject, methods] of [[android, SMARTSTORE_CALLS], [ios, SMARTSTORE_CALLS], [androidSync, MOBILESYNC_CALLS], [iosSync, MOBILESYNC_CALLS]]) {
+    for (const method of methods) assert.equal(typeof bridgeObject[method], 'function', method);
+  }
+  // resetSyncManager: the store's syncs stop; later ones run.
+  assert.deepEqual(await androidCall(androidSync.resetSyncManager, { isGlobalStore: false }), []);
+  assert.deepEqual(await iosCall(iosSync.resetSyncManager, { isGlobalStore: false }), [null, 'OK']);
+  const [, afterReset] = await iosCall(iosSync.reSync, { syncId: done._soupEntryId, syncName: null });
+  assert.equal(afterReset.status, 'DONE');
+
+  // The network plugin's binary answers (force.js' getAttachment): the bytes in base64 and their type.
+  const exec = (service, action, args) => new Promise((resolve, reject) => cordova.exec(resolve, reject, service, action, args));
+  const request = { endPoint: '/services/data', path: '/v62.0/query', method: 'GET', queryParams: { q: 'SELECT Id FROM Contact' } };
+  const plain = await exec('com.salesforce.network', 'pgSendRequest', [request]);
+  const binary = await exec('com.salesforce.network', 'pgSendRequest', [{ ...request, returnBinary: true }]);
+  assert.match(binary.contentType, /^application\/json/);
+  assert.deepEqual(JSON.parse(Buffer.from(binary.encodedBody, 'base64').toString('utf8')), plain);
+
   // The OAuth bridge gives the credentials the REST calls need.
   const creds = await new Promise((resolve, reject) => cordova.reactNative.SalesforceOauthReactBridge.getAuthCredentials({}, resolve, reject));
   assert.equal(creds.instanceUrl, server.url);
