@@ -20,7 +20,7 @@ export interface StoreConfig {
   storeName?: string;
   isGlobalStore?: boolean;
 }
-export type StoreConfigArg = StoreConfig | boolean;
+export type StoreConfigArg = StoreConfig | boolean | null;
 
 export type IndexType = 'string' | 'integer' | 'floating' | 'full_text' | 'json1';
 export declare class SoupIndexSpec {
@@ -153,7 +153,7 @@ export declare function buildSmartQuerySpec(smartSql: string, pageSize?: number)
 type Ok<T> = (result: T) => void;
 type Fail = (message: string) => void;
 type CursorFail = (cursor: StoreCursor, error: Error) => void;
-/** Every function also accepts the optional leading storeConfig (object or boolean). */
+/** Every function also accepts the optional leading storeConfig (object, boolean, or null: the default user store). */
 type WithConfig<A extends unknown[], R> = {
   (...args: [...A, Ok<R>?, Fail?]): void;
   (config: StoreConfigArg, ...args: [...A, Ok<R>?, Fail?]): void;
