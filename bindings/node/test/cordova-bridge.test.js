@@ -223,11 +223,18 @@ test('the React Native bridge objects', { timeout: 60000 }, async (t) => {
 
   // The network plugin's binary answers (force.js' getAttachment): the bytes in base64 and their type.
   const exec = (service, action, args) => new Promise((resolve, reject) => cordova.exec(resolve, reject, service, action, args));
-  const request = { endPoint: '/services/data', path: '/v62.0/query', method: 'GET', queryParams: { q: 'SELECT Id FROM Contact' } };
-  const plain = await exec('com.salesforce.network', 'pgSendRequest', [request]);
-  const binary = await exec('com.salesforce.network', 'pgSendRequest', [{ ...request, returnBinary: true }]);
-  assert.match(binary.contentType, /^application\/json/);
-  assert.deepEqual(JSON.parse(Buffer.from(binary.encodedBody, 'base64').toString('utf8')), plain);
+  const residues = new Set();
+  for (let limit = 1; limit <= 6; limit++) { // answers of several lengths: every base64 padding
+    const request = { endPoint: '/services/data', path: '/v62.0/query', method: 'GET', queryParams: { q: `SELECT Id, LastName FROM Contact LIMIT ${limit}` } };
+    const plain = await exec('com.salesforce.network', 'pgSendRequest', [request]);
+    const binary = await exec('com.salesforce.network', 'pgSendRequest', [{ ...request, returnBinary: true }]);
+    assert.match(binary.contentType, /^application\/json/);
+    const bytes = Buffer.from(binary.encodedBody, 'base64');
+    assert.equal(bytes.toString('base64'), binary.encodedBody, 'canonical base64');
+    assert.deepEqual(JSON.parse(bytes.toString('utf8')), plain);
+    residues.add(bytes.length % 3);
+  }
+  assert.ok(residues.size > 1, `answers of more than one length mod 3: ${[...residues]}`);
 
   // The OAuth bridge gives the credentials the REST calls need.
   const creds = await new Promise((resolve, reject) => cordova.reactNative.SalesforceOauthReactBridge.getAuthCredentials({}, resolve, reject));
