@@ -50,11 +50,12 @@ async function run() {
 
   // ---- SmartStore: notes kept on the device ----
   const ss = report.smartstore;
-  await call(smartstore.registerSoup, 'notes', [{ path: 'title', type: 'string' }, { path: 'priority', type: 'integer' }]);
+  await call(smartstore.registerSoup, 'notes', [{ path: 'title', type: 'string' }, { path: 'priority', type: 'integer' },
+    { path: 'body', type: 'full_text' }]);
   ss.soupExists = await call(smartstore.soupExists, 'notes');
   const notes = await call(smartstore.upsertSoupEntries, 'notes', [
-    { title: 'Call Ada', priority: 1 }, { title: 'Call Grace', priority: 2 }, { title: 'Draft memo', priority: 3 },
-    { title: 'Draft plan', priority: 4 }, { title: 'Visit Alan', priority: 5 }]);
+    { title: 'Call Ada', priority: 1, body: 'about the analytical engine' }, { title: 'Call Grace', priority: 2, body: 'compilers' },
+    { title: 'Draft memo', priority: 3, body: 'engine notes' }, { title: 'Draft plan', priority: 4 }, { title: 'Visit Alan', priority: 5 }]);
   ss.ids = notes.map((n) => n._soupEntryId);
   const updated = await call(smartstore.upsertSoupEntriesWithExternalId, 'notes', [{ title: 'Visit Alan', priority: 9 }], 'title');
   ss.upsertByTitleKeptId = updated[0]._soupEntryId === ss.ids[4];
@@ -77,6 +78,7 @@ async function run() {
   ss.exact = await count(smartstore.buildExactQuerySpec('title', 'Call Ada'));
   ss.range = await count(smartstore.buildRangeQuerySpec('priority', 2, 4));
   ss.like = await count(smartstore.buildLikeQuerySpec('title', 'Call%'));
+  ss.match = await count(smartstore.buildMatchQuerySpec('body', 'engine'));
   const smart = await call(smartstore.runSmartQuery, smartstore.buildSmartQuerySpec('select count(*), max({notes:priority}) from {notes}'));
   ss.smart = smart.currentPageOrderedEntries[0];
   ss.retrieved = (await call(smartstore.retrieveSoupEntries, 'notes', ss.ids.slice(0, 2))).map((n) => n.title);
@@ -84,7 +86,7 @@ async function run() {
   await call(smartstore.removeFromSoup, 'notes', smartstore.buildLikeQuerySpec('title', 'Draft%'));
   ss.afterRemoves = await count(smartstore.buildAllQuerySpec('title'));
   await call(smartstore.alterSoup, 'notes', [{ path: 'title', type: 'string' }, { path: 'priority', type: 'integer' },
-    { path: 'owner', type: 'string' }], true);
+    { path: 'body', type: 'full_text' }, { path: 'owner', type: 'string' }], true);
   ss.indexPaths = (await call(smartstore.getSoupIndexSpecs, 'notes')).map((s) => s.path);
   await call(smartstore.clearSoup, 'notes');
   ss.afterClear = await count(smartstore.buildAllQuerySpec('title'));

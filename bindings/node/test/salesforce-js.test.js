@@ -40,11 +40,11 @@ test("Salesforce's hybrid JavaScript runs on Node through the bridge (examples/h
   assert.equal(ss.upsertByTitleKeptId, true, 'upsertSoupEntriesWithExternalId updates the entry with that title');
   assert.deepEqual(ss.pagedTitles, ['Call Ada', 'Call Grace', 'Draft memo', 'Draft plan', 'Visit Alan']);
   assert.equal(ss.totalPages, 3);
-  assert.deepEqual([ss.exact, ss.range, ss.like], [1, 3, 2]);
+  assert.deepEqual([ss.exact, ss.range, ss.like, ss.match], [1, 3, 2, 2]);
   assert.deepEqual(ss.smart, [5, 9]);
   assert.deepEqual(ss.retrieved, ['Call Ada', 'Call Grace']);
   assert.equal(ss.afterRemoves, 2, 'removeFromSoup by ids and by query spec');
-  assert.deepEqual(ss.indexPaths, ['title', 'priority', 'owner']);
+  assert.deepEqual(ss.indexPaths, ['title', 'priority', 'body', 'owner']);
   assert.equal(ss.afterClear, 0);
   assert.ok(ss.userStoreSize > 0 && ss.globalStoreSize > 0);
   assert.deepEqual(ss.userStores, ['offline', 'smartstore']);
