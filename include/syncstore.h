@@ -684,13 +684,14 @@ int syncstore_register_custom_target(syncstore_store *store, const char *type,
  *     pgAlterSoup, pgReIndexSoup, pgClearSoup, pgQuerySoup, pgRunSmartQuery,
  *     pgRetrieveSoupEntries, pgUpsertSoupEntries, pgRemoveFromSoup, pgMoveCursorToPageIndex,
  *     pgCloseCursor, pgGetDatabaseSize, pgGetAllStores, pgGetAllGlobalStores, pgRemoveStore,
- *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector;
+ *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector, loadStoreConfig;
  *   "com.salesforce.mobilesync": syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
- *     deleteSync;
+ *     deleteSync, resetSyncManager, loadSyncConfig;
  *   "com.salesforce.oauth": getAuthCredentials, authenticate (the default remote's credentials),
  *     getAppHomeUrl;
  *   "com.salesforce.network": pgSendRequest (force.js's REST requests, sent to the default
- *     remote's instance with its token, on the calling thread).
+ *     remote's instance with its token, on the calling thread);
+ *   "com.salesforce.sdkinfo": getInfo, registerAppFeature, unregisterAppFeature.
  * args is the array cordova.force.js builds: one object with the action's fields and the
  * storeConfig's "isGlobalStore" / "storeName" (missing: the user store "smartstore"), optionally
  * preceded by its "pluginSDKVersion:<version>" string. Answers, fields and error strings are the

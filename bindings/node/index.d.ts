@@ -20,7 +20,7 @@ export interface StoreConfig {
   storeName?: string;
   isGlobalStore?: boolean;
 }
-export type StoreConfigArg = StoreConfig | boolean;
+export type StoreConfigArg = StoreConfig | boolean | null;
 
 export type IndexType = 'string' | 'integer' | 'floating' | 'full_text' | 'json1';
 export declare class SoupIndexSpec {
@@ -153,7 +153,7 @@ export declare function buildSmartQuerySpec(smartSql: string, pageSize?: number)
 type Ok<T> = (result: T) => void;
 type Fail = (message: string) => void;
 type CursorFail = (cursor: StoreCursor, error: Error) => void;
-/** Every function also accepts the optional leading storeConfig (object or boolean). */
+/** Every function also accepts the optional leading storeConfig (object, boolean, or null: the default user store). */
 type WithConfig<A extends unknown[], R> = {
   (...args: [...A, Ok<R>?, Fail?]): void;
   (config: StoreConfigArg, ...args: [...A, Ok<R>?, Fail?]): void;
@@ -188,33 +188,33 @@ export interface StoreListing { storeName: string; isGlobalStore: boolean }
 
 export interface SmartStore extends QuerySpecBuilders {
   registerSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[]], string>;
-  removeSoup: WithConfig<[soupName: string], 'OK'>;
+  removeSoup: WithConfig<[soupName: string], void>;
   soupExists: WithConfig<[soupName: string], boolean>;
   getSoupIndexSpecs: WithConfig<[soupName: string], IndexSpec[]>;
   alterSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[], reIndexData: boolean], string>;
   reIndexSoup: WithConfig<[soupName: string, paths: string[]], string>;
-  clearSoup: WithConfig<[soupName: string], 'OK'>;
+  clearSoup: WithConfig<[soupName: string], void>;
   querySoup: WithConfig<[soupName: string, querySpec: QuerySpec], StoreCursor>;
   runSmartQuery: WithConfig<[querySpec: QuerySpec], StoreCursor>;
   retrieveSoupEntries: WithConfig<[soupName: string, entryIds: number[]], SoupEntry[]>;
   upsertSoupEntries: WithConfig<[soupName: string, entries: SoupEntry[]], SoupEntry[]>;
   upsertSoupEntriesWithExternalId: WithConfig<[soupName: string, entries: SoupEntry[], externalIdPath: string], SoupEntry[]>;
-  removeFromSoup: WithConfig<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], 'OK'>;
+  removeFromSoup: WithConfig<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], void>;
   moveCursorToPageIndex: WithConfig<[cursor: StoreCursor, newPageIndex: number], StoreCursor>;
   moveCursorToNextPage: {
     (cursor: StoreCursor, success?: Ok<StoreCursor>, error?: CursorFail): void;
     (config: StoreConfigArg, cursor: StoreCursor, success?: Ok<StoreCursor>, error?: CursorFail): void;
   };
   moveCursorToPreviousPage: SmartStore['moveCursorToNextPage'];
-  closeCursor: WithConfig<[cursor: StoreCursor], 'OK'>;
+  closeCursor: WithConfig<[cursor: StoreCursor], void>;
   getDatabaseSize: WithConfig<[], number>;
-  removeStore: WithConfig<[], 'OK'>;
+  removeStore: WithConfig<[], void>;
   getAllStores(success?: Ok<StoreListing[]>, error?: Fail): void;
   getAllGlobalStores(success?: Ok<StoreListing[]>, error?: Fail): void;
-  removeAllStores(success?: Ok<'OK'>, error?: Fail): void;
-  removeAllGlobalStores(success?: Ok<'OK'>, error?: Fail): void;
+  removeAllStores(success?: Ok<void>, error?: Fail): void;
+  removeAllGlobalStores(success?: Ok<void>, error?: Fail): void;
   /** Node: registers the soups of a userstore.json / globalstore.json. */
-  loadStoreConfig: WithConfig<[file: string], 'OK'>;
+  loadStoreConfig: WithConfig<[file: string], void>;
   setLogLevel(level: LogLevel): void;
   getLogLevel(): LogLevel;
   setRootDirectory(dir: string | null): void;
@@ -226,29 +226,29 @@ export interface SmartStore extends QuerySpecBuilders {
 
 export interface SmartStoreClient extends QuerySpecBuilders {
   registerSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[]], string>;
-  removeSoup: WithConfigP<[soupName: string], 'OK'>;
+  removeSoup: WithConfigP<[soupName: string], void>;
   soupExists: WithConfigP<[soupName: string], boolean>;
   getSoupIndexSpecs: WithConfigP<[soupName: string], IndexSpec[]>;
   alterSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[], reIndexData: boolean], string>;
   reIndexSoup: WithConfigP<[soupName: string, paths: string[]], string>;
-  clearSoup: WithConfigP<[soupName: string], 'OK'>;
+  clearSoup: WithConfigP<[soupName: string], void>;
   querySoup: WithConfigP<[soupName: string, querySpec: QuerySpec], StoreCursor>;
   runSmartQuery: WithConfigP<[querySpec: QuerySpec], StoreCursor>;
   retrieveSoupEntries: WithConfigP<[soupName: string, entryIds: number[]], SoupEntry[]>;
   upsertSoupEntries: WithConfigP<[soupName: string, entries: SoupEntry[]], SoupEntry[]>;
   upsertSoupEntriesWithExternalId: WithConfigP<[soupName: string, entries: SoupEntry[], externalIdPath: string], SoupEntry[]>;
-  removeFromSoup: WithConfigP<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], 'OK'>;
+  removeFromSoup: WithConfigP<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], void>;
   moveCursorToPageIndex: WithConfigP<[cursor: StoreCursor, newPageIndex: number], StoreCursor>;
   moveCursorToNextPage: WithConfigP<[cursor: StoreCursor], StoreCursor>;
   moveCursorToPreviousPage: WithConfigP<[cursor: StoreCursor], StoreCursor>;
-  closeCursor: WithConfigP<[cursor: StoreCursor], 'OK'>;
+  closeCursor: WithConfigP<[cursor: StoreCursor], void>;
   getDatabaseSize: WithConfigP<[], number>;
-  removeStore: WithConfigP<[], 'OK'>;
+  removeStore: WithConfigP<[], void>;
   getAllStores(): Promise<StoreListing[]>;
   getAllGlobalStores(): Promise<StoreListing[]>;
-  removeAllStores(): Promise<'OK'>;
-  removeAllGlobalStores(): Promise<'OK'>;
-  loadStoreConfig: WithConfigP<[file: string], 'OK'>;
+  removeAllStores(): Promise<void>;
+  removeAllGlobalStores(): Promise<void>;
+  loadStoreConfig: WithConfigP<[file: string], void>;
   setLogLevel(level: LogLevel): void;
   getLogLevel(): LogLevel;
   setRootDirectory(dir: string | null): void;
@@ -285,12 +285,12 @@ export declare class MobileSync extends EventEmitter {
   cleanResyncGhosts(idOrName: number | string, success?: (removed: number) => void, error?: (message: string) => void): void;
   cleanResyncGhosts(config: StoreConfigArg, idOrName: number | string, success?: (removed: number) => void, error?: (message: string) => void): void;
   getSyncStatus: WithConfig<[idOrName: number | string], SyncState | null>;
-  deleteSync: WithConfig<[idOrName: number | string], 'OK'>;
-  setRemote: WithConfig<[remote: Remote], 'OK'>;
-  loadSyncConfig: WithConfig<[file: string], 'OK'>;
+  deleteSync: WithConfig<[idOrName: number | string], void>;
+  setRemote: WithConfig<[remote: Remote], void>;
+  loadSyncConfig: WithConfig<[file: string], void>;
   hasSyncWithName: WithConfig<[name: string], boolean>;
-  stopSyncs: WithConfig<[], 'OK'>;
-  registerTarget: WithConfig<[type: string, impl: CustomTarget], 'OK'>;
+  stopSyncs: WithConfig<[], void>;
+  registerTarget: WithConfig<[type: string, impl: CustomTarget], void>;
 }
 
 export interface MobileSyncClient {
@@ -300,12 +300,12 @@ export interface MobileSyncClient {
   reSync: WithConfigP<[idOrName: number | string], SyncState>;
   cleanResyncGhosts: WithConfigP<[idOrName: number | string], number>;
   getSyncStatus: WithConfigP<[idOrName: number | string], SyncState | null>;
-  deleteSync: WithConfigP<[idOrName: number | string], 'OK'>;
-  setRemote: WithConfigP<[remote: Remote], 'OK'>;
-  loadSyncConfig: WithConfigP<[file: string], 'OK'>;
+  deleteSync: WithConfigP<[idOrName: number | string], void>;
+  setRemote: WithConfigP<[remote: Remote], void>;
+  loadSyncConfig: WithConfigP<[file: string], void>;
   hasSyncWithName: WithConfigP<[name: string], boolean>;
-  stopSyncs: WithConfigP<[], 'OK'>;
-  registerTarget: WithConfigP<[type: string, impl: CustomTarget], 'OK'>;
+  stopSyncs: WithConfigP<[], void>;
+  registerTarget: WithConfigP<[type: string, impl: CustomTarget], void>;
 }
 
 export declare const smartstore: SmartStore;

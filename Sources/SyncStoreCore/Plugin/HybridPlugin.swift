@@ -16,6 +16,7 @@ public final class HybridPlugin: @unchecked Sendable {
     public static let mobileSyncService = "com.salesforce.mobilesync"
     public static let oauthService = "com.salesforce.oauth"
     public static let networkService = "com.salesforce.network"
+    public static let sdkInfoService = "com.salesforce.sdkinfo"
 
     let root: String
     private let lock = Lock()
@@ -113,8 +114,9 @@ public final class HybridPlugin: @unchecked Sendable {
             case HybridPlugin.mobileSyncService: table = MobileSyncActions.table
             case HybridPlugin.oauthService: table = OAuthActions.table
             case HybridPlugin.networkService: table = NetworkActions.table
+            case HybridPlugin.sdkInfoService: table = SDKInfoActions.table
             default:
-                throw StoreError.argument("Unknown plugin service '\(service)': use \(HybridPlugin.smartStoreService), \(HybridPlugin.mobileSyncService), \(HybridPlugin.oauthService) or \(HybridPlugin.networkService)")
+                throw StoreError.argument("Unknown plugin service '\(service)': use \(HybridPlugin.smartStoreService), \(HybridPlugin.mobileSyncService), \(HybridPlugin.oauthService), \(HybridPlugin.networkService) or \(HybridPlugin.sdkInfoService)")
             }
             guard let run = table[action] else {
                 throw StoreError.argument("Unknown action '\(action)' of \(service) (docs/hybrid-plugin.md lists them)")

@@ -75,6 +75,19 @@ enum MobileSyncActions {
             }
             return .none
         },
+        // react-native-force's newer bridges: the store's running and queued syncs stop (they
+        // end STOPPED) and the next sync action starts afresh, as the SDK's reset does.
+        "resetSyncManager": { plugin, call, _ in
+            let manager = try plugin.syncManager(call.store).0
+            manager.stop()
+            try manager.restart(restartStopped: false, callback: nil)
+            return .none
+        },
+        // SyncStore's own: the SDK's sync config file (its native apps load it at start).
+        "loadSyncConfig": { plugin, call, _ in
+            try plugin.syncManager(call.store).0.loadSyncConfig(path: try call.string("path"))
+            return .none
+        },
     ]
 
     private static func stateText(_ store: SmartStore, _ id: Int64) throws -> String {

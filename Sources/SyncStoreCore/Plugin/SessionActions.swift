@@ -46,11 +46,9 @@ enum NetworkActions {
         guard let remote = plugin.defaultRemoteJSON else {
             throw StoreError(.auth, "Not authenticated: the plugin has no default remote to send requests to")
         }
-        if try call.bool("returnBinary", default: false) {
-            throw StoreError.argument("pgSendRequest: binary answers (returnBinary) are not supported")
-        }
+        let binary = try call.bool("returnBinary", default: false)
         if let files = call.fields["fileParams"], files.isObject, !files.members.isEmpty {
-            throw StoreError.argument("pgSendRequest: file uploads (fileParams) are not supported")
+            throw StoreError.argument("pgSendRequest: file uploads (fileParams) are not supported: send the file's content in a JSON body instead (e.g. a ContentVersion's VersionData as base64)")
         }
         let method = (try call.optionalString("method") ?? "GET").uppercased()
         guard ["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD"].contains(method) else {
@@ -86,8 +84,56 @@ enum NetworkActions {
         let client = RestClient(config: try RemoteConfig.parse(remote))
         let response = try client.send(method, path, body: body, headers: headers)
         guard response.isSuccess else { throw RestClient.error(for: response, method: method, path: path) }
+        if binary {
+            // The SDK's shape for binary answers (attachments, files): the bytes as base64.
+            let out = JSONDocument.object()
+            out.root.set("encodedBody", owned: JSONMake.string(base64(response.body)))
+            out.root.set("contentType", owned: response.contentType.map { JSONMake.string($0) } ?? JSONMake.null())
+            return .json(out.root.dump())
+        }
         if response.body.isEmpty { return .none }
         if let parsed = try? response.json(what: "answer") { return .json(parsed.root.dump()) }
         return .json(HybridPlugin.messageJSON(response.text))
     }
+}
+
+/// Standard base64 (RFC 4648, with padding), for binary answers.
+func base64(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity((bytes.count + 2) / 3 * 4)
+    var i = 0
+    while i < bytes.count {
+        let n = min(3, bytes.count - i)
+        let b0 = UInt32(bytes[i]), b1 = n > 1 ? UInt32(bytes[i + 1]) : 0, b2 = n > 2 ? UInt32(bytes[i + 2]) : 0
+        let v = b0 << 16 | b1 << 8 | b2
+        out.append(alphabet[Int(v >> 18 & 63)])
+        out.append(alphabet[Int(v >> 12 & 63)])
+        out.append(n > 1 ? alphabet[Int(v >> 6 & 63)] : UInt8(ascii: "="))
+        out.append(n > 2 ? alphabet[Int(v & 63)] : UInt8(ascii: "="))
+        i += 3
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// "com.salesforce.sdkinfo": what mobilesync.js's Force.init and apps ask of the container.
+enum SDKInfoActions {
+    static let table: [String: PluginAction] = [
+        "getInfo": { _, _, _ in
+            let out = JSONDocument.object()
+            out.root.set("sdkVersion", owned: JSONMake.string(SyncStoreVersion.string))
+            let services = [HybridPlugin.smartStoreService, HybridPlugin.mobileSyncService, HybridPlugin.oauthService,
+                            HybridPlugin.networkService, HybridPlugin.sdkInfoService]
+            let list = JSONDocument.array()
+            for service in services { list.root.append(owned: JSONMake.string(service)) }
+            out.root.set("forcePluginsAvailable", owned: list.root.retained())
+            out.root.set("appName", owned: JSONMake.string("SyncStore"))
+            out.root.set("appVersion", owned: JSONMake.string(SyncStoreVersion.string))
+            out.root.set("bootConfig", owned: JSONDocument.object().root.retained())
+            return .json(out.root.dump())
+        },
+        // App features are the SDK's usage statistics: there is nothing to report them to.
+        "registerAppFeature": { _, _, _ in .none },
+        "unregisterAppFeature": { _, _, _ in .none },
+    ]
 }

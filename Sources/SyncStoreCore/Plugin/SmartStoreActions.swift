@@ -28,6 +28,11 @@ enum SmartStoreActions {
             try plugin.store(call.store).0.reIndexSoup(soup, pathsJSON: try call.jsonText("paths"))
             return .json(quoted(soup))
         },
+        // SyncStore's own: the SDK's store config file (its native apps load it at start).
+        "loadStoreConfig": { plugin, call, _ in
+            try plugin.store(call.store).0.loadStoreConfig(path: try call.string("path"))
+            return .none
+        },
         "pgClearSoup": { plugin, call, _ in
             try plugin.store(call.store).0.clearSoup(try call.string("soupName"))
             return .none

@@ -14,6 +14,8 @@ struct HTTPResponse {
     let body: [UInt8]
     /// The server's clock from its `Date` header (epoch ms, whole seconds), when it sent one.
     var date: Int64? = nil
+    /// Its `Content-Type` header, when it sent one.
+    var contentType: String? = nil
 
     var text: String { String(decoding: body, as: UTF8.self) }
     var isSuccess: Bool { status >= 200 && status < 300 }
@@ -137,7 +139,7 @@ final class HTTPClient {
         }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPResponse(status: status, body: sink.bytes, date: sink.date)
+        return HTTPResponse(status: status, body: sink.bytes, date: sink.date, contentType: sink.contentType)
     }
 }
 
@@ -146,6 +148,7 @@ final class HTTPClient {
 private final class ResponseSink {
     var bytes: [UInt8] = []
     var date: Int64? = nil
+    var contentType: String? = nil
     let body: [UInt8]
     var sent = 0
     let cancel: CancelFlag?
@@ -175,8 +178,11 @@ private let headerReader: ccurl_write_fn = { data, size, count, context in
     let line = data.withMemoryRebound(to: UInt8.self, capacity: n) { String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self) }
     if line.hasPrefix("HTTP/") {
         sink.date = nil
+        sink.contentType = nil
     } else if line.count > 5, line.prefix(5).lowercased() == "date:" {
         sink.date = Timestamp.parseHTTPDate(String(line.dropFirst(5)).trimmingSpaces())
+    } else if line.count > 13, line.prefix(13).lowercased() == "content-type:" {
+        sink.contentType = String(line.dropFirst(13)).trimmingSpaces()
     }
     return n
 }

@@ -17,16 +17,31 @@ const OAUTH = 'com.salesforce.oauth';
 
 
 /** A document for events when the host has none (Node): an EventTarget that counts its 'sync'
- *  listeners, so runs keep the process alive only while someone listens for their end. */
+ *  listeners, so runs keep the process alive only while someone listens for their end.
+ *  'deviceready' is sticky, as Cordova's: the bridge is ready at once, so a listener added at any
+ *  time is called once, on a later turn (force.js logs in from such a listener). */
 class NodeDocument extends EventTarget {
   #sync = new Set();
+  #ready = new Set();
   #changed;
   constructor(changed = () => {}) { super(); this.#changed = changed; }
   addEventListener(type, listener, options) {
+    if (type === 'deviceready') {
+      if (!listener || this.#ready.has(listener)) return;
+      this.#ready.add(listener);
+      setImmediate(() => {
+        if (!this.#ready.delete(listener)) return; // removed before it ran
+        const event = new Event('deviceready');
+        if (typeof listener === 'function') listener.call(this, event);
+        else if (typeof listener.handleEvent === 'function') listener.handleEvent(event);
+      });
+      return;
+    }
     super.addEventListener(type, listener, options);
     if (type === 'sync' && listener) { this.#sync.add(listener); this.#changed(); }
   }
   removeEventListener(type, listener, options) {
+    if (type === 'deviceready') { this.#ready.delete(listener); return; }
     super.removeEventListener(type, listener, options);
     if (type === 'sync' && this.#sync.delete(listener)) this.#changed();
   }
@@ -235,7 +250,7 @@ function reactNativeBridges(cordova, getPlugin) {
     return { value, hasValue };
   }
 
-  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync'];
+  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager'];
 
   function make(methods, impl, shape) {
     const bridge = {};

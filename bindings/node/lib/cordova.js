@@ -46,8 +46,11 @@ function isStoreConfig(value) {
 
 const KEY_IN_CONFIG = 'storeConfig takes no key here: register it with setEncryptionKeyProvider(), or use openStore({key})';
 
-/** [storeConfig, rest]: a leading object with isGlobalStore/storeName, or a bare boolean. */
-function splitConfig(args) {
+/** [storeConfig, rest]: a leading object with isGlobalStore/storeName, a bare boolean, or null /
+ *  undefined when more than `arity` arguments follow it (the default user store, as the plugin
+ *  reads a missing storeConfig). */
+function splitConfig(args, arity = Infinity) {
+  if (args.length > arity && args[0] == null) return [normalizeConfig(undefined), args.slice(1)];
   if (args.length && isStoreConfig(args[0])) {
     const config = normalizeConfig(args[0]);
     if (typeof args[0] === 'object' && ('key' in args[0] || 'kdfIter' in args[0])) config.keyInConfig = true;
@@ -121,7 +124,7 @@ function toError(error) {
  * args, the promise function ([storeConfig,] ...args).
  */
 function operation(name, impl, arity, { withConfig = true } = {}) {
-  const split = (args) => (withConfig ? splitConfig(args) : [null, args]);
+  const split = (args) => (withConfig ? splitConfig(args, arity) : [null, args]);
   const run = (config, args) => {
     let promise;
     try { promise = Promise.resolve(impl(config, ...args)); } catch (error) { promise = Promise.reject(error); }
@@ -135,7 +138,8 @@ function operation(name, impl, arity, { withConfig = true } = {}) {
     const [config, rest] = split(all);
     const args = rest.slice(0, arity);
     const success = rest[arity], failure = rest[arity + 1];
-    run(config, args).then((value) => later(success, value), (error) => later(failure, message(error)));
+    // No value: success() with no argument, as the plugin's bare success reaches Cordova JS.
+    run(config, args).then((value) => (value === undefined ? later(success) : later(success, value)), (error) => later(failure, message(error)));
   };
   const promiseFace = (...all) => {
     const [config, rest] = split(all);

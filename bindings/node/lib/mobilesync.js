@@ -91,7 +91,7 @@ class MobileSync extends EventEmitter {
   }
 
   syncDown(...all) {
-    const [config, rest] = splitConfig(all);
+    const [config, rest] = splitConfig(all, 3);
     const [target, soupName, options] = rest;
     const named = typeof rest[3] !== 'function';
     const syncName = named ? rest[3] ?? null : null;
@@ -100,7 +100,7 @@ class MobileSync extends EventEmitter {
   }
 
   syncUp(...all) {
-    const [config, args] = splitConfig(all);
+    const [config, args] = splitConfig(all, 2);
     const rest = typeof args[0] === 'string' ? [{}, ...args] : args; // target is optional
     const [target, soupName, options] = rest;
     const named = typeof rest[3] !== 'function';
@@ -110,13 +110,13 @@ class MobileSync extends EventEmitter {
   }
 
   reSync(...all) {
-    const [config, [idOrName, success, failure]] = splitConfig(all);
+    const [config, [idOrName, success, failure]] = splitConfig(all, 1);
     this._start(config, 'reSync', reference(idOrName), success, failure);
   }
 
   /** success gets the number of records removed (the plugin's contract), at the end. */
   cleanResyncGhosts(...all) {
-    const [config, [idOrName, success, failure]] = splitConfig(all);
+    const [config, [idOrName, success, failure]] = splitConfig(all, 1);
     invoke(MOBILESYNC, 'cleanResyncGhosts', reference(idOrName), config).then((count) => later(success, count), (error) => fail(failure, error));
   }
 }
@@ -128,17 +128,17 @@ const simpleOps = {
     const state = await invoke(MOBILESYNC, 'getSyncStatus', reference(idOrName), c);
     return state && state._soupEntryId !== undefined ? state : null;
   }, 1],
-  deleteSync: [async (c, idOrName) => { await invoke(MOBILESYNC, 'deleteSync', reference(idOrName), c); return 'OK'; }, 1],
+  deleteSync: [(c, idOrName) => invoke(MOBILESYNC, 'deleteSync', reference(idOrName), c), 1],
   /** Node's stand-in for the OAuth plugin: {instanceUrl, accessToken, refreshToken?, ...}. */
-  setRemote: [async (c, remote) => { pluginFor().setRemote(c, remote); return 'OK'; }, 1],
-  /** Creates the syncs of a usersyncs.json / globalsyncs.json. */
-  loadSyncConfig: [async (c, file) => { await (await extraStore(c)).loadSyncConfig(file); return 'OK'; }, 1],
+  setRemote: [async (c, remote) => { pluginFor().setRemote(c, remote); }, 1],
+  /** Creates the syncs of a usersyncs.json / globalsyncs.json (the dispatcher's loadSyncConfig). */
+  loadSyncConfig: [(c, path) => invoke(MOBILESYNC, 'loadSyncConfig', { path }, c), 1],
   hasSyncWithName: [async (c, name) => (await simpleOps.getSyncStatus[0](c, String(name))) !== null, 1],
   /** Stops the runs of the current root directory's stores (the dispatcher closes its stores;
    *  the next call opens them again). */
-  stopSyncs: [async () => { await pluginFor().free(); return 'OK'; }, 0],
+  stopSyncs: [async () => { await pluginFor().free(); }, 0],
   /** A custom target type written in JS (see Store#registerTarget). */
-  registerTarget: [async (c, type, impl) => { (await extraStore(c)).registerTarget(type, impl); return 'OK'; }, 2],
+  registerTarget: [async (c, type, impl) => { (await extraStore(c)).registerTarget(type, impl); }, 2],
 };
 
 for (const [name, [impl, arity]] of Object.entries(simpleOps)) {

@@ -3,18 +3,15 @@
 // storeConfig, (success, error) callbacks; `client` holds the promise-returning twins.
 const { STATUS, syncStoreError } = require('./native');
 const { getRoot, setRoot } = require('./root');
-const { invoke, extraStore, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider } = require('./cordova');
+const { invoke, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider } = require('./cordova');
 const { SMARTSTORE } = require('./plugin');
 const specs = require('./querySpec');
 
 const cursorId = (cursor) => (cursor && typeof cursor === 'object' ? cursor.cursorId : cursor);
 
-// This face answers 'OK' where the plugin answers without a value (as Cordova's Android bridge
-// hands a plugin's bare success to JS).
-const ok = (value) => (value === undefined ? 'OK' : value);
-
-/** impl(config, ...args) sending `action` with the args object fields(...args). */
-const forward = (action, fields) => async (config, ...args) => ok(await invoke(SMARTSTORE, action, fields(...args), config));
+/** impl(config, ...args) sending `action` with the args object fields(...args); resolves with the
+ *  plugin's answer (undefined where it gives no value: success is called without an argument). */
+const forward = (action, fields) => (config, ...args) => invoke(SMARTSTORE, action, fields(...args), config);
 
 // name: [impl(config, ...args), arity]: the args objects cordova.force.js builds.
 const ops = {
@@ -41,10 +38,10 @@ const ops = {
   showInspector: [forward('pgShowInspector', () => ({})), 0],
   removeStore: [async (c) => {
     await closeExtraStores((s) => s.isGlobalStore === c.isGlobalStore && s.storeName === (c.storeName ?? 'smartstore'));
-    return ok(await invoke(SMARTSTORE, 'pgRemoveStore', {}, c));
+    return invoke(SMARTSTORE, 'pgRemoveStore', {}, c);
   }, 0],
-  /** Registers the soups of a userstore.json / globalstore.json (not in the plugin: Node has no app bundle). */
-  loadStoreConfig: [async (c, file) => { await (await extraStore(c)).loadStoreConfig(file); return 'OK'; }, 1],
+  /** Registers the soups of a userstore.json / globalstore.json (the dispatcher's loadStoreConfig). */
+  loadStoreConfig: [forward('loadStoreConfig', (path) => ({ path })), 1],
 };
 
 const storeListOps = {
@@ -52,11 +49,11 @@ const storeListOps = {
   getAllGlobalStores: [async () => invoke(SMARTSTORE, 'pgGetAllGlobalStores', {}, null), 0],
   removeAllStores: [async () => {
     await closeExtraStores((s) => !s.isGlobalStore);
-    return ok(await invoke(SMARTSTORE, 'pgRemoveAllStores', {}, null));
+    return invoke(SMARTSTORE, 'pgRemoveAllStores', {}, null);
   }, 0],
   removeAllGlobalStores: [async () => {
     await closeExtraStores((s) => s.isGlobalStore);
-    return ok(await invoke(SMARTSTORE, 'pgRemoveAllGlobalStores', {}, null));
+    return invoke(SMARTSTORE, 'pgRemoveAllGlobalStores', {}, null);
   }, 0],
 };
 
@@ -73,12 +70,12 @@ function pageStep(delta, edgeMessage) {
     return index < 0 || index >= cursor.totalPages;
   };
   const callbackFace = (...all) => {
-    const [config, [cursor, success, failure]] = splitConfig(all);
+    const [config, [cursor, success, failure]] = splitConfig(all, 1);
     if (outOfRange(cursor)) return later(failure, cursor, new Error(edgeMessage));
     smartstore.moveCursorToPageIndex(config, cursor, cursor.currentPageIndex + delta, success, failure);
   };
   const promiseFace = async (...all) => {
-    const [config, [cursor]] = splitConfig(all);
+    const [config, [cursor]] = splitConfig(all, 1);
     if (outOfRange(cursor)) throw syncStoreError(STATUS.ARGUMENT, edgeMessage);
     return client.moveCursorToPageIndex(config, cursor, cursor.currentPageIndex + delta);
   };

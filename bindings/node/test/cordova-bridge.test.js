@@ -57,6 +57,24 @@ test('require("cordova/exec") and the module registry', { timeout: 30000 }, (t) 
   assert.deepEqual(got, [['custom', { n: 1 }]]);
 });
 
+test("'deviceready' is sticky, as Cordova's: force.js logs in from such a listener", { timeout: 30000 }, async (t) => {
+  const cordova = bridge.create({ root: tempRoot(t) });
+  const doc = cordova.document;
+  const fired = [];
+  const first = (event) => fired.push(['first', event.type]);
+  doc.addEventListener('deviceready', first);
+  doc.addEventListener('deviceready', first); // the same listener once, as addEventListener
+  const removed = () => fired.push(['removed']);
+  doc.addEventListener('deviceready', removed);
+  doc.removeEventListener('deviceready', removed);
+  doc.addEventListener('deviceready', { handleEvent: (event) => fired.push(['object', event.type]) });
+  assert.deepEqual(fired, [], 'called on a later turn, not inside addEventListener');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(fired, [['first', 'deviceready'], ['object', 'deviceready']]);
+  // Long after start-up a new listener still runs (the event has happened).
+  await new Promise((resolve) => doc.addEventListener('deviceready', resolve));
+});
+
 test('getAuthCredentials answers from the default remote', { timeout: 30000 }, async (t) => {
   const exec = (cordova) => new Promise((resolve, reject) => cordova.exec(resolve, reject, 'com.salesforce.oauth', 'getAuthCredentials', []));
   const remote = { instanceUrl: 'http://127.0.0.1:1', accessToken: 'T0K', refreshToken: 'R', clientId: 'C' };
@@ -187,6 +205,36 @@ test('the React Native bridge objects', { timeout: 60000 }, async (t) => {
   assert.deepEqual(await androidCall(androidSync.cleanResyncGhosts, { syncId: done._soupEntryId }), ['0']);
   const [refused] = await iosCall(iosSync.syncDown, { target: null, soupName: 'contacts', options: {}, syncName: null });
   assert.match(refused.message, /target/);
+
+  // Every method react-native-force's JS calls, on both shapes (its 14.0 JS and its TurboModule specs).
+  const SMARTSTORE_CALLS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlobalStores', 'getAllStores', 'getDatabaseSize',
+    'getSoupIndexSpecs', 'moveCursorToPageIndex', 'querySoup', 'registerSoup', 'reIndexSoup', 'removeAllGlobalStores',
+    'removeAllStores', 'removeFromSoup', 'removeSoup', 'removeStore', 'retrieveSoupEntries', 'runSmartQuery', 'soupExists',
+    'upsertSoupEntries'];
+  const MOBILESYNC_CALLS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager'];
+  for (const [bridgeObject, methods] of [[android, SMARTSTORE_CALLS], [ios, SMARTSTORE_CALLS], [androidSync, MOBILESYNC_CALLS], [iosSync, MOBILESYNC_CALLS]]) {
+    for (const method of methods) assert.equal(typeof bridgeObject[method], 'function', method);
+  }
+  // resetSyncManager: the store's syncs stop; later ones run.
+  assert.deepEqual(await androidCall(androidSync.resetSyncManager, { isGlobalStore: false }), []);
+  assert.deepEqual(await iosCall(iosSync.resetSyncManager, { isGlobalStore: false }), [null, 'OK']);
+  const [, afterReset] = await iosCall(iosSync.reSync, { syncId: done._soupEntryId, syncName: null });
+  assert.equal(afterReset.status, 'DONE');
+
+  // The network plugin's binary answers (force.js' getAttachment): the bytes in base64 and their type.
+  const exec = (service, action, args) => new Promise((resolve, reject) => cordova.exec(resolve, reject, service, action, args));
+  const residues = new Set();
+  for (let limit = 1; limit <= 6; limit++) { // answers of several lengths: every base64 padding
+    const request = { endPoint: '/services/data', path: '/v62.0/query', method: 'GET', queryParams: { q: `SELECT Id, LastName FROM Contact LIMIT ${limit}` } };
+    const plain = await exec('com.salesforce.network', 'pgSendRequest', [request]);
+    const binary = await exec('com.salesforce.network', 'pgSendRequest', [{ ...request, returnBinary: true }]);
+    assert.match(binary.contentType, /^application\/json/);
+    const bytes = Buffer.from(binary.encodedBody, 'base64');
+    assert.equal(bytes.toString('base64'), binary.encodedBody, 'canonical base64');
+    assert.deepEqual(JSON.parse(bytes.toString('utf8')), plain);
+    residues.add(bytes.length % 3);
+  }
+  assert.ok(residues.size > 1, `answers of more than one length mod 3: ${[...residues]}`);
 
   // The OAuth bridge gives the credentials the REST calls need.
   const creds = await new Promise((resolve, reject) => cordova.reactNative.SalesforceOauthReactBridge.getAuthCredentials({}, resolve, reject));
