@@ -28,7 +28,7 @@ def test_imports_from_any_directory_without_env(tmp_path: Path) -> None:
                      env=env, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     path, version = out.stdout.split()
-    assert Path(path) == Path(syncstore.__file__).parent / "libsyncstore.so.1"
+    assert Path(path) == Path(syncstore.__file__).parent / _lib.LIBRARY_NAME
     assert "site-packages" in path, "the tests must run against the installed package"
     assert re.fullmatch(r"\d+\.\d+\.\d+", version)
 
@@ -36,7 +36,7 @@ def test_imports_from_any_directory_without_env(tmp_path: Path) -> None:
 def test_package_is_typed_and_ships_the_library() -> None:
     here = Path(syncstore.__file__).parent
     assert (here / "py.typed").is_file()
-    assert (here / "libsyncstore.so.1").is_file()
+    assert (here / _lib.LIBRARY_NAME).is_file()
 
 
 def test_syncstore_lib_overrides_the_packaged_library(tmp_path: Path) -> None:
@@ -115,5 +115,5 @@ def test_a_platform_wheel_builds_with_the_library_inside(tmp_path: Path) -> None
     wheels = list(tmp_path.glob("*.whl"))
     assert [w.name for w in wheels] == [f"syncstore-{syncstore.version()}-py3-none-linux_x86_64.whl"]
     names = zipfile.ZipFile(wheels[0]).namelist()
-    assert any(n.endswith("syncstore/libsyncstore.so.1") for n in names)
+    assert any(n.endswith(f"syncstore/{_lib.LIBRARY_NAME}") for n in names)
     assert any(n.endswith("syncstore/py.typed") for n in names)
