@@ -502,7 +502,8 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
 /**
  * Creates a sync down and starts its first run.
  * target_json, one of:
- *   {"type": "soql", "query": "SELECT ... FROM ..."} (also "maxBatchSize", 200-2000);
+ *   {"type": "soql", "query": "SELECT ... FROM ..."} (also "maxBatchSize", 200-2000; "type" may be
+ *     left out when "query" is given);
  *   {"type": "sosl", "query": "FIND ..."};
  *   {"type": "mru", "sobjectType", "fieldlist"} (recently used records);
  *   {"type": "refresh", "sobjectType", "fieldlist"} (the records already in the soup, fetched again);

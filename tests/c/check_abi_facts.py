@@ -7,7 +7,8 @@ codes. CMake, SwiftPM, the library, the CLI and the Node addon read them from th
 copies checked here are the ones that cannot: package metadata (package.json, pyproject.toml),
 the Python package's ABI_VERSION, the status tables users program against (Swift's ErrorCode,
 Python's exception classes, the Node typings), the lists of status macro names, and every
-"libsyncstore.so.N" written anywhere in the tree (code, scripts and prose).
+"libsyncstore.so.N" written anywhere in the tree (code, scripts and prose). It also checks that
+the header documents every sync target type the engine accepts.
 
 Usage: check_abi_facts.py REPO            check (exit 1 with every disagreement)
        check_abi_facts.py REPO --write    rewrite the version and ABI copies from the header
@@ -146,6 +147,29 @@ def macro_name_lists(repo):
     return lists
 
 
+def target_types(repo):
+    """The sync target types the engine accepts, read from the core's Swift sources (wherever the
+    files live): sync down's factory switch, sync up's Mode enum and its parent_children test."""
+    down, up = set(), set()
+    for path in sorted((repo / "Sources/SyncStoreCore").rglob("*.swift")):
+        text = path.read_text()
+        down |= set(re.findall(r'case "(\w+)": return try \w+Target\(', text))
+        if "struct SyncUpTarget" in text:
+            m = re.search(r"enum Mode: String \{ case ([\w, ]+) \}", text)
+            up |= {c.strip() for c in m.group(1).split(",")} if m else set()
+        up |= set(re.findall(r'root\["type"\]\?\.string == "(\w+)"', text))
+    return down, up
+
+
+def header_target_types(header_text, function):
+    """The "type"s the comment above `int function(` documents."""
+    end = header_text.index(f"int {function}(")
+    start = header_text.rindex("/**", 0, end)
+    comment = " ".join(re.sub(r"^\s*\*", " ", line) for line in header_text[start:end].splitlines())
+    comment = " ".join(comment.split())
+    return set(re.findall(r'"type": "(\w+)"', comment)) | set(re.findall(r'\| "(\w+)"', comment))
+
+
 def soname_mentions(repo):
     """Every libsyncstore.so.N in the tree's text files: (path, line number, N)."""
     found = []
@@ -190,6 +214,15 @@ def check(repo, facts):
     compare(problems, "bindings/node/lib/native.js ADDON_MISSING", missing, {k: v for k, v in facts.statuses.items() if k in missing})
     for where, names in macro_name_lists(repo).items():
         compare_names(problems, where, names, facts.statuses)
+    header = (repo / "include/syncstore.h").read_text()
+    down, up = target_types(repo)
+    for kind, types, function in (("down", down, "syncstore_sync_down"), ("up", up, "syncstore_sync_up")):
+        if not types:
+            problems.append(f"no sync {kind} target types found in Sources/SyncStoreCore (update {Path(__file__).name})")
+        undocumented = types - header_target_types(header, function)
+        if undocumented:
+            problems.append(f"include/syncstore.h: {function}'s comment does not document the sync {kind} "
+                            f"target type(s) {', '.join(sorted(undocumented))} that the engine accepts")
     for path, line, number in soname_mentions(repo):
         if number != facts.abi:
             problems.append(f"{path}:{line}: libsyncstore.so.{number}, the header's SYNCSTORE_ABI_VERSION says {facts.soname}")
@@ -216,7 +249,7 @@ def main(argv):
         write(repo, facts)
     problems = check(repo, facts)
     if problems:
-        print(f"{len(problems)} cop(ies) disagree with include/syncstore.h (version {facts.version}, {facts.soname}, "
+        print(f"{len(problems)} disagreement(s) with include/syncstore.h (version {facts.version}, {facts.soname}, "
               f"{len(facts.statuses)} status codes):")
         print("\n".join("  " + p for p in problems))
         print(f"Fix them (the version and ABI copies: {Path(__file__).name} REPO --write).")
