@@ -7,14 +7,19 @@ import SyncStoreCore
 
 /// syncstore_version()'s text (the header's SYNCSTORE_VERSION), copied once into storage that
 /// lives as long as the process, as the header promises.
-let libraryVersion: UnsafePointer<CChar> = staticCString(SyncStoreVersion.string)
+let libraryVersion = StaticCString(SyncStoreVersion.string)
 
-/// A NUL-terminated copy of `text` that is never freed: for the ABI's "static storage" strings.
-func staticCString(_ text: String) -> UnsafePointer<CChar> {
-    let bytes = Array(text.utf8CString)
-    let storage = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
-    storage.initialize(from: bytes, count: bytes.count)
-    return UnsafePointer(storage)
+/// A NUL-terminated copy of a string that is never freed nor written after it is made: the ABI's
+/// "static storage" strings, readable from any thread.
+struct StaticCString: @unchecked Sendable {
+    let pointer: UnsafePointer<CChar>
+
+    init(_ text: String) {
+        let bytes = Array(text.utf8CString)
+        let storage = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+        storage.initialize(from: bytes, count: bytes.count)
+        pointer = UnsafePointer(storage)
+    }
 }
 
 /// Runs an entry point body: success clears `err`, a StoreError fills it, anything else is INTERNAL.

@@ -3,7 +3,7 @@ import Glibc
 import SyncStoreCore
 
 @_cdecl("syncstore_version")
-public func syncstore_version() -> UnsafePointer<CChar> { libraryVersion }
+public func syncstore_version() -> UnsafePointer<CChar> { libraryVersion.pointer }
 
 @_cdecl("syncstore_abi_version")
 public func syncstore_abi_version() -> Int32 { SYNCSTORE_ABI_VERSION }
@@ -12,11 +12,11 @@ public func syncstore_abi_version() -> Int32 { SYNCSTORE_ABI_VERSION }
 public func syncstore_free(_ pointer: UnsafeMutableRawPointer?) { free(pointer) }
 
 /// syncstore_status_name()'s answers by code: the header's macro names, "SYNCSTORE_ERR_" + ErrorCode.name.
-private let statusNames: [Int32: UnsafePointer<CChar>] = Dictionary(uniqueKeysWithValues:
-    [(0, staticCString("SYNCSTORE_OK"))] + ErrorCode.allCases.map { ($0.rawValue, staticCString("SYNCSTORE_ERR_\($0.name)")) })
-private let unknownStatus = staticCString("SYNCSTORE_ERR_UNKNOWN")
+private let statusNames: [Int32: StaticCString] = Dictionary(uniqueKeysWithValues:
+    [(Int32(0), StaticCString("SYNCSTORE_OK"))] + ErrorCode.allCases.map { ($0.rawValue, StaticCString("SYNCSTORE_ERR_\($0.name)")) })
+private let unknownStatus = StaticCString("SYNCSTORE_ERR_UNKNOWN")
 
 @_cdecl("syncstore_status_name")
 public func syncstore_status_name(_ status: Int32) -> UnsafePointer<CChar> {
-    statusNames[status] ?? unknownStatus
+    (statusNames[status] ?? unknownStatus).pointer
 }

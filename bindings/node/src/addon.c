@@ -105,9 +105,9 @@ napi_value export_numbers(napi_env env, napi_value exports, const char *key, con
 
 /* addon.STATUS: the header's codes under their names without "SYNCSTORE_" / "SYNCSTORE_ERR_". */
 static napi_value export_statuses(napi_env env, napi_value exports) {
-#define SS_SHORT(code) (strncmp(#code, "SYNCSTORE_ERR_", 14) ? #code + 10 : #code + 14),
+#define SS_SHORT(code) &#code[strncmp(#code, "SYNCSTORE_ERR_", 14) ? 10 : 14],
 #define SS_VALUE(code) code,
-    static const char *const names[] = { SYNCSTORE_STATUSES(SS_SHORT) };
+    const char *const names[] = { SYNCSTORE_STATUSES(SS_SHORT) };
     static const int values[] = { SYNCSTORE_STATUSES(SS_VALUE) };
 #undef SS_SHORT
 #undef SS_VALUE
