@@ -142,8 +142,9 @@ def macro_name_lists(repo):
     addon = (repo / "bindings/node/src/addon.h").read_text()
     m = re.search(r"#define SYNCSTORE_STATUSES\(X\)((?:.*\\\n)*.*)", addon)
     lists["bindings/node/src/addon.h SYNCSTORE_STATUSES"] = set(re.findall(r"X\((SYNCSTORE_\w+)\)", m.group(1))) if m else set()
-    test = (repo / "tests/c/test_store_api.c").read_text()
-    lists["tests/c/test_store_api.c NAMED(...)"] = set(re.findall(r"NAMED\((SYNCSTORE_\w+)\)", test))
+    test = Path(__file__).resolve().parent / "test_store_api.c"  # the C tests beside this script
+    lists[f"{test.relative_to(repo) if test.is_relative_to(repo) else test} NAMED(...)"] = set(
+        re.findall(r"NAMED\((SYNCSTORE_\w+)\)", test.read_text()))
     return lists
 
 
