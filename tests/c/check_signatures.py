@@ -124,8 +124,7 @@ class Header:
 # ---- the Swift side ----
 
 class Swift:
-    def __init__(self, texts, header):
-        self.header = header
+    def __init__(self, texts):
         self.aliases = {}
         self.functions = {}
         for path, text in texts:
@@ -191,7 +190,7 @@ def main(argv):
         return 2
     header = Header(Path(argv[1]).read_text())
     sources = sorted(Path(argv[2]).glob("*.swift"))
-    swift = Swift([(p.name, p.read_text()) for p in sources], header)
+    swift = Swift([(p.name, p.read_text()) for p in sources])
     problems = []
     for name in sorted(set(header.prototypes) - set(swift.functions)):
         problems.append(f"{name}: declared in the header, no @_cdecl function in {argv[2]}")
