@@ -1,11 +1,20 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 // Absolute paths for linker flags: SwiftPM does not run the linker from the package root.
 let packageRoot = String(#filePath.dropLast("/Package.swift".count))
 
-/// ABI major version: bump only with an incompatible change to include/syncstore.h.
-let abiMajor = "1"
+/// ABI major version (the soname's suffix): include/syncstore.h's SYNCSTORE_ABI_VERSION, the one
+/// place it is written. Bump it there only with an incompatible change to the header.
+let abiMajor: String = {
+    let header = (try? String(contentsOfFile: packageRoot + "/include/syncstore.h", encoding: .utf8)) ?? ""
+    let prefix = "#define SYNCSTORE_ABI_VERSION "
+    guard let line = header.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else {
+        fatalError("include/syncstore.h defines no SYNCSTORE_ABI_VERSION")
+    }
+    return line.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+}()
 
 let package = Package(
     name: "SyncStore",
@@ -36,7 +45,8 @@ let package = Package(
         ),
         .target(
             name: "SyncStoreCore",
-            dependencies: ["CSQLite", "CJansson", "CCurl", "CSyncStoreCipher"]
+            // CSyncStoreABI (the header, no code): SYNCSTORE_VERSION.
+            dependencies: ["CSQLite", "CJansson", "CCurl", "CSyncStoreCipher", "CSyncStoreABI"]
         ),
         .target(
             name: "SyncStoreC",

@@ -7,7 +7,7 @@ and updates (each batch reads back the server's new modification dates, so the n
 LEAVE_IF_CHANGED run sees no false conflict). Rounds alternate A and B and the ratio A/B is
 taken per round; the median is printed.
 
-    python3 bench/sync_up_cost.py --lib-a build/lib/libsyncstore.so.1 --lib-b OLD/libsyncstore.so.1 \\
+    python3 bench/sync_up_cost.py --lib-a build/lib/libsyncstore.so --lib-b OLD/libsyncstore.so \\
         [--records 2000] [--latency 20] [--rounds 5] [--devserver .build/debug/syncstore-devserver]
 
 Each measurement runs in its own process (ctypes loads one library per process).
@@ -69,7 +69,7 @@ def measure(lib, url, args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", nargs="?", default="compare", choices=["compare", "worker"])
-    parser.add_argument("--lib-a", default=str(ROOT / "build" / "lib" / "libsyncstore.so.1"))
+    parser.add_argument("--lib-a", default=str(ROOT / "build" / "lib" / "libsyncstore.so"))
     parser.add_argument("--lib-b")
     parser.add_argument("--devserver", default=os.environ.get("SYNCSTORE_DEVSERVER", str(ROOT / ".build" / "debug" / "syncstore-devserver")))
     parser.add_argument("--records", type=int, default=2000)

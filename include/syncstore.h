@@ -57,8 +57,14 @@
 extern "C" {
 #endif
 
-/** Major version of this ABI; also the soname suffix (libsyncstore.so.1). */
+/** Major version of this ABI; also the soname suffix (libsyncstore.so.1). The one place it is
+ *  written: the library's soname, CMake and the bindings take it from here. */
 #define SYNCSTORE_ABI_VERSION 1
+
+/** Version of this header and of the library built with it, "major.minor.patch". The one place
+ *  it is written: the library, CMake and the bindings' package metadata take it from here
+ *  (tests/c/check_abi_facts.py checks the copies a package format needs). */
+#define SYNCSTORE_VERSION "0.1.0"
 
 /** Deepest nesting of arrays and objects in an entry (the entry object is level 1) or any other
  *  JSON argument. SQLite's JSON functions read no deeper (2000 levels in SQLite 3.40-3.44, 1000
@@ -122,7 +128,8 @@ typedef struct syncstore_store syncstore_store;
  * Library
  * ------------------------------------------------------------------------------------------- */
 
-/** Library version, e.g. "0.1.0". Static storage: do not free. Any thread. Never fails. */
+/** Version of the loaded library (the SYNCSTORE_VERSION it was built with). Static storage: do
+ *  not free. Any thread. Never fails. */
 const char *syncstore_version(void);
 
 /** The ABI major version the library was built with; compare with SYNCSTORE_ABI_VERSION. */
@@ -495,7 +502,8 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
 /**
  * Creates a sync down and starts its first run.
  * target_json, one of:
- *   {"type": "soql", "query": "SELECT ... FROM ..."} (also "maxBatchSize", 200-2000);
+ *   {"type": "soql", "query": "SELECT ... FROM ..."} (also "maxBatchSize", 200-2000; "type" may be
+ *     left out when "query" is given);
  *   {"type": "sosl", "query": "FIND ..."};
  *   {"type": "mru", "sobjectType", "fieldlist"} (recently used records);
  *   {"type": "refresh", "sobjectType", "fieldlist"} (the records already in the soup, fetched again);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Node-API addon bindings/node/build/syncstore.node with cc (Node's own node_api.h,
 # no npm), and the library it loads at run time: unless $SYNCSTORE_LIB names one, the addon loads
-# the repository's build/lib/libsyncstore.so.1, so that is built (or brought up to date) with
+# the library in the repository's build/lib, so that is built (or brought up to date) with
 # CMake, a SwiftPM release build: `require('<repo>/bindings/node')` then works on a fresh clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +25,8 @@ if [ -n "${SYNCSTORE_LIB:-}" ]; then
     echo "the addon will load \$SYNCSTORE_LIB ($SYNCSTORE_LIB)"
     exit 0
 fi
-[ -f build/lib/libsyncstore.so.1 ] ||
-    echo "building build/lib/libsyncstore.so.1, which the addon loads (CMake, a SwiftPM release build: several minutes the first time)"
+[ -f build/lib/libsyncstore.so ] ||
+    echo "building the library in build/lib, which the addon loads (CMake, a SwiftPM release build: several minutes the first time)"
 [ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target syncstore_swift -j2   # nothing to do when it is up to date
-echo "the addon will load build/lib/libsyncstore.so.1"
+echo "the addon will load $(readlink -f build/lib/libsyncstore.so)"

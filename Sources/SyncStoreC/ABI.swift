@@ -5,8 +5,22 @@ import SyncStoreCore
 // Shared plumbing of the @_cdecl entry points: turning C arguments into Swift values and every
 // thrown error into a status code plus syncstore_error, so nothing ever traps into the host.
 
-/// Static storage for syncstore_version(); keep equal to SyncStoreVersion.string.
-let libraryVersion: StaticString = "0.1.0"
+/// syncstore_version()'s text (the header's SYNCSTORE_VERSION), copied once into storage that
+/// lives as long as the process, as the header promises.
+let libraryVersion = StaticCString(SyncStoreVersion.string)
+
+/// A NUL-terminated copy of a string that is never freed nor written after it is made: the ABI's
+/// "static storage" strings, readable from any thread.
+struct StaticCString: @unchecked Sendable {
+    let pointer: UnsafePointer<CChar>
+
+    init(_ text: String) {
+        let bytes = Array(text.utf8CString)
+        let storage = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+        storage.initialize(from: bytes, count: bytes.count)
+        pointer = UnsafePointer(storage)
+    }
+}
 
 /// Runs an entry point body: success clears `err`, a StoreError fills it, anything else is INTERNAL.
 @inline(__always)

@@ -1,5 +1,6 @@
-/// Stable error categories; raw values are the C ABI's SYNCSTORE_ERR_* codes.
-public enum ErrorCode: Int32, Sendable {
+/// Stable error categories; raw values are the C ABI's SYNCSTORE_ERR_* codes, `name` their macro
+/// names without the prefix (tests/c/check_abi_facts.py checks both against include/syncstore.h).
+public enum ErrorCode: Int32, Sendable, CaseIterable {
     case argument = 1
     case notFound = 2
     case exists = 3
@@ -11,6 +12,24 @@ public enum ErrorCode: Int32, Sendable {
     case storage = 9
     case `internal` = 10
     case state = 11
+
+    /// The header's name without "SYNCSTORE_ERR_" ("NOT_FOUND"): syncstore_status_name() and the
+    /// CLI's JSON errors say it.
+    public var name: String {
+        switch self {
+        case .argument: return "ARGUMENT"
+        case .notFound: return "NOT_FOUND"
+        case .exists: return "EXISTS"
+        case .busy: return "BUSY"
+        case .network: return "NETWORK"
+        case .auth: return "AUTH"
+        case .server: return "SERVER"
+        case .conflict: return "CONFLICT"
+        case .storage: return "STORAGE"
+        case .internal: return "INTERNAL"
+        case .state: return "STATE"
+        }
+    }
 }
 
 /// The one error type the core throws. Messages say what was wrong and what to do.

@@ -1,4 +1,7 @@
-/// The library version (also `syncstore_version()`; keep the two in step).
+internal import CSyncStoreABI
+
+/// The library version: include/syncstore.h's SYNCSTORE_VERSION, the one place it is written
+/// (also what `syncstore_version()` returns).
 public enum SyncStoreVersion {
-    public static let string = "0.1.0"
+    public static let string: String = SYNCSTORE_VERSION
 }

@@ -103,7 +103,7 @@ struct InspectorAPI: Sendable {
                 return .error(.notFound, code: "NOT_FOUND", "No \(method) \(path) here")
             }
         } catch let error as StoreError {
-            return .error(error.code == .notFound ? .notFound : .badRequest, code: ErrorNames.name(error.code), error.message)
+            return .error(error.code == .notFound ? .notFound : .badRequest, code: error.code.name, error.message)
         } catch let error as CLIError {
             return .error(.badRequest, code: error.code, error.message)
         } catch {

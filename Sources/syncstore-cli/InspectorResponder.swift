@@ -76,7 +76,7 @@ struct InspectorResponder: HTTPResponder {
                         do {
                             reply = InspectorReply(json: try api.syncsJSON(try api.store(params)))
                         } catch let error as StoreError {
-                            reply = .error(.badRequest, code: ErrorNames.name(error.code), error.message)
+                            reply = .error(.badRequest, code: error.code.name, error.message)
                         } catch {
                             reply = .error(.internalServerError, code: "INTERNAL", "\(error)")
                         }

@@ -58,7 +58,7 @@ struct SyncStoreCLI: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as StoreError {
-            fail(error.message + hint(forError: error.message), code: ErrorNames.name(error.code), exitCode: ExitCodes.forError(error.code))
+            fail(error.message + hint(forError: error.message), code: error.code.name, exitCode: ExitCodes.forError(error.code))
         } catch let error as CLIError {
             fail(error.message, code: error.code, exitCode: error.exitCode)
         } catch let error as ExitCode {
@@ -93,25 +93,6 @@ struct SyncStoreCLI: AsyncParsableCommand {
     }
 }
 
-/// Names of error classes in JSON output (the C ABI's SYNCSTORE_ERR_* without the prefix).
-enum ErrorNames {
-    static func name(_ code: ErrorCode) -> String {
-        switch code {
-        case .argument: return "ARGUMENT"
-        case .notFound: return "NOT_FOUND"
-        case .exists: return "EXISTS"
-        case .busy: return "BUSY"
-        case .network: return "NETWORK"
-        case .auth: return "AUTH"
-        case .server: return "SERVER"
-        case .conflict: return "CONFLICT"
-        case .storage: return "STORAGE"
-        case .internal: return "INTERNAL"
-        case .state: return "STATE"
-        }
-    }
-}
-
 /// A failure of the tool itself (not of the engine), with its exit code.
 struct CLIError: Error {
     let message: String
@@ -126,14 +107,14 @@ struct CLIError: Error {
     var code: String {
         switch exitCode {
         case ExitCodes.usage: return "USAGE"
-        case 65: return "ARGUMENT"
-        case 66: return "NOT_FOUND"
-        case 69: return "NETWORK"
-        case 73: return "EXISTS"
-        case 74: return "STORAGE"
-        case 75: return "BUSY"
+        case 65: return ErrorCode.argument.name
+        case 66: return ErrorCode.notFound.name
+        case 69: return ErrorCode.network.name
+        case 73: return ErrorCode.exists.name
+        case 74: return ErrorCode.storage.name
+        case 75: return ErrorCode.busy.name
         case ExitCodes.interrupted: return "STOPPED"
-        default: return "STATE"
+        default: return ErrorCode.state.name
         }
     }
 }

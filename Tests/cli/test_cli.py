@@ -728,7 +728,7 @@ def test_help_shows_a_userstore_and_usersyncs_that_work(tmp_path, server):
 
 
 def test_version_and_completions():
-    version = re.search(r'string = "([^"]+)"', (ROOT / "Sources/SyncStoreCore/Version.swift").read_text()).group(1)
+    version = re.search(r'#define SYNCSTORE_VERSION "([^"]+)"', (ROOT / "include/syncstore.h").read_text()).group(1)
     r = cli("--version")
     assert r.returncode == 0 and r.stdout.strip() == version
     for shell in ("bash", "zsh", "fish"):

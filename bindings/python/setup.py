@@ -1,4 +1,4 @@
-"""Build step of the syncstore package: puts libsyncstore.so.1 inside the package.
+"""Build step of the syncstore package: puts libsyncstore.so.<ABI> inside the package.
 
 The library is taken from $SYNCSTORE_LIB when set, else from the source tree's build/lib (made by
 `cmake --build build`), else from the package directory (an sdist carries it); when none exists
@@ -9,6 +9,7 @@ Wheels are tagged py3-none-<platform>: pure Python code with a native library be
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,7 +21,12 @@ from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-NAME = "libsyncstore.so.1"
+# The library's file name, from the package's ABI_VERSION (read from syncstore/_lib.py: setup.py
+# runs before the package is importable).
+_ABI = re.search(r"^ABI_VERSION = (\d+)$", (HERE / "syncstore" / "_lib.py").read_text(), re.M)
+if not _ABI:
+    raise SystemExit("syncstore/_lib.py defines no ABI_VERSION")
+NAME = f"libsyncstore.so.{_ABI.group(1)}"
 PACKAGED = HERE / "syncstore" / NAME
 
 

@@ -10,5 +10,6 @@ if [ "$declared" != "$exported" ]; then
     exit 1
 fi
 soname=$(objdump -p "$lib" | awk '/SONAME/ {print $2}')
-[ "$soname" = "libsyncstore.so.1" ] || { echo "unexpected soname '$soname'"; exit 1; }
+abi=$(awk '$1 == "#define" && $2 == "SYNCSTORE_ABI_VERSION" {print $3}' "$header")
+[ "$soname" = "libsyncstore.so.$abi" ] || { echo "soname '$soname', the header's SYNCSTORE_ABI_VERSION says libsyncstore.so.$abi"; exit 1; }
 echo "OK: $(echo "$declared" | wc -l) functions, soname $soname"

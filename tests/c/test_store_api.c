@@ -19,8 +19,13 @@ static json_t *query(syncstore_store *s, const char *soup, const char *spec) {
 
 static void test_library(void) {
     CHECK(syncstore_abi_version() == SYNCSTORE_ABI_VERSION);
-    CHECK(strlen(syncstore_version()) > 0);
-    CHECK(strcmp(syncstore_status_name(SYNCSTORE_ERR_NOT_FOUND), "SYNCSTORE_ERR_NOT_FOUND") == 0);
+    CHECK(strcmp(syncstore_version(), SYNCSTORE_VERSION) == 0);
+    /* The library's names are the header's macro names, for every code. */
+#define NAMED(code) CHECK(strcmp(syncstore_status_name(code), #code) == 0);
+    NAMED(SYNCSTORE_OK) NAMED(SYNCSTORE_ERR_ARGUMENT) NAMED(SYNCSTORE_ERR_NOT_FOUND) NAMED(SYNCSTORE_ERR_EXISTS)
+    NAMED(SYNCSTORE_ERR_BUSY) NAMED(SYNCSTORE_ERR_NETWORK) NAMED(SYNCSTORE_ERR_AUTH) NAMED(SYNCSTORE_ERR_SERVER)
+    NAMED(SYNCSTORE_ERR_CONFLICT) NAMED(SYNCSTORE_ERR_STORAGE) NAMED(SYNCSTORE_ERR_INTERNAL) NAMED(SYNCSTORE_ERR_STATE)
+#undef NAMED
     CHECK(strcmp(syncstore_status_name(999), "SYNCSTORE_ERR_UNKNOWN") == 0);
     syncstore_free(NULL);
 }

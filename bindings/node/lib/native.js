@@ -4,35 +4,41 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const STATUS = Object.freeze({
-  OK: 0, ARGUMENT: 1, NOT_FOUND: 2, EXISTS: 3, BUSY: 4, NETWORK: 5, AUTH: 6, SERVER: 7,
-  CONFLICT: 8, STORAGE: 9, INTERNAL: 10, STATE: 11,
-});
+// The error of a missing addon, which cannot ask it for codes: SYNCSTORE_ERR_STATE
+// (tests/c/check_abi_facts.py checks the pair against include/syncstore.h).
+const ADDON_MISSING = { code: 'SYNCSTORE_ERR_STATE', status: 11 };
 
-const STATUS_NAMES = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v, k === 'OK' ? 'SYNCSTORE_OK' : `SYNCSTORE_ERR_${k}`]));
-
-// An Error shaped like the addon's: .code (status name), .status (number), .retryable.
-function syncStoreError(status, message, retryable = false) {
-  const error = new Error(message);
-  error.code = STATUS_NAMES[status] || 'SYNCSTORE_ERR_INTERNAL';
-  error.status = status;
-  error.retryable = retryable;
-  return error;
+function addonMissing(message) {
+  return Object.assign(new Error(message), ADDON_MISSING, { retryable: false });
 }
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
-const LIBRARY = 'libsyncstore.so.1';
 const BUILD = `bash ${path.join(REPO, 'scripts', 'build-node.sh')}`;
 
 function loadAddon() {
   const file = path.join(__dirname, '..', 'build', 'syncstore.node');
   if (!fs.existsSync(file)) {
-    throw syncStoreError(STATUS.STATE, `the SyncStore Node addon is not built (no ${file}): run ${BUILD}`);
+    throw addonMissing(`the SyncStore Node addon is not built (no ${file}): run ${BUILD}`);
   }
   return require(file);
 }
 
 const addon = loadAddon();
+
+// Status codes by name ({ARGUMENT: 1, ...}), from the header the addon was compiled with.
+const STATUS = addon.STATUS;
+
+// An Error shaped like the addon's: .code (the library's name of the status), .status, .retryable.
+function syncStoreError(status, message, retryable = false) {
+  const error = new Error(message);
+  error.code = addon.statusName(status);
+  error.status = status;
+  error.retryable = retryable;
+  return error;
+}
+
+// The library's file name ("libsyncstore.so.1"), from the header's SYNCSTORE_ABI_VERSION.
+const LIBRARY = addon.SONAME;
 
 /** Where libsyncstore is looked for, in order: $SYNCSTORE_LIB alone when set, else the
  *  repository's build/lib, else the system loader path. [place, what dlopen gets] pairs. */
@@ -66,19 +72,8 @@ function loadLibrary() {
 
 const version = loadLibrary();
 
-// Mirrors the operation numbers of src/calls.c.
-const OP = Object.freeze({
-  OPEN: 0, CLOSE: 1, LIST_STORES: 2, REMOVE_STORE: 3, REMOVE_ALL_STORES: 4, DB_SIZE: 5,
-  LOAD_STORE_CONFIG: 6, REGISTER_SOUP: 7, SOUP_EXISTS: 8, REMOVE_SOUP: 9, CLEAR_SOUP: 10,
-  GET_INDEX_SPECS: 11, ALTER_SOUP: 12, REINDEX_SOUP: 13, UPSERT: 14, RETRIEVE: 15,
-  REMOVE_ENTRIES: 16, REMOVE_BY_QUERY: 17, QUERY_SOUP: 18, SMART_QUERY: 19, MOVE_CURSOR: 20,
-  CLOSE_CURSOR: 21, SET_REMOTE: 22, CREATE_SYNC_DOWN: 23, CREATE_SYNC_UP: 24,
-  GET_SYNC_STATUS: 25, GET_SYNC_STATUS_BY_NAME: 26, DELETE_SYNC: 27, DELETE_SYNC_BY_NAME: 28,
-  STOP_SYNCS: 29, LOAD_SYNC_CONFIG: 30, QUERY_PAGE: 31, CHANGE_KEY: 32,
-});
-
-// Mirrors the sync start operations of src/sync.c.
-const SYNC_OP = Object.freeze({ DOWN: 0, UP: 1, RESYNC: 2, RESYNC_BY_NAME: 3, CLEAN_GHOSTS: 4, RESTART: 5 });
+// Operation numbers of src/calls.c (store calls) and src/sync.c (sync runs), exported by the addon.
+const { OP, SYNC_OP } = addon;
 
 // JSON text for the C ABI: strings pass as they are (already JSON), null/undefined stay null.
 function json(value) {

@@ -13,16 +13,13 @@ pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- errors and arguments ---- */
 
-/* The name of a status before the library is loaded (syncstore_status_name lives in it), from the
- * header's own macro names, so .code always agrees with .status. */
+/* The name of a status: the library's, or before it is loaded (syncstore_status_name lives in
+ * it) the header's own macro name, so .code always agrees with .status. */
 static const char *status_name(int status) {
     if (ss_loaded) return SS.syncstore_status_name(status);
     switch (status) {
 #define SS_NAME(code) case code: return #code;
-        SS_NAME(SYNCSTORE_OK) SS_NAME(SYNCSTORE_ERR_ARGUMENT) SS_NAME(SYNCSTORE_ERR_NOT_FOUND)
-        SS_NAME(SYNCSTORE_ERR_EXISTS) SS_NAME(SYNCSTORE_ERR_BUSY) SS_NAME(SYNCSTORE_ERR_NETWORK)
-        SS_NAME(SYNCSTORE_ERR_AUTH) SS_NAME(SYNCSTORE_ERR_SERVER) SS_NAME(SYNCSTORE_ERR_CONFLICT)
-        SS_NAME(SYNCSTORE_ERR_STORAGE) SS_NAME(SYNCSTORE_ERR_INTERNAL) SS_NAME(SYNCSTORE_ERR_STATE)
+        SYNCSTORE_STATUSES(SS_NAME)
 #undef SS_NAME
     default: return "SYNCSTORE_ERR_INTERNAL";
     }
@@ -93,6 +90,44 @@ store_rec *arg_store(napi_env env, napi_value v) {
     return p;
 }
 
+napi_value export_numbers(napi_env env, napi_value exports, const char *key, const char *const *names,
+                          const int *values, size_t count) {
+    napi_value object, number;
+    NAPI_OK(napi_create_object(env, &object));
+    for (size_t k = 0; k < count; k++) {
+        NAPI_OK(napi_create_int32(env, values ? values[k] : (int)k, &number));
+        NAPI_OK(napi_set_named_property(env, object, names[k], number));
+    }
+    NAPI_OK(napi_object_freeze(env, object));
+    NAPI_OK(napi_set_named_property(env, exports, key, object));
+    return exports;
+}
+
+/* addon.STATUS: the header's codes under their names without "SYNCSTORE_" / "SYNCSTORE_ERR_". */
+static napi_value export_statuses(napi_env env, napi_value exports) {
+#define SS_SHORT(code) &#code[strncmp(#code, "SYNCSTORE_ERR_", 14) ? 10 : 14],
+#define SS_VALUE(code) code,
+    const char *const names[] = { SYNCSTORE_STATUSES(SS_SHORT) };
+    static const int values[] = { SYNCSTORE_STATUSES(SS_VALUE) };
+#undef SS_SHORT
+#undef SS_VALUE
+    return export_numbers(env, exports, "STATUS", names, values, sizeof values / sizeof values[0]);
+}
+
+/* addon.statusName(code): the library's name of a status (the header's before it is loaded). */
+static napi_value js_status_name(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value argv[1], result;
+    int32_t status = SYNCSTORE_ERR_INTERNAL;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (argc < 1 || napi_get_value_int32(env, argv[0], &status) != napi_ok) {
+        throw_error(env, SYNCSTORE_ERR_ARGUMENT, "the status must be a number");
+        return NULL;
+    }
+    napi_create_string_utf8(env, status_name(status), NAPI_AUTO_LENGTH, &result);
+    return result;
+}
+
 /* ---- library loading ---- */
 
 static napi_value js_load(napi_env env, napi_callback_info info) {
@@ -107,7 +142,7 @@ static napi_value js_load(napi_env env, napi_callback_info info) {
         /* RTLD_NODELETE: engine threads may outlive a worker environment. (Not RTLD_DEEPBIND:
          * it would keep libcurl on the system libssl rather than node's exported OpenSSL, but
          * the process then crashes at the first HTTPS sync.) */
-        void *lib = dlopen(path ? path : "libsyncstore.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+        void *lib = dlopen(path ? path : SS_SONAME, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         if (!lib) problem = dlerror();
         else {
 #define SS_LOAD(name) if (!problem && !(SS.name = (__typeof__(name) *)dlsym(lib, #name))) problem = #name " is missing";
@@ -197,8 +232,13 @@ static napi_value init(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"load", NULL, js_load, NULL, NULL, NULL, napi_default, NULL},
         {"shutdown", NULL, js_shutdown, NULL, NULL, NULL, napi_default, NULL},
+        {"statusName", NULL, js_status_name, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+    napi_value soname;
+    napi_create_string_utf8(env, SS_SONAME, NAPI_AUTO_LENGTH, &soname);
+    napi_set_named_property(env, exports, "SONAME", soname);
+    export_statuses(env, exports);
     calls_init(env, exports);
     sync_init(env, exports);
     target_init(env, exports);

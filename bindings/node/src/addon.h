@@ -29,6 +29,20 @@
     X(syncstore_plugin_new) X(syncstore_plugin_set_remote) X(syncstore_plugin_set_listener) \
     X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free)
 
+/* The library's file name for dlopen, from the header's SYNCSTORE_ABI_VERSION ("libsyncstore.so.1");
+ * lib/native.js reads it as addon.SONAME. */
+#define SS_STR_(x) #x
+#define SS_STR(x) SS_STR_(x)
+#define SS_SONAME "libsyncstore.so." SS_STR(SYNCSTORE_ABI_VERSION)
+
+/* The header's status codes by macro name: error names before the library is loaded, and
+ * addon.STATUS ({ARGUMENT: 1, ...}) for lib/native.js. tests/c/check_abi_facts.py checks that the
+ * list names every code of the header. */
+#define SYNCSTORE_STATUSES(X) \
+    X(SYNCSTORE_OK) X(SYNCSTORE_ERR_ARGUMENT) X(SYNCSTORE_ERR_NOT_FOUND) X(SYNCSTORE_ERR_EXISTS) \
+    X(SYNCSTORE_ERR_BUSY) X(SYNCSTORE_ERR_NETWORK) X(SYNCSTORE_ERR_AUTH) X(SYNCSTORE_ERR_SERVER) \
+    X(SYNCSTORE_ERR_CONFLICT) X(SYNCSTORE_ERR_STORAGE) X(SYNCSTORE_ERR_INTERNAL) X(SYNCSTORE_ERR_STATE)
+
 typedef struct {
 #define SS_FIELD(name) __typeof__(name) *name;
     SYNCSTORE_FUNCTIONS(SS_FIELD)
@@ -69,6 +83,11 @@ int lane_submit(env_state *es, lane_fn run, lane_done_fn done, lane_fn drop, voi
 /* Errors: a JS Error with .code (status name), .status (number) and .retryable. */
 napi_value make_error(napi_env env, int status, int retryable, const char *message);
 void throw_error(napi_env env, int status, const char *message);
+
+/* Sets exports[key] to a frozen object {names[k]: values[k]} (values NULL: k), so numbers the C
+ * side switches on are written once, here, and JS reads them (addon.OP, addon.SYNC_OP). */
+napi_value export_numbers(napi_env env, napi_value exports, const char *key, const char *const *names,
+                          const int *values, size_t count);
 
 /* Argument helpers: a JS string becomes a malloc'd C string; null/undefined become NULL.
  * Returns 0 and throws an ARGUMENT error for another type. */

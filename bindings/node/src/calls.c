@@ -3,15 +3,21 @@
  * or a boolean; JSON is parsed by the JS layer. */
 #include "addon.h"
 
-/* lib/native.js (OP) mirrors these numbers. */
+/* The operations js_call runs; their numbers reach lib/native.js as addon.OP (written only here). */
+#define STORE_OPS(X) \
+    X(OPEN) X(CLOSE) X(LIST_STORES) X(REMOVE_STORE) X(REMOVE_ALL_STORES) X(DB_SIZE) \
+    X(LOAD_STORE_CONFIG) X(REGISTER_SOUP) X(SOUP_EXISTS) X(REMOVE_SOUP) X(CLEAR_SOUP) \
+    X(GET_INDEX_SPECS) X(ALTER_SOUP) X(REINDEX_SOUP) X(UPSERT) X(RETRIEVE) X(REMOVE_ENTRIES) \
+    X(REMOVE_BY_QUERY) X(QUERY_SOUP) X(SMART_QUERY) X(MOVE_CURSOR) X(CLOSE_CURSOR) \
+    X(SET_REMOTE) X(CREATE_SYNC_DOWN) X(CREATE_SYNC_UP) X(GET_SYNC_STATUS) \
+    X(GET_SYNC_STATUS_BY_NAME) X(DELETE_SYNC) X(DELETE_SYNC_BY_NAME) X(STOP_SYNCS) \
+    X(LOAD_SYNC_CONFIG) X(QUERY_PAGE) X(CHANGE_KEY)
+
 enum {
-    OP_OPEN, OP_CLOSE, OP_LIST_STORES, OP_REMOVE_STORE, OP_REMOVE_ALL_STORES, OP_DB_SIZE,
-    OP_LOAD_STORE_CONFIG, OP_REGISTER_SOUP, OP_SOUP_EXISTS, OP_REMOVE_SOUP, OP_CLEAR_SOUP,
-    OP_GET_INDEX_SPECS, OP_ALTER_SOUP, OP_REINDEX_SOUP, OP_UPSERT, OP_RETRIEVE, OP_REMOVE_ENTRIES,
-    OP_REMOVE_BY_QUERY, OP_QUERY_SOUP, OP_SMART_QUERY, OP_MOVE_CURSOR, OP_CLOSE_CURSOR,
-    OP_SET_REMOTE, OP_CREATE_SYNC_DOWN, OP_CREATE_SYNC_UP, OP_GET_SYNC_STATUS,
-    OP_GET_SYNC_STATUS_BY_NAME, OP_DELETE_SYNC, OP_DELETE_SYNC_BY_NAME, OP_STOP_SYNCS,
-    OP_LOAD_SYNC_CONFIG, OP_QUERY_PAGE, OP_CHANGE_KEY, OP_COUNT
+#define SS_OP(name) OP_##name,
+    STORE_OPS(SS_OP)
+#undef SS_OP
+    OP_COUNT
 };
 
 enum { OUT_NONE, OUT_TEXT, OUT_NUMBER, OUT_BOOL, OUT_STORE };
@@ -214,5 +220,8 @@ napi_value calls_init(napi_env env, napi_value exports) {
         {"call", NULL, js_call, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
-    return exports;
+#define SS_OP_NAME(name) #name,
+    static const char *const names[] = { STORE_OPS(SS_OP_NAME) };
+#undef SS_OP_NAME
+    return export_numbers(env, exports, "OP", names, NULL, OP_COUNT);
 }

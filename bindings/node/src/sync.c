@@ -81,7 +81,15 @@ static void release_engine(sync_ctx *ctx) {
     if (tsfn) napi_release_threadsafe_function(tsfn, napi_tsfn_release);
 }
 
-enum { S_DOWN, S_UP, S_RESYNC, S_RESYNC_BY_NAME, S_CLEAN_GHOSTS, S_RESTART };
+/* The runs js_start_sync starts; their numbers reach lib/native.js as addon.SYNC_OP (written only here). */
+#define SYNC_OPS(X) X(DOWN) X(UP) X(RESYNC) X(RESYNC_BY_NAME) X(CLEAN_GHOSTS) X(RESTART)
+
+enum {
+#define SS_SYNC_OP(name) S_##name,
+    SYNC_OPS(SS_SYNC_OP)
+#undef SS_SYNC_OP
+    S_COUNT
+};
 
 typedef struct {
     napi_async_work work;
@@ -254,5 +262,8 @@ napi_value sync_init(napi_env env, napi_value exports) {
         {"refSync", NULL, js_ref_sync, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
-    return exports;
+#define SS_SYNC_OP_NAME(name) #name,
+    static const char *const names[] = { SYNC_OPS(SS_SYNC_OP_NAME) };
+#undef SS_SYNC_OP_NAME
+    return export_numbers(env, exports, "SYNC_OP", names, NULL, S_COUNT);
 }

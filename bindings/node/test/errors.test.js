@@ -104,3 +104,14 @@ test('a closed store refuses calls with STATE; a forged handle is refused', { ti
   assert.throws(() => native.addon.startSync(0, null), code('SYNCSTORE_ERR_ARGUMENT'));
   assert.throws(() => native.addon.releaseSync({}), code('SYNCSTORE_ERR_ARGUMENT'));
 });
+
+test('status codes come from the header and their names from the library', () => {
+  const { STATUS, addon } = native;
+  assert.equal(Object.isFrozen(STATUS), true);
+  assert.ok(Object.keys(STATUS).length >= 12, Object.keys(STATUS).join(' '));
+  for (const [name, status] of Object.entries(STATUS)) {
+    assert.equal(addon.statusName(status), name === 'OK' ? 'SYNCSTORE_OK' : `SYNCSTORE_ERR_${name}`);
+    assert.equal(native.syncStoreError(status, 'm').code, addon.statusName(status));
+  }
+  assert.equal(addon.statusName(Math.max(...Object.values(STATUS)) + 1), 'SYNCSTORE_ERR_UNKNOWN');
+});

@@ -11,6 +11,9 @@ const { tempRoot } = require('../test-support/helpers');
 
 const HERE = path.join(__dirname, '..');
 const ADDON = path.join(HERE, 'build', 'syncstore.node');
+// The library's file name, from the header the addon was compiled with ("libsyncstore.so.1").
+const SONAME = require(ADDON).SONAME;
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 /** Runs `code` in a child node; returns what it printed as JSON. */
 function child(code, env = process.env) {
@@ -37,7 +40,7 @@ function bareCheckout(t, { withAddon = true } = {}) {
 
 function systemHasLibrary() {
   try {
-    return / libsyncstore\.so\.1 /.test(execFileSync('/sbin/ldconfig', ['-p'], { encoding: 'utf8' }));
+    return execFileSync('/sbin/ldconfig', ['-p'], { encoding: 'utf8' }).includes(` ${SONAME} `);
   } catch {
     return false;
   }
@@ -47,22 +50,22 @@ test('the addon names errors after their status before the library is loaded', (
   const out = child(`
     const addon = require(${JSON.stringify(ADDON)});
     const report = (f) => { try { f(); return null; } catch (e) { return { code: e.code, status: e.status, message: e.message }; } };
-    console.log(JSON.stringify({ missing: report(() => addon.load('/nonexistent/libsyncstore.so.1')), notText: report(() => addon.load(42)) }));`);
+    console.log(JSON.stringify({ missing: report(() => addon.load(${JSON.stringify(`/nonexistent/${SONAME}`)})), notText: report(() => addon.load(42)) }));`);
   assert.equal(out.missing.status, 11);
   assert.equal(out.missing.code, 'SYNCSTORE_ERR_STATE');
-  assert.match(out.missing.message, /\/nonexistent\/libsyncstore\.so\.1: cannot open shared object file/);
+  assert.match(out.missing.message, new RegExp(`/nonexistent/${escape(SONAME)}: cannot open shared object file`));
   assert.deepEqual([out.notText.code, out.notText.status], ['SYNCSTORE_ERR_ARGUMENT', 1]);
 });
 
 test('a SYNCSTORE_LIB that does not load: STATE, the path, and the fix', () => {
-  const out = child(REQUIRE_AND_REPORT(HERE), { ...process.env, SYNCSTORE_LIB: '/nonexistent/libsyncstore.so.1' });
+  const out = child(REQUIRE_AND_REPORT(HERE), { ...process.env, SYNCSTORE_LIB: `/nonexistent/${SONAME}` });
   assert.deepEqual([out.code, out.status], ['SYNCSTORE_ERR_STATE', 11]);
-  assert.match(out.message, /\$SYNCSTORE_LIB \(\/nonexistent\/libsyncstore\.so\.1\): no such file/);
+  assert.ok(out.message.includes(`$SYNCSTORE_LIB (/nonexistent/${SONAME}): no such file`), out.message);
   assert.ok(out.message.includes(`bash ${path.resolve(HERE, '..', '..', 'scripts', 'build-node.sh')}`), out.message);
 });
 
 test('no library anywhere: every place looked at, and the command that builds it', (t) => {
-  if (systemHasLibrary()) return t.skip('the system loader has a libsyncstore.so.1');
+  if (systemHasLibrary()) return t.skip(`the system loader has a ${SONAME}`);
   const { repo, dir } = bareCheckout(t);
   const env = { ...process.env };
   delete env.SYNCSTORE_LIB;
@@ -70,10 +73,10 @@ test('no library anywhere: every place looked at, and the command that builds it
   const out = child(REQUIRE_AND_REPORT(dir), env);
   assert.deepEqual([out.code, out.status], ['SYNCSTORE_ERR_STATE', 11]);
   const lines = out.message.split('\n');
-  assert.equal(lines[0], 'cannot load libsyncstore (libsyncstore.so.1); looked in:');
+  assert.equal(lines[0], `cannot load libsyncstore (${SONAME}); looked in:`);
   assert.equal(lines[1], '  $SYNCSTORE_LIB: not set');
-  assert.equal(lines[2], `  ${path.join(repo, 'build', 'lib', 'libsyncstore.so.1')}: no such file`);
-  assert.match(lines[3], /^ {2}the system loader path \(LD_LIBRARY_PATH, .*\): libsyncstore\.so\.1: cannot open shared object file/);
+  assert.equal(lines[2], `  ${path.join(repo, 'build', 'lib', SONAME)}: no such file`);
+  assert.match(lines[3], new RegExp(`^ {2}the system loader path \\(LD_LIBRARY_PATH, .*\\): ${escape(SONAME)}: cannot open shared object file`));
   assert.ok(lines[4].startsWith(`Build it with bash ${path.join(repo, 'scripts', 'build-node.sh')} `), lines[4]);
 });
 

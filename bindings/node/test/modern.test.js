@@ -100,10 +100,10 @@ test('SyncRun: progress events, .done, reSync, close waits for stopped runs', { 
   await reopened.close();
 });
 
-const REPO_LIB = path.join(__dirname, '..', '..', '..', 'build', 'lib', 'libsyncstore.so.1');
+const REPO_LIB = path.join(__dirname, '..', '..', '..', 'build', 'lib', require('../lib/native').addon.SONAME);
 
 test('without SYNCSTORE_LIB the repository build/lib library loads, from any directory',
-  { skip: fs.existsSync(REPO_LIB) ? false : 'no build/lib/libsyncstore.so.1 in this checkout' }, (t) => {
+  { skip: fs.existsSync(REPO_LIB) ? false : `no ${path.relative(path.join(__dirname, '..', '..', '..'), REPO_LIB)} in this checkout` }, (t) => {
     const env = { ...process.env };
     delete env.SYNCSTORE_LIB;
     const result = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(path.join(__dirname, '..'))}).version)`],

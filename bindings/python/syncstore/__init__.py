@@ -32,11 +32,11 @@ __all__ = ["Store", "Cursor", "SyncRun", "CustomTarget", "SyncStoreError", "Argu
            "SyncState"]
 
 #: The ABI major version this package was written for (SYNCSTORE_ABI_VERSION).
-ABI_VERSION = 1
+ABI_VERSION = _lib.ABI_VERSION
 
 
 def version() -> str:
-    """The library's version, e.g. "0.1.0"."""
+    """The library's version, "major.minor.patch" (the header's SYNCSTORE_VERSION)."""
     return str(_lib.lib().syncstore_version().decode("ascii"))
 
 

@@ -19,7 +19,10 @@ __all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "FETCH_PAGE", "REMOTE
            "library_path", "call", "call_json", "enc", "dump"]
 
 ERROR_MESSAGE_SIZE = 512
-LIBRARY_NAME = "libsyncstore.so.1"
+#: The ABI major version this package was written for: the header's SYNCSTORE_ABI_VERSION
+#: (tests/c/check_abi_facts.py checks the copy), also the library's soname suffix.
+ABI_VERSION = 1
+LIBRARY_NAME = f"libsyncstore.so.{ABI_VERSION}"
 
 
 class Error(ctypes.Structure):
@@ -145,7 +148,7 @@ def lib() -> ctypes.CDLL:
             loaded = ctypes.CDLL(path)
         except OSError as e:
             raise ImportError(f"cannot load libsyncstore from {path!r}: {e}. Reinstall the syncstore "
-                              f"package, or set SYNCSTORE_LIB to a built libsyncstore.so.1") from e
+                              f"package, or set SYNCSTORE_LIB to a built {LIBRARY_NAME}") from e
         for name, (args, result) in SIGNATURES.items():
             fn = getattr(loaded, name)
             fn.argtypes, fn.restype = args, result
