@@ -97,6 +97,36 @@ final class HybridPluginTests: StoreTestCase {
         _ = flock(fd, LOCK_UN)
     }
 
+    func testSyncActionsAnswerTheStateAsRequestedHoweverFastTheRunEnds() throws {
+        // A sync up with nothing dirty ends at once, often before the action could read its
+        // state back: the answer is still the requested one, as the plugins give it.
+        let plugin = try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": "http://127.0.0.1:1", "accessToken": "t"}}"#)
+        defer { try? plugin.close() }
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "s", "indexes": [{"path": "Id", "type": "string"}]}]"#).0, 0)
+        let mobilesync = HybridPlugin.mobileSyncService
+        func checkRequested(_ answer: (Int32, String?), _ name: String) throws {
+            XCTAssertEqual(answer.0, 0, answer.1 ?? "")
+            let state = try XCTUnwrap(parseJSON(try XCTUnwrap(answer.1)) as? [String: Any])
+            XCTAssertEqual(state["status"] as? String, "RUNNING", "\(name): \(answer.1 ?? "")")
+            XCTAssertEqual(state["progress"] as? Int, 0)
+            XCTAssertEqual(state["name"] as? String, name)
+        }
+        let names = (0..<40).map { "up\($0)" }
+        for name in names {
+            try checkRequested(exec(plugin, mobilesync, "syncUp", #"[{"soupName": "s", "syncName": "\#(name)", "options": {"fieldlist": ["Id"]}}]"#), name)
+        }
+        // A reSync of a run still going is BUSY: each one is asked once its first run ended.
+        for name in names {
+            let deadline = Clock.nowMillis() + 20_000
+            while Clock.nowMillis() < deadline,
+                  let json = exec(plugin, mobilesync, "getSyncStatus", #"[{"syncName": "\#(name)"}]"#).1,
+                  (try parseJSON(json) as? [String: Any])?["status"] as? String == "RUNNING" {
+                usleep(2_000)
+            }
+            try checkRequested(exec(plugin, mobilesync, "reSync", #"[{"syncName": "\#(name)"}]"#), name)
+        }
+    }
+
     func testOptionsAreChecked() {
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": 1}}"#))
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remotes": {}}"#))

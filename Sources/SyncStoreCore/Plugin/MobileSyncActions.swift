@@ -3,31 +3,32 @@
 /// the number of entries it removed when it ends, and fires no event (docs/hybrid-plugin.md).
 enum MobileSyncActions {
     static let table: [String: PluginAction] = [
+        // Each answers the state as saved when its run was requested (RUNNING), as the plugins
+        // do, however fast the run ends; the run's own states come as `sync` events.
         "syncDown": { plugin, call, _ in
-            let (manager, store, handle) = try plugin.syncManager(call.store)
-            let id = try manager.syncDown(targetJSON: try call.jsonText("target"), soupName: try call.string("soupName"),
-                                                      optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
-                                                      owner: handle, callback: plugin.syncEvents(call.store))
-            return .json(try stateText(store, id))
-        },
-        "syncUp": { plugin, call, _ in
-            let (manager, store, handle) = try plugin.syncManager(call.store)
-            let id = try manager.syncUp(targetJSON: call.optionalJSONText("target"), soupName: try call.string("soupName"),
+            let (manager, _, handle) = try plugin.syncManager(call.store)
+            let state = try manager.requestSyncDown(targetJSON: try call.jsonText("target"), soupName: try call.string("soupName"),
                                                     optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
                                                     owner: handle, callback: plugin.syncEvents(call.store))
-            return .json(try stateText(store, id))
+            return .json(state.jsonText)
+        },
+        "syncUp": { plugin, call, _ in
+            let (manager, _, handle) = try plugin.syncManager(call.store)
+            let state = try manager.requestSyncUp(targetJSON: call.optionalJSONText("target"), soupName: try call.string("soupName"),
+                                                  optionsJSON: call.optionalJSONText("options"), name: try call.optionalString("syncName"),
+                                                  owner: handle, callback: plugin.syncEvents(call.store))
+            return .json(state.jsonText)
         },
         "reSync": { plugin, call, _ in
-            let (manager, store, handle) = try plugin.syncManager(call.store)
-            let id: Int64
+            let (manager, _, handle) = try plugin.syncManager(call.store)
+            let state: SyncState
             switch try call.syncReference() {
             case .id(let given):
-                try manager.reSync(id: given, owner: handle, callback: plugin.syncEvents(call.store))
-                id = given
+                state = try manager.requestReSync(id: given, owner: handle, callback: plugin.syncEvents(call.store))
             case .name(let name):
-                id = try manager.reSync(name: name, owner: handle, callback: plugin.syncEvents(call.store))
+                state = try manager.requestReSync(name: name, owner: handle, callback: plugin.syncEvents(call.store))
             }
-            return .json(try stateText(store, id))
+            return .json(state.jsonText)
         },
         "cleanResyncGhosts": { plugin, call, answer in
             let (manager, _, handle) = try plugin.syncManager(call.store)
@@ -89,9 +90,4 @@ enum MobileSyncActions {
             return .none
         },
     ]
-
-    private static func stateText(_ store: SmartStore, _ id: Int64) throws -> String {
-        guard let state = try store.syncManager().status(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
-        return state.jsonText
-    }
 }

@@ -89,31 +89,56 @@ public final class SyncManager: @unchecked Sendable {
 
     @discardableResult
     public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+        try requestSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, owner: owner, callback: callback).id
+    }
+
+    /// The `request…` forms start a run as their namesakes do and answer the sync's state as it
+    /// was saved when the run was requested (RUNNING, progress 0), whatever the run has done
+    /// since: what the hybrid plugins answer, the same however fast the run ends.
+    public func requestSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         try checkOpen()
         let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
         try start(state.id, owner: owner, callback: callback, created: state)
-        return state.id
+        return state
     }
 
     @discardableResult
     public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+        try requestSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, owner: owner, callback: callback).id
+    }
+
+    public func requestSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         try checkOpen()
         let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
         try start(state.id, owner: owner, callback: callback, created: state)
-        return state.id
+        return state
     }
 
     /// Runs an existing sync again (incrementally for sync down targets with a timestamp).
     public func reSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
-        guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
-        try start(id, owner: owner, callback: callback)
+        try requestReSync(id: id, owner: owner, callback: callback)
     }
 
     @discardableResult
     public func reSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+        try requestReSync(name: name, owner: owner, callback: callback).id
+    }
+
+    @discardableResult
+    public func requestReSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+        guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
+        return try requested(start(id, owner: owner, callback: callback), id)
+    }
+
+    public func requestReSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
-        try start(state.id, owner: owner, callback: callback)
-        return state.id
+        return try requested(start(state.id, owner: owner, callback: callback), state.id)
+    }
+
+    /// A run that `start` queued always has its requested state (start saves it).
+    private func requested(_ state: SyncState?, _ id: Int64) throws -> SyncState {
+        guard let state else { throw StoreError(.internal, "Sync \(id) was queued without its requested state") }
+        return state
     }
 
     private func checkOpen() throws { try lock.withLock { try checkOpenLocked() } }
@@ -144,10 +169,13 @@ public final class SyncManager: @unchecked Sendable {
     /// STOPPED and restart_syncs runs it again.
     @discardableResult
     private func start(_ id: Int64, owner: Int, callback: SyncCallback?, unlessActive: Bool = false,
-                       created: SyncState? = nil) throws -> Bool {
-        try enqueue(id, owner: owner, unlessActive: unlessActive, saveRequested: true, created: created) { [self] cancel in
+                       created: SyncState? = nil) throws -> SyncState? {
+        var requested: SyncState? = nil
+        let queued = try enqueue(id, owner: owner, unlessActive: unlessActive, saveRequested: true, created: created,
+                                 onRequested: { requested = $0 }) { [self] cancel in
             run(id, cancel: cancel, callback: callback)
         }
+        return queued ? requested : nil
     }
 
     /// Registers a run of sync `id`, saves it requested (`saveRequested`, unless `created` was
@@ -158,6 +186,7 @@ public final class SyncManager: @unchecked Sendable {
     /// refuses the rest); the save happens between them, outside the lock, as it writes.
     @discardableResult
     private func enqueue(_ id: Int64, owner: Int, unlessActive: Bool = false, saveRequested: Bool = false, created: SyncState? = nil,
+                         onRequested: ((SyncState) -> Void)? = nil,
                          _ job: @escaping @Sendable (CancelFlag) -> Void) throws -> Bool {
         let cancel: CancelFlag
         do {
@@ -180,11 +209,13 @@ public final class SyncManager: @unchecked Sendable {
         }
         if saveRequested && created == nil {
             do {
-                try states.markRequested(id)
+                onRequested?(try states.markRequested(id))
             } catch {
                 tracker.finish(id, cancel)
                 throw error
             }
+        } else if let created {
+            onRequested?(created)
         }
         try lock.withLock {
             let queued = worker.submit { [tracker] in
@@ -350,7 +381,7 @@ public final class SyncManager: @unchecked Sendable {
         var started: [Int64] = []
         // A sync another call started meanwhile is left to that run; the others still restart.
         for state in try states.all() where state.status == .stopped {
-            if try start(state.id, owner: owner, callback: callback, unlessActive: true) { started.append(state.id) }
+            if try start(state.id, owner: owner, callback: callback, unlessActive: true) != nil { started.append(state.id) }
         }
         return started
     }

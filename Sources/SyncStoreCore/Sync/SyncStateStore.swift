@@ -73,10 +73,12 @@ final class SyncStateStore: @unchecked Sendable {
     }
 
     /// A run of sync `id` was requested: it is RUNNING (from progress 0) until the run ends.
-    func markRequested(_ id: Int64) throws {
+    @discardableResult
+    func markRequested(_ id: Int64) throws -> SyncState {
         guard var state = try get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         state.beginRun()
         try save(state)
+        return state
     }
 
     private func overlaid(_ state: SyncState?) -> SyncState? {
