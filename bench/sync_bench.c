@@ -38,7 +38,7 @@
  *   with the store config JSON in the environment variable SYNCSTORE_BENCH_STORE_CONFIG
  *   (default {"storeName":"bench"}). */
 #define _GNU_SOURCE
-#include "../tests/c/devserver.h"
+#include "../Tests/c/devserver.h"
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
