@@ -398,7 +398,7 @@ static void test_remotes(const char *root, const devserver *server) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: %s STORE_DIR CASES_JSON (the dev server: $SYNCSTORE_DEVSERVER)\n", argv[0]); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: %s STORE_DIR CASES_JSON\n", argv[0]); return 2; }
     check_fresh_dir(argv[1]);
     json_error_t jerr;
     json_t *table = json_load_file(argv[2], 0, &jerr);

@@ -534,7 +534,7 @@ static void test_close_waits(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: %s work_dir (the dev server: $SYNCSTORE_DEVSERVER)\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
     root = argv[1];
     binary = devserver_binary();
     check_fresh_dir(root);

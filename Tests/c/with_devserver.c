@@ -1,6 +1,6 @@
 /* Runs COMMAND... URL TOKEN against a fresh syncstore-devserver on 127.0.0.1 (120 seeded
  * contacts) and exits with the command's status: how CTest runs the sync example.
- *   with_devserver COMMAND [ARG...]        (the dev server: $SYNCSTORE_DEVSERVER) */
+ *   with_devserver COMMAND [ARG...]   (the dev server binary: see devserver_binary in devserver.h) */
 #define _POSIX_C_SOURCE 200809L
 #include "devserver.h"
 #include <errno.h>
