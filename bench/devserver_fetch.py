@@ -4,7 +4,7 @@ syncstore-devserver, discarding bodies, and print records/s.
 
   python3 bench/devserver_fetch.py [--binary PATH] [--rows 100000] [--runs 3] [--url URL --token T]
 
-Without --url it starts the binary (default: the release build in .build-devserver, then
+Without --url it starts the binary (default: the release build in .build/release, then
 $SYNCSTORE_DEVSERVER) with --seed Account=1000,Contact=ROWS on 127.0.0.1, port 0.
 The client is http.client on one keep-alive connection; it reads each page fully and only
 looks for nextRecordsUrl, so the figure measures the server, not JSON parsing in Python.
@@ -28,11 +28,11 @@ TOTAL_RE = re.compile(rb'"totalSize":(\d+)')
 
 
 def default_binary():
-    for candidate in [REPO / ".build-devserver/release/syncstore-devserver", os.environ.get("SYNCSTORE_DEVSERVER", ""),
+    for candidate in [REPO / ".build/release/syncstore-devserver", os.environ.get("SYNCSTORE_DEVSERVER", ""),
                       REPO / ".build/release/syncstore-devserver"]:
         if candidate and pathlib.Path(candidate).exists():
             return str(candidate)
-    sys.exit("no devserver binary: build with `swift build -c release --scratch-path .build-devserver --product syncstore-devserver` or pass --binary")
+    sys.exit("no devserver binary: build with `swift build -c release --product syncstore-devserver` or pass --binary")
 
 
 def self_signed(directory):

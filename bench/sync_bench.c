@@ -38,7 +38,7 @@
  *   with the store config JSON in the environment variable SYNCSTORE_BENCH_STORE_CONFIG
  *   (default {"storeName":"bench"}). */
 #define _GNU_SOURCE
-#include "../tests/c/devserver.h"
+#include "../Tests/c/devserver.h"
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -57,7 +57,7 @@
 #include "bench_stats.h"
 
 #ifndef SYNCSTORE_BENCH_DEVSERVER
-#define SYNCSTORE_BENCH_DEVSERVER ".build-bench/release/syncstore-devserver"
+#define SYNCSTORE_BENCH_DEVSERVER ".build/release/syncstore-devserver"
 #endif
 #ifndef SYNCSTORE_SOURCE_DIR
 #define SYNCSTORE_SOURCE_DIR "."
@@ -613,7 +613,7 @@ int main(int argc, char **argv) {
         free(config);
     }
     find_programs();
-    if (access(o.devserver, X_OK) != 0) fail("no devserver binary (build it: swift build -c release --product syncstore-devserver --scratch-path .build-bench)", o.devserver);
+    if (access(o.devserver, X_OK) != 0) fail("no devserver binary (build it: swift build -c release --product syncstore-devserver)", o.devserver);
     make_dir(o.work);
     atexit(stop_servers);
     int with_python = strcmp(o.python, "none") != 0;

@@ -12,7 +12,7 @@
 #   defaults: 100000 records, 3 rounds, 20000 queries a pass, a passphrase at kdfIter 256000
 #   (--key "x'<64 hex>'" for a raw key).
 # Both use the CMake build directory BENCH_BUILD_DIR (default build, as scripts/bench.sh) and the
-# release devserver in .build-bench; SYNCSTORE_BUILD_LOCK=FILE runs the builds under flock FILE.
+# release devserver in .build/release; SYNCSTORE_BUILD_LOCK=FILE runs the builds under flock FILE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 records=100000 rounds=3 queries=20000

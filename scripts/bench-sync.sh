@@ -2,32 +2,32 @@
 # Sync benchmarks of issue 4 (not part of the tests): sync down N Contacts with the engine vs a C
 # baseline (curl + jansson + SQLite by hand) and a Python baseline (simple-salesforce query_all +
 # sqlite3), peak RSS at 1M records, and sync up batched vs per-record with injected latency.
-# Builds what it needs: the release libsyncstore (CMake, build-bench/), the release devserver
-# (SwiftPM, .build-bench/) and a venv with bench/requirements.txt (build-bench/venv).
+# Builds what it needs: the release libsyncstore (CMake, build/), the release devserver
+# (SwiftPM, .build/release/) and a venv with bench/requirements.txt (build/bench-venv).
 #
 #   scripts/bench-sync.sh [bench-sync options]
 #   e.g. scripts/bench-sync.sh --records 100000 --rounds 3 --rss-records 1000000 \
 #            --up-records 10000 --single-records 1000 --latency 20
 # Every option is passed to bench-sync (see the top of bench/sync_bench.c); with --encryption
 # (plaintext vs encrypted engine stores only) no Python baseline is set up.
-# BENCH_BUILD_DIR: the CMake build directory (default build-bench). SYNCSTORE_BUILD_LOCK=FILE:
+# BENCH_BUILD_DIR: the CMake build directory (default build, as scripts/bench.sh). SYNCSTORE_BUILD_LOCK=FILE:
 # the builds run under flock FILE (machines shared by several builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=${BENCH_JOBS:-2}
-build=${BENCH_BUILD_DIR:-build-bench}
+build=${BENCH_BUILD_DIR:-build}
 lock=()
 [ -z "${SYNCSTORE_BUILD_LOCK:-}" ] || lock=(flock "$SYNCSTORE_BUILD_LOCK")
 encryption=0
 for arg in "$@"; do [ "$arg" != --encryption ] || encryption=1; done
 
-echo "== release devserver (swift build -c release --product syncstore-devserver --scratch-path .build-bench)"
-"${lock[@]}" swift build -c release --product syncstore-devserver --scratch-path .build-bench -j "$jobs" 2>&1 | tail -n 1
+echo "== release devserver (swift build -c release --product syncstore-devserver: .build/release/)"
+"${lock[@]}" swift build -c release --product syncstore-devserver -j "$jobs" 2>&1 | tail -n 1
 
 echo "== release libsyncstore and the benchmark programs (CMake, $build/)"
 "${lock[@]}" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
-      -DSYNCSTORE_BENCH_DEVSERVER="$PWD/.build-bench/release/syncstore-devserver" >/dev/null
+      -DSYNCSTORE_BENCH_DEVSERVER="$PWD/.build/release/syncstore-devserver" >/dev/null
 "${lock[@]}" cmake --build "$build" --target bench-sync -j "$jobs" 2>&1 | tail -n 1
 
 if [ "$encryption" = 1 ]; then
@@ -36,7 +36,7 @@ if [ "$encryption" = 1 ]; then
 fi
 
 echo "== Python baseline venv (bench/requirements.txt)"
-venv=build-bench/venv
+venv="$build/bench-venv"
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" || {
         SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -10,7 +10,7 @@
 # --ci runs the slice scripts/test.sh runs (no Swift test build, whose instrumented debug build of
 # the dev server's dependencies alone takes longer than the rest of CI): CTest's C tests, the
 # Python and the Node suites against the ASan+UBSan library, and CTest's C tests against the TSan one.
-# Build trees: build-asan/, build-tsan/ (CMake, the library), .build-asan/, .build-tsan/ (SwiftPM tests).
+# Build trees: build-asan/, build-tsan/ (CMake, the library; the SwiftPM builds, library and tests, in its swiftpm/).
 # The only suppression is the documented TSan false positive (scripts/tsan.supp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,9 +74,9 @@ fi
 
 [ "$ci" = 1 ] && exit 0
 
-echo "== $kind: Swift tests (instrumented debug build in .build-$kind/)"
-swift build --build-tests --scratch-path ".build-$kind" "${flags[@]}"
-bundle=".build-$kind/debug/SyncStorePackageTests.xctest"
+echo "== $kind: Swift tests (instrumented debug build in build-$kind/swiftpm/)"
+swift build --build-tests --scratch-path "build-$kind/swiftpm" "${flags[@]}"
+bundle="build-$kind/swiftpm/debug/SyncStorePackageTests.xctest"
 if [ "$kind" = asan ]; then
     "$bundle"
 else

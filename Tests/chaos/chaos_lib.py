@@ -18,9 +18,8 @@ import json
 import os
 import random
 import re
-import select
 import sqlite3
-import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -31,6 +30,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 import syncstore  # noqa: E402  (the installed package: pip install ./bindings/python)
+
+sys.path.insert(0, str(REPO / "Tests" / "support"))
+import devserver_process  # noqa: E402  (the shared dev server fixture)
 
 TOKEN = "chaos-token"
 API_VERSION = "v62.0"
@@ -99,47 +101,19 @@ def library_path():
 # The dev server
 
 
-def devserver_binary():
-    path = Path(os.environ.get("SYNCSTORE_DEVSERVER", REPO / ".build/debug/syncstore-devserver"))
-    if not path.is_absolute():
-        path = REPO / path
-    return path
-
-
-class DevServer:
-    """A syncstore-devserver process on 127.0.0.1 with --admin, the chaos schema and tiny pages."""
+class DevServer(devserver_process.DevServer):
+    """A syncstore-devserver process on 127.0.0.1 with --admin, the chaos schema and tiny pages;
+    its log in <workdir>/devserver.stderr."""
 
     def __init__(self, workdir, *args, batch=7):
-        binary = devserver_binary()
-        if not binary.exists():
-            raise RuntimeError(f"devserver binary not found at {binary}; build it or set SYNCSTORE_DEVSERVER")
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         schema = workdir / "chaos-schema.json"
         schema.write_text(json.dumps(SCHEMA))
-        self.cmd = [str(binary), "--host", "127.0.0.1", "--port", "0", "--token", TOKEN, "--admin",
-                    "--schema", str(schema), "--min-batch-size", "1", "--default-batch-size", str(batch), *args]
+        args = ("--admin", "--schema", str(schema), "--min-batch-size", "1", "--default-batch-size", str(batch), *args)
         if os.environ.get("CHAOS_VERBOSE"):
-            self.cmd.append("--verbose")  # every request, with its injected fault, in devserver.stderr
-        self.stderr = open(workdir / "devserver.stderr", "wb")
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=self.stderr)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 120)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line.startswith(b"http"):
-            self.proc.kill()
-            raise RuntimeError(f"devserver did not start: {' '.join(self.cmd)}")
-        self.url = line.decode().strip()
-        self.api = f"{self.url}/services/data/{API_VERSION}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.stderr.close()
+            args += ("--verbose",)  # every request, with its injected fault, in devserver.stderr
+        super().__init__(*args, token=TOKEN, api_version=API_VERSION, stderr=workdir / "devserver.stderr")
 
     # -- plain HTTP, one connection per request --
 

@@ -1,75 +1,30 @@
-"""Helpers for the devserver suite: start the real syncstore-devserver binary on 127.0.0.1 (port 0).
+"""Helpers for the devserver suite: the real syncstore-devserver binary on 127.0.0.1 (port 0),
+started by the shared fixture (Tests/support/devserver_process.py).
 
 A module with a unique name (not conftest) so tests can import it even when pytest collects
 several suites with their own conftest.py in one run.
-The binary is not built here: SYNCSTORE_DEVSERVER names it, default .build/debug/syncstore-devserver.
 """
 import datetime
 import ipaddress
-import os
 import pathlib
-import select
-import subprocess
-import tempfile
-import time
+import sys
 
-import pytest
 import requests
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "Tests" / "support"))
+import devserver_process  # noqa: E402
+from devserver_process import binary_path  # noqa: E402,F401  (the suite's tests run the binary with bad flags)
+
 TOKEN = "devserver-test-token"
 API_VERSION = "60.0"
 
 
-def binary_path():
-    path = pathlib.Path(os.environ.get("SYNCSTORE_DEVSERVER", REPO / ".build/debug/syncstore-devserver"))
-    if not path.is_absolute():
-        path = REPO / path
-    if not path.exists():
-        pytest.fail(f"devserver binary not found at {path}; build it or set SYNCSTORE_DEVSERVER")
-    return str(path)
-
-
-class DevServer:
+class DevServer(devserver_process.DevServer):
     """One running server process; `url` is the first line it printed."""
 
-    def __init__(self, *args, tls=None, startup_timeout=120):
-        cmd = [binary_path(), "--host", "127.0.0.1", "--port", "0", "--token", TOKEN, *args]
-        if tls:
-            cmd += ["--tls-cert", tls[0], "--tls-key", tls[1]]
-        self.cmd = cmd
-        # stderr goes to a file: an unread pipe could fill up and block the server.
-        self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr)
-        deadline = time.time() + startup_timeout
-        line = b""
-        while time.time() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline()
-                break
-            if self.proc.poll() is not None:
-                break
-        if not line:
-            self.proc.kill()
-            self.proc.wait()
-            self.stderr.seek(0)
-            err = self.stderr.read().decode(errors="replace")
-            raise RuntimeError(f"devserver did not print its URL: {' '.join(cmd)}\n{err}")
-        self.url = line.decode().strip()
-        self.api = f"{self.url}/services/data/v{API_VERSION}"
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+    def __init__(self, *args, tls=None):
+        super().__init__(*args, token=TOKEN, api_version=f"v{API_VERSION}", tls=tls)
 
 
 def make_self_signed(directory: pathlib.Path):

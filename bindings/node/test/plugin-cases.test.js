@@ -1,6 +1,6 @@
 'use strict';
 // The hybrid plugins' shared case table (Tests/plugin/cases.json), driven through the Cordova
-// bridge's cordova.exec with the semantics of tests/c/test_plugin.c: one dev server with the
+// bridge's cordova.exec with the semantics of Tests/c/test_plugin.c: one dev server with the
 // table's args, a bridge whose default remote is the server's, every 'sync' document event
 // recorded, the steps run in order.
 const test = require('node:test');

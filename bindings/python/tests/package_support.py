@@ -1,15 +1,14 @@
 """Helpers of the Python package tests (bindings/python/tests): a real syncstore-devserver process
-on 127.0.0.1 and a fresh interpreter runner (never mocks). A uniquely named module, so that the
-suite runs in one pytest session with the other suites (each has its own conftest.py).
+on 127.0.0.1 (the repository's shared fixture, Tests/support/devserver_process.py) and a fresh
+interpreter runner (never mocks). A uniquely named module, so that the suite runs in one pytest
+session with the other suites (each has its own conftest.py).
 
-The package under test is the installed one (``pip install ./bindings/python``); the dev server is
-found at $SYNCSTORE_DEVSERVER, else the SwiftPM debug build of the repository.
+The package under test is the installed one (``pip install ./bindings/python``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import urllib.parse
@@ -17,35 +16,26 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[3]
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "py-package-token"
 API = "v62.0"
 
-
-def devserver_binary() -> str:
-    binary = os.environ.get("SYNCSTORE_DEVSERVER", str(REPO / ".build/debug/syncstore-devserver"))
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"syncstore-devserver is not built at {binary} (set SYNCSTORE_DEVSERVER)")
-    return binary
+sys.path.insert(0, str(REPO / "Tests" / "support"))
+import devserver_process  # noqa: E402
 
 
-class DevServer:
+class DevServer(devserver_process.DevServer):
     """A dev server process; ``request`` talks to its REST API like another client would."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([devserver_binary(), "--host", "127.0.0.1", "--port", "0", "--token", TOKEN,
-                                      *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
+        super().__init__(*args, token=TOKEN, api_version=API)
         assert self.url.startswith("http://127.0.0.1:"), self.url
         self.remote = {"instanceUrl": self.url, "accessToken": TOKEN, "apiVersion": API, "retryBaseDelayMs": 10}
 
     def request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.url}/services/data/{API}/{path}", data=data, method=method,
+        req = urllib.request.Request(f"{self.api}/{path}", data=data, method=method,
                                      headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as answer:
             text = answer.read().decode()
@@ -53,10 +43,6 @@ class DevServer:
 
     def query(self, soql: str) -> Any:
         return self.request("GET", "query?q=" + urllib.parse.quote(soql))["records"]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
 
 
 def run_python(code: str, *args: str, timeout: float = 120, env: Optional[Dict[str, str]] = None,

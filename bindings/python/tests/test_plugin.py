@@ -1,5 +1,5 @@
 """The hybrid plugins' dispatcher from Python (syncstore.plugin): the shared case table
-Tests/plugin/cases.json, driven as tests/c/test_plugin.c drives it (its "about" says how), one
+Tests/plugin/cases.json, driven as Tests/c/test_plugin.c drives it (its "about" says how), one
 pytest item per step in the table's order; then what the Python host adds (futures, key
 provider, closing)."""
 

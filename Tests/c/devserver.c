@@ -9,6 +9,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+const char *devserver_binary(void) {
+    const char *binary = getenv("SYNCSTORE_DEVSERVER");
+    if (!binary || !*binary) {
+        fprintf(stderr, "SYNCSTORE_DEVSERVER is not set: it names the syncstore-devserver binary (ctest sets it)\n");
+        exit(2);
+    }
+    if (access(binary, X_OK) != 0) {
+        fprintf(stderr, "devserver binary %s is missing: build it first (swift build)\n", binary);
+        exit(2);
+    }
+    return binary;
+}
+
 void devserver_start(devserver *server, const char *binary, const char *const *extra_args) {
     int fds[2];
     if (pipe(fds) != 0) { perror("pipe"); exit(2); }

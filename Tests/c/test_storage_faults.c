@@ -3,7 +3,7 @@
  * (a small tmpfs) gives STORAGE and a sync whose end cannot be saved still reads FAILED in
  * wait_sync and get_sync_status; read-only media give STORAGE saying so. The tmpfs parts need
  * root with CAP_SYS_ADMIN and are skipped, saying why, elsewhere.
- * Usage: test_storage_faults <work_dir> <devserver>
+ * Usage: test_storage_faults <work_dir>
  *        test_storage_faults --queue-child <root> <remote_json>   (the host that is killed) */
 #define _GNU_SOURCE
 #include "sync_support.h"
@@ -224,10 +224,9 @@ static void test_small_disk(void) {
 
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--queue-child") == 0) return queue_child(argv[2], argv[3]);
-    if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
     root = argv[1];
-    binary = argv[2];
-    if (access(binary, X_OK) != 0) { fprintf(stderr, "devserver binary %s is missing: build it first\n", binary); return 2; }
+    binary = devserver_binary();
     char leftover[1100]; /* a disk an interrupted run left mounted */
     snprintf(leftover, sizeof leftover, "%s/disk", root);
     umount2(leftover, MNT_DETACH);

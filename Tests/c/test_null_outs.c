@@ -2,7 +2,7 @@
  * is passed NULL and the call must still have its whole effect (the sync runs, the entries are
  * stored or removed); and every function that takes a syncstore_error * is called with NULL
  * for it at least once, on success and on failure, returning the right status.
- * Usage: test_null_outs <work_dir> <devserver> */
+ * Usage: test_null_outs <work_dir> */
 #define _POSIX_C_SOURCE 200809L
 #include "sync_support.h"
 #include <curl/curl.h>
@@ -398,10 +398,9 @@ static void test_sync_calls(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
     root = argv[1];
-    binary = argv[2];
-    if (access(binary, X_OK) != 0) { fprintf(stderr, "devserver binary %s is missing: build it first\n", binary); return 2; }
+    binary = devserver_binary();
     check_fresh_dir(root);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     test_store_calls();

@@ -534,10 +534,9 @@ static void test_close_waits(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
     root = argv[1];
-    binary = argv[2];
-    if (access(binary, X_OK) != 0) { fprintf(stderr, "devserver binary %s is missing: build it first\n", binary); return 2; }
+    binary = devserver_binary();
     check_fresh_dir(root);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     test_basic("collection");

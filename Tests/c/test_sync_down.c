@@ -1,5 +1,5 @@
 /* Sync down through the C ABI against a real syncstore-devserver process (docs/sync.md).
- * Usage: test_sync_down <work_dir> <devserver_binary> */
+ * Usage: test_sync_down <work_dir> */
 #define _POSIX_C_SOURCE 200809L
 #include "sync_support.h"
 #include <stdio.h>
@@ -514,10 +514,9 @@ static void test_second_process(void) {
 
 int main(int argc, char **argv) {
     if (argc == 6 && !strcmp(argv[1], "--second-process")) return second_process(argv[2], argv[3], atoll(argv[4]), atoi(argv[5]));
-    if (argc < 3) { fprintf(stderr, "usage: %s work_dir devserver_binary\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
     root = argv[1];
-    binary = argv[2];
-    if (access(binary, X_OK) != 0) { fprintf(stderr, "devserver binary %s is missing: build it first\n", binary); return 2; }
+    binary = devserver_binary();
     check_fresh_dir(root);
     fprintf(stderr, "-- test_full_and_incremental\n");
     test_full_and_incremental();

@@ -1,5 +1,5 @@
-/* Test helpers for sync tests: run a syncstore-devserver process on 127.0.0.1 and talk to it
- * directly over HTTP (to change server data behind the engine's back). */
+/* The C tests' one dev server fixture: run a syncstore-devserver process on 127.0.0.1 and talk to
+ * it directly over HTTP (to change server data behind the engine's back). */
 #ifndef SYNCSTORE_TEST_DEVSERVER_H
 #define SYNCSTORE_TEST_DEVSERVER_H
 #include <jansson.h>
@@ -13,6 +13,10 @@ typedef struct devserver {
     char url[256];
     FILE *out;
 } devserver;
+
+/* The dev server binary for the tests: $SYNCSTORE_DEVSERVER (CTest sets it from the CMake cache
+ * variable of the same name). Exits the test (status 2) when it is unset or not executable. */
+const char *devserver_binary(void);
 
 /* Starts the server binary with `--port 0 --token test-token` and the extra args (NULL-ended);
  * waits for its first stdout line (the base URL). Exits the test on failure. */

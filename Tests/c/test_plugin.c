@@ -398,17 +398,17 @@ static void test_remotes(const char *root, const devserver *server) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: %s STORE_DIR DEVSERVER_BINARY CASES_JSON\n", argv[0]); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: %s STORE_DIR CASES_JSON\n", argv[0]); return 2; }
     check_fresh_dir(argv[1]);
     json_error_t jerr;
-    json_t *table = json_load_file(argv[3], 0, &jerr);
-    if (!table) { fprintf(stderr, "cannot read %s: %s\n", argv[3], jerr.text); return 2; }
+    json_t *table = json_load_file(argv[2], 0, &jerr);
+    if (!table) { fprintf(stderr, "cannot read %s: %s\n", argv[2], jerr.text); return 2; }
 
     const char *extra[16] = {0};
     json_t *server_args = json_object_get(json_object_get(table, "server"), "args");
     for (size_t i = 0; i < json_array_size(server_args) && i < 15; i++) extra[i] = json_string_value(json_array_get(server_args, i));
     devserver server;
-    devserver_start(&server, argv[2], extra);
+    devserver_start(&server, devserver_binary(), extra);
 
     events = json_array();
     saved = json_object();

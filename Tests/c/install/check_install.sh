@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs tests/c/install/consumer.c against an installed SyncStore prefix.
+# Builds and runs Tests/c/install/consumer.c against an installed SyncStore prefix.
 #   check_install.sh pkg-config PREFIX WORKDIR CC
 #   check_install.sh find_package PREFIX WORKDIR CMAKE
 set -euo pipefail
