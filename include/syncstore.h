@@ -63,7 +63,7 @@ extern "C" {
 
 /** Version of this header and of the library built with it, "major.minor.patch". The one place
  *  it is written: the library, CMake and the bindings' package metadata take it from here
- *  (tests/c/check_abi_facts.py checks the copies a package format needs). */
+ *  (Tests/c/check_abi_facts.py checks the copies a package format needs). */
 #define SYNCSTORE_VERSION "0.1.0"
 
 /** Deepest nesting of arrays and objects in an entry (the entry object is level 1) or any other

@@ -1,5 +1,5 @@
 /// Stable error categories; raw values are the C ABI's SYNCSTORE_ERR_* codes, `name` their macro
-/// names without the prefix (tests/c/check_abi_facts.py checks both against include/syncstore.h).
+/// names without the prefix (Tests/c/check_abi_facts.py checks both against include/syncstore.h).
 public enum ErrorCode: Int32, Sendable, CaseIterable {
     case argument = 1
     case notFound = 2

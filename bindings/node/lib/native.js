@@ -5,7 +5,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 // The error of a missing addon, which cannot ask it for codes: SYNCSTORE_ERR_STATE
-// (tests/c/check_abi_facts.py checks the pair against include/syncstore.h).
+// (Tests/c/check_abi_facts.py checks the pair against include/syncstore.h).
 const ADDON_MISSING = { code: 'SYNCSTORE_ERR_STATE', status: 11 };
 
 function addonMissing(message) {

@@ -36,7 +36,7 @@
 #define SS_SONAME "libsyncstore.so." SS_STR(SYNCSTORE_ABI_VERSION)
 
 /* The header's status codes by macro name: error names before the library is loaded, and
- * addon.STATUS ({ARGUMENT: 1, ...}) for lib/native.js. tests/c/check_abi_facts.py checks that the
+ * addon.STATUS ({ARGUMENT: 1, ...}) for lib/native.js. Tests/c/check_abi_facts.py checks that the
  * list names every code of the header. */
 #define SYNCSTORE_STATUSES(X) \
     X(SYNCSTORE_OK) X(SYNCSTORE_ERR_ARGUMENT) X(SYNCSTORE_ERR_NOT_FOUND) X(SYNCSTORE_ERR_EXISTS) \

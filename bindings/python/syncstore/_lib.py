@@ -20,7 +20,7 @@ __all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "FETCH_PAGE", "REMOTE
 
 ERROR_MESSAGE_SIZE = 512
 #: The ABI major version this package was written for: the header's SYNCSTORE_ABI_VERSION
-#: (tests/c/check_abi_facts.py checks the copy), also the library's soname suffix.
+#: (Tests/c/check_abi_facts.py checks the copy), also the library's soname suffix.
 ABI_VERSION = 1
 LIBRARY_NAME = f"libsyncstore.so.{ABI_VERSION}"
 
