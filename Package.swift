@@ -34,9 +34,14 @@ let package = Package(
             cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("sqlite3")]
         ),
+        // What the core and the dev server share (SQLite statements, clock, dates), without Foundation.
+        .target(
+            name: "SyncStoreSupport",
+            dependencies: ["CSQLite"]
+        ),
         .target(
             name: "SyncStoreCore",
-            dependencies: ["CSQLite", "CJansson", "CCurl", "CSyncStoreCipher"]
+            dependencies: ["SyncStoreSupport", "CSQLite", "CJansson", "CCurl", "CSyncStoreCipher"]
         ),
         .target(
             name: "SyncStoreC",
@@ -54,7 +59,7 @@ let package = Package(
         .target(
             name: "SyncStoreDevServer",
             dependencies: [
-                "CSQLite", "CJansson",
+                "SyncStoreSupport", "CSQLite", "CJansson",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -73,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "syncstore-cli",
             dependencies: [
-                "SyncStoreCore", "SyncStoreDevServer",
+                "SyncStoreCore", "SyncStoreSupport", "SyncStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `inspect`: the store inspector's web server.
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -86,7 +91,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncStoreCoreTests",
-            dependencies: ["SyncStoreCore", "CJansson", "CSQLite"]
+            dependencies: ["SyncStoreCore", "SyncStoreSupport", "CJansson", "CSQLite"]
         ),
     ]
 )

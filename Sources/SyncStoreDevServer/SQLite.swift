@@ -1,4 +1,5 @@
 import CSQLite
+import SyncStoreSupport
 
 struct SQLiteError: Error, CustomStringConvertible {
     let code: Int32
@@ -7,15 +8,8 @@ struct SQLiteError: Error, CustomStringConvertible {
     var isConstraint: Bool { code & 0xff == SQLITE_CONSTRAINT }
 }
 
-enum SQLValue {
-    case null
-    case int(Int64)
-    case double(Double)
-    case text(String)
-}
-
 /// One SQLite connection. Not thread-safe by itself: the server serializes access (see Store).
-final class SQLiteDB {
+final class SQLiteDB: SQLiteErrorReporter {
     private(set) var handle: OpaquePointer?
     private var cache: [String: Statement] = [:]
 
@@ -36,6 +30,9 @@ final class SQLiteDB {
         sqlite3_close_v2(handle)
     }
 
+    /// The dev server's errors carry SQLite's own message only.
+    func sqliteError(_ code: Int32, _ context: String) -> any Error { SQLiteError(code: code, message: lastError) }
+
     var lastError: String { handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed" }
 
     func exec(_ sql: String) throws {
@@ -54,10 +51,8 @@ final class SQLiteDB {
             s.reset()
             return s
         }
-        var stmt: OpaquePointer?
-        let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
-        guard rc == SQLITE_OK, let stmt else { throw SQLiteError(code: rc, message: lastError) }
-        let s = Statement(stmt, db: self)
+        guard let handle else { throw SQLiteError(code: SQLITE_MISUSE, message: lastError) }
+        let s = try Statement(db: handle, sql: sql, reporter: self)
         if cached {
             if cache.count > 500 { cache.removeAll() }
             cache[sql] = s
@@ -83,86 +78,6 @@ final class SQLiteDB {
             try? exec("ROLLBACK TO \(name)")
             try? exec("RELEASE \(name)")
             throw error
-        }
-    }
-}
-
-final class Statement {
-    let stmt: OpaquePointer
-    unowned let db: SQLiteDB
-
-    init(_ stmt: OpaquePointer, db: SQLiteDB) {
-        self.stmt = stmt
-        self.db = db
-    }
-
-    deinit { sqlite3_finalize(stmt) }
-
-    func reset() {
-        sqlite3_reset(stmt)
-        sqlite3_clear_bindings(stmt)
-    }
-
-    func bind(_ values: [SQLValue]) throws {
-        for (i, v) in values.enumerated() { try bind(v, at: Int32(i + 1)) }
-    }
-
-    func bind(_ value: SQLValue, at index: Int32) throws {
-        let rc: Int32
-        switch value {
-        case .null: rc = sqlite3_bind_null(stmt, index)
-        case .int(let i): rc = sqlite3_bind_int64(stmt, index, i)
-        case .double(let d): rc = sqlite3_bind_double(stmt, index, d)
-        case .text(let s):
-            var copy = s
-            rc = copy.withUTF8 { buf in
-                guard let base = buf.baseAddress else { return csqlite_bind_text_transient(stmt, index, "", 0) }
-                return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
-                    csqlite_bind_text_transient(stmt, index, $0, Int32(buf.count))
-                }
-            }
-        }
-        guard rc == SQLITE_OK else { throw SQLiteError(code: rc, message: db.lastError) }
-    }
-
-    /// Advances; true while a row is available.
-    func step() throws -> Bool {
-        let rc = sqlite3_step(stmt)
-        if rc == SQLITE_ROW { return true }
-        if rc == SQLITE_DONE { return false }
-        let err = SQLiteError(code: rc, message: db.lastError)
-        sqlite3_reset(stmt)
-        throw err
-    }
-
-    func run(_ values: [SQLValue] = []) throws {
-        reset()
-        try bind(values)
-        while try step() {}
-    }
-
-    func isNull(_ col: Int32) -> Bool { sqlite3_column_type(stmt, col) == SQLITE_NULL }
-    func int(_ col: Int32) -> Int64 { sqlite3_column_int64(stmt, col) }
-    func double(_ col: Int32) -> Double { sqlite3_column_double(stmt, col) }
-    func text(_ col: Int32) -> String? {
-        guard let p = sqlite3_column_text(stmt, col) else { return nil }
-        let n = Int(sqlite3_column_bytes(stmt, col))
-        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
-    }
-
-    /// Appends a text column's bytes without creating a Swift String (query hot path).
-    func appendText(_ col: Int32, to out: inout [UInt8]) {
-        guard let p = sqlite3_column_text(stmt, col) else { return }
-        let n = Int(sqlite3_column_bytes(stmt, col))
-        out.append(contentsOf: UnsafeBufferPointer(start: p, count: n))
-    }
-
-    func value(_ col: Int32) -> SQLValue {
-        switch sqlite3_column_type(stmt, col) {
-        case SQLITE_INTEGER: return .int(int(col))
-        case SQLITE_FLOAT: return .double(double(col))
-        case SQLITE_NULL: return .null
-        default: return .text(text(col) ?? "")
         }
     }
 }

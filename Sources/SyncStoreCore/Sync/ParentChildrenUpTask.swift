@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// Sync up of parents with their children through `POST composite` (docs/sync.md#sync-up-targets):
 /// `{"type":"parent_children", "parent": {"sobjectType","soupName","idFieldName"?,
 ///   "modificationDateFieldName"?}, "children": {"sobjectType","soupName","parentIdFieldName",
