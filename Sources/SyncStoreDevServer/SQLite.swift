@@ -10,8 +10,8 @@ struct SQLiteError: Error, CustomStringConvertible {
 
 /// One SQLite connection. Not thread-safe by itself: the server serializes access (see Store).
 final class SQLiteDB: SQLiteErrorReporter {
-    private(set) var handle: OpaquePointer?
-    private var cache: [String: Statement] = [:]
+    let handle: OpaquePointer
+    private var cache = StatementCache(limit: 500)
 
     init(path: String) throws {
         var db: OpaquePointer?
@@ -33,31 +33,16 @@ final class SQLiteDB: SQLiteErrorReporter {
     /// The dev server's errors carry SQLite's own message only.
     func sqliteError(_ code: Int32, _ context: String) -> any Error { SQLiteError(code: code, message: lastError) }
 
-    var lastError: String { handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed" }
+    var lastError: String { String(cString: sqlite3_errmsg(handle)) }
 
     func exec(_ sql: String) throws {
-        var err: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(handle, sql, nil, nil, &err)
-        if rc != SQLITE_OK {
-            let msg = err.map { String(cString: $0) } ?? lastError
-            sqlite3_free(err)
-            throw SQLiteError(code: rc, message: msg)
-        }
+        if let failure = sqliteExec(handle, sql) { throw SQLiteError(code: failure.code, message: failure.message) }
     }
 
     /// Prepared statements are cached by SQL text: the same queries repeat constantly.
     func prepare(_ sql: String, cached: Bool = true) throws -> Statement {
-        if cached, let s = cache[sql] {
-            s.reset()
-            return s
-        }
-        guard let handle else { throw SQLiteError(code: SQLITE_MISUSE, message: lastError) }
-        let s = try Statement(db: handle, sql: sql, reporter: self)
-        if cached {
-            if cache.count > 500 { cache.removeAll() }
-            cache[sql] = s
-        }
-        return s
+        let prepare = { try Statement(db: self.handle, sql: sql, reporter: self) }
+        return try cached ? cache.statement(sql, prepare: prepare) : prepare()
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
@@ -69,15 +54,7 @@ final class SQLiteDB: SQLiteErrorReporter {
         savepointDepth += 1
         let name = "sp\(savepointDepth)"
         defer { savepointDepth -= 1 }
-        try exec("SAVEPOINT \(name)")
-        do {
-            let result = try body()
-            try exec("RELEASE \(name)")
-            return result
-        } catch {
-            try? exec("ROLLBACK TO \(name)")
-            try? exec("RELEASE \(name)")
-            throw error
-        }
+        return try sqliteTransaction(begin: { try exec("SAVEPOINT \(name)") }, commit: { try exec("RELEASE \(name)") },
+                                     rollback: { try? exec("ROLLBACK TO \(name)"); try? exec("RELEASE \(name)") }, body)
     }
 }

@@ -14,7 +14,7 @@ final class Connection: SQLiteErrorReporter {
     /// Opened for reading only (a reader of the pool).
     let readOnly: Bool
     var path: String { file.path }
-    private var statementCache: [String: Statement] = [:]
+    private var statementCache = StatementCache()
 
     init(file: DatabaseFile, readOnly: Bool) throws {
         var handle: OpaquePointer?
@@ -137,24 +137,14 @@ final class Connection: SQLiteErrorReporter {
 
     /// Runs SQL without results (may hold several statements). Only for trusted SQL.
     func execute(_ sql: String) throws {
-        var message: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(db, sql, nil, nil, &message)
-        if rc != SQLITE_OK {
-            let text = message.map { String(cString: $0) } ?? errorMessage
-            sqlite3_free(message)
-            throw error(rc, text == errorMessage ? "SQL failed" : "SQL failed (\(text))")
+        if let failure = sqliteExec(db, sql) {
+            throw error(failure.code, failure.message == errorMessage ? "SQL failed" : "SQL failed (\(failure.message))")
         }
     }
 
     /// A prepared statement for trusted SQL, cached per connection.
     func cached(_ sql: String) throws -> Statement {
-        if let statement = statementCache[sql] {
-            statement.reset()
-            return statement
-        }
-        let statement = try prepare(sql)
-        statementCache[sql] = statement
-        return statement
+        try statementCache.statement(sql) { try prepare(sql) }
     }
 
     /// Forgets cached statements (after schema changes that drop tables).
@@ -167,15 +157,8 @@ final class Connection: SQLiteErrorReporter {
 
     /// Runs `body` in one IMMEDIATE transaction; rolls back on any error.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
-            throw error
-        }
+        try sqliteTransaction(begin: { try execute("BEGIN IMMEDIATE") }, commit: { try execute("COMMIT") },
+                              rollback: { _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil) }, body)
     }
 
     func scalarInt(_ sql: String, _ bindings: [SQLValue] = []) throws -> Int64? {
