@@ -4,7 +4,7 @@ public enum HTTPDate {
     static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
     static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    /// `millis` is at least 0 (an HTTP date has no years before 1970's epoch in practice).
+    /// `millis` must be at least 0: before 1970 the time of day would come out negative.
     public static func format(millis: Int64) -> String {
         let secs = millis / 1000
         let dayCount = Int(secs / 86400)
