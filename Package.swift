@@ -43,10 +43,15 @@ let package = Package(
             cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("crypto"), .linkedLibrary("sqlite3")]
         ),
+        // What the core and the dev server share (SQLite statements, clock, dates), without Foundation.
+        .target(
+            name: "SyncStoreSupport",
+            dependencies: ["CSQLite"]
+        ),
         .target(
             name: "SyncStoreCore",
             // CSyncStoreABI (the header, no code): SYNCSTORE_VERSION.
-            dependencies: ["CSQLite", "CJansson", "CCurl", "CSyncStoreCipher", "CSyncStoreABI"]
+            dependencies: ["SyncStoreSupport", "CSQLite", "CJansson", "CCurl", "CSyncStoreCipher", "CSyncStoreABI"]
         ),
         .target(
             name: "SyncStoreC",
@@ -64,7 +69,7 @@ let package = Package(
         .target(
             name: "SyncStoreDevServer",
             dependencies: [
-                "CSQLite", "CJansson",
+                "SyncStoreSupport", "CSQLite", "CJansson",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -83,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "syncstore-cli",
             dependencies: [
-                "SyncStoreCore", "SyncStoreDevServer",
+                "SyncStoreCore", "SyncStoreSupport", "SyncStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `inspect`: the store inspector's web server.
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -96,7 +101,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncStoreCoreTests",
-            dependencies: ["SyncStoreCore", "CJansson", "CSQLite"]
+            dependencies: ["SyncStoreCore", "SyncStoreSupport", "CJansson", "CSQLite"]
         ),
     ]
 )

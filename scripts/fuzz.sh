@@ -57,22 +57,29 @@ MAP
         "$CLANG" -c -O2 -g -fsanitize=fuzzer-no-link,address,undefined -I Sources/CSyncStoreCipher/include \
             Sources/CSyncStoreCipher/cipher_vfs.c -o "$OUT/cipher_vfs.o"
     fi
-    # The core is one module compiled once with coverage and ASan; -enable-testing lets the targets
-    # reach its internal parsers with @testable import.
-    if stale "$OUT/SyncStoreCore.o" Sources/SyncStoreCore "$0"; then
-        echo "== fuzz build: SyncStoreCore (about a minute)"
-        mapfile -t sources < <(find Sources/SyncStoreCore -name '*.swift' | sort)
-        swiftc -c -wmo -O -parse-as-library -module-name SyncStoreCore -enable-testing -sanitize=fuzzer,address \
-            -emit-module -emit-module-path "$OUT/modules/SyncStoreCore.swiftmodule" "${includes[@]}" \
-            "${sources[@]}" -o "$OUT/SyncStoreCore.o"
-    fi
+    # The core and the support module it imports: each one module (Sources/<name>) compiled once
+    # with coverage and ASan; -enable-testing lets the targets reach internal parsers with
+    # @testable import (the core takes about a minute). Further arguments: files whose change
+    # rebuilds the module.
+    swift_module() {
+        local name=$1 sources; shift
+        stale "$OUT/$name.o" "Sources/$name" "$@" "$0" || return 0
+        echo "== fuzz build: $name"
+        mapfile -t sources < <(find "Sources/$name" -name '*.swift' | sort)
+        swiftc -c -wmo -O -parse-as-library -module-name "$name" -enable-testing -sanitize=fuzzer,address \
+            -emit-module -emit-module-path "$OUT/modules/$name.swiftmodule" "${includes[@]}" \
+            "${sources[@]}" -o "$OUT/$name.o"
+    }
+    swift_module SyncStoreSupport
+    swift_module SyncStoreCore "$OUT/SyncStoreSupport.o"
     for t in "${targets[@]}"; do
         if [ -f "$FUZZ/targets/$t.swift" ]; then
-            stale "$OUT/bin/$t" "$FUZZ/targets/$t.swift" "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$OUT/SyncStoreCore.o" || continue
+            stale "$OUT/bin/$t" "$FUZZ/targets/$t.swift" "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$OUT/SyncStoreCore.o" \
+                "$OUT/SyncStoreSupport.o" || continue
             echo "== fuzz build: $t"
             swiftc -O -parse-as-library -sanitize=fuzzer,address "${includes[@]}" -module-name "fuzz_$t" \
                 "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$FUZZ/targets/$t.swift" \
-                "$OUT/SyncStoreCore.o" "$OUT/cipher_vfs.o" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
+                "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSupport.o" "$OUT/cipher_vfs.o" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         elif [ -f "$FUZZ/targets/$t.c" ]; then
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.c" "$OUT/cipher_vfs.o" || continue
             echo "== fuzz build: $t"

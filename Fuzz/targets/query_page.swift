@@ -9,6 +9,7 @@
 // The scanner declining a page is always allowed: the tree path then reads it.
 import Glibc
 @testable import SyncStoreCore
+import SyncStoreSupport
 
 /// Index paths as a soup would have them (nested, a prefix of another, one on an object), the
 /// external id path and the modification date field, as `EntryWriter.scanPlan` builds them.

@@ -1,4 +1,5 @@
 import Foundation
+import SyncStoreSupport
 
 /// OAuth 2.0 token endpoint and bearer-token checks (password and refresh_token grants).
 final class Auth: @unchecked Sendable {
@@ -9,7 +10,7 @@ final class Auth: @unchecked Sendable {
     private let lock = NSLock()
     private var accessTokens: [String: Int64] = [:]   // token -> expiry (ms)
     private var refreshTokens: Set<String> = []
-    private var rng = SplitMix64(seed: UInt64(SFTime.nowMillis()))
+    private var rng = SplitMix64(seed: UInt64(Clock.nowMillis()))
     static let orgId = "00D000000000001AAA"
     static let userId = "005000000000001AAA"
 
@@ -33,7 +34,7 @@ final class Auth: @unchecked Sendable {
         if let fixedToken, token == fixedToken { return true }
         return lock.withLock {
             guard let expiry = accessTokens[token] else { return false }
-            if expiry < SFTime.nowMillis() {
+            if expiry < Clock.nowMillis() {
                 accessTokens[token] = nil
                 return false
             }
@@ -67,7 +68,7 @@ final class Auth: @unchecked Sendable {
         default:
             return oauthError(400, "unsupported_grant_type", "grant type not supported")
         }
-        let now = SFTime.nowMillis()
+        let now = Clock.nowMillis()
         let access = lock.withLock {
             let t = "\(Auth.orgId.prefix(15))!" + randomToken(96)
             accessTokens[t] = now + lifetimeMillis

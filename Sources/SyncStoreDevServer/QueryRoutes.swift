@@ -1,4 +1,5 @@
 import Foundation
+import SyncStoreSupport
 
 /// Open query locators. Results are snapshots taken on the first page, served by slicing.
 final class CursorStore {
@@ -16,20 +17,20 @@ final class CursorStore {
         evict()
         counter += 1
         let locator = String(SFId.make(prefix: "01g", sequence: counter).prefix(15))
-        cursors[locator] = Cursor(result: result, batchSize: batchSize, lastUsed: SFTime.nowMillis())
+        cursors[locator] = Cursor(result: result, batchSize: batchSize, lastUsed: Clock.nowMillis())
         return locator
     }
 
     func get(_ locator: String) -> Cursor? {
         guard var c = cursors[locator] else { return nil }
-        c.lastUsed = SFTime.nowMillis()
+        c.lastUsed = Clock.nowMillis()
         cursors[locator] = c
         return c
     }
 
     /// Idle cursors expire as in the API; the oldest go first past a memory budget.
     private func evict() {
-        let now = SFTime.nowMillis()
+        let now = Clock.nowMillis()
         cursors = cursors.filter { now - $0.value.lastUsed < CursorStore.idleMillis }
         var total = cursors.values.reduce(0) { $0 + $1.result.data.count }
         while total > CursorStore.maxBytes, let oldest = cursors.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {

@@ -1,4 +1,5 @@
 import Foundation
+import SyncStoreSupport
 
 /// `sobjects/...`: describe, record CRUD, upsert by external id, updated/deleted.
 extension API {
@@ -136,7 +137,7 @@ extension API {
     func externalIdValue(_ field: FieldDef, _ raw: String) -> SQLValue {
         switch field.type {
         case .int: return Int64(raw).map { .int($0) } ?? .text(raw)
-        case .double, .currency, .percent: return Double(raw).map { .double($0) } ?? .text(raw)
+        case .double, .currency, .percent: return Double(raw).map { .real($0) } ?? .text(raw)
         default: return .text(raw)
         }
     }
@@ -210,7 +211,7 @@ extension API {
         if deleted {
             return APIResponse(status: 200, json: .object([
                 ("deletedRecords", .array(rows.map { .object([("id", .string($0.0)), ("deletedDate", .string($0.1))]) })),
-                ("earliestDateAvailable", .string(SFTime.format(millis: Int64(SFTime.days(year: 2020, month: 1, day: 1)) * 86_400_000))),
+                ("earliestDateAvailable", .string(SFTime.format(millis: Int64(CivilDate.days(year: 2020, month: 1, day: 1)) * 86_400_000))),
                 ("latestDateCovered", .string(latest)),
             ]))
         }

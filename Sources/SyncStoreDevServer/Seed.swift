@@ -1,4 +1,5 @@
 import Foundation
+import SyncStoreSupport
 
 /// Deterministic, realistic sample data for `--seed Type=N,...` and `--import FILE`.
 
@@ -80,13 +81,13 @@ struct Seeder {
             guard let target = f.referenceTo.flatMap({ store.schema.object($0) }) else { continue }
             let s = try store.db.prepare("SELECT \"Id\" FROM \(target.tableName) WHERE \"IsDeleted\" = 0 ORDER BY seq", cached: false)
             var ids: [String] = []
-            while try s.step() { if let id = s.text(0) { ids.append(id) } }
+            while try s.step() { if let id = s.optionalText(0) { ids.append(id) } }
             parentIds[f.name] = ids
         }
         let roles = obj.fields.filter { !$0.system && $0.createable }.map { ($0, role($0, obj: obj)) }
         // Fixed base time: seeds must not depend on the clock. Seeded rows may share a
         // LastModifiedDate (as bulk-loaded rows do in real orgs); API writes never do.
-        let base = Int64(SFTime.days(year: 2025, month: 1, day: 1)) * 86_400_000 + Int64(fnv1a(obj.name) % 1000)
+        let base = Int64(CivilDate.days(year: 2025, month: 1, day: 1)) * 86_400_000 + Int64(fnv1a(obj.name) % 1000)
         var maxStamp: Int64 = 0
         try store.db.exec("BEGIN")
         do {
@@ -141,16 +142,16 @@ struct Seeder {
         case .int:
             return .int(Int64(1 + rng.int(10_000)))
         case .double:
-            return .double(Double(rng.int(100_000)) / 100)
+            return .real(Double(rng.int(100_000)) / 100)
         case .currency:
-            return .double(Double(1000 + rng.int(5_000_000)))
+            return .real(Double(1000 + rng.int(5_000_000)))
         case .percent:
-            return .double(Double(rng.int(11) * 10))
+            return .real(Double(rng.int(11) * 10))
         case .date:
             let year = role == .birthdate ? 1950 + rng.int(50) : 2024 + rng.int(3)
-            return .text(SFTime.formatDate(days: SFTime.days(year: year, month: 1 + rng.int(12), day: 1 + rng.int(28))))
+            return .text(Timestamp.formatDate(days: CivilDate.days(year: year, month: 1 + rng.int(12), day: 1 + rng.int(28))))
         case .datetime:
-            return .text(SFTime.format(millis: Int64(SFTime.days(year: 2024 + rng.int(2), month: 1 + rng.int(12), day: 1 + rng.int(28))) * 86_400_000))
+            return .text(SFTime.format(millis: Int64(CivilDate.days(year: 2024 + rng.int(2), month: 1 + rng.int(12), day: 1 + rng.int(28))) * 86_400_000))
         case .picklist:
             return .text(f.picklistValues.isEmpty ? "Value \(rng.int(5))" : rng.pick(f.picklistValues))
         case .email:

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SyncStoreSupport
 
 /// Request context that can close the connection, so faults can drop it.
 struct DevContext: RequestContext {
@@ -43,13 +44,13 @@ struct DevResponder: HTTPResponder {
         // Writes show what they sent and got (bounded): enough to follow one record through a run.
         let detail = method == "GET" || (body.isEmpty && answer.isEmpty) ? ""
             : " sent=\(String(decoding: body.prefix(600), as: UTF8.self)) got=\(String(decoding: answer.prefix(600), as: UTF8.self))"
-        let line = "\(SFTime.format(millis: SFTime.nowMillis())) \(method) \(path) -> \(status) \(SFTime.nowMillis() - started)ms\(faultText)\(detail)\n"
+        let line = "\(SFTime.format(millis: Clock.nowMillis())) \(method) \(path) -> \(status) \(Clock.nowMillis() - started)ms\(faultText)\(detail)\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
     func respond(to request: Request, context: DevContext) async throws -> Response {
         var request = request
-        let started = SFTime.nowMillis()
+        let started = Clock.nowMillis()
         let method = request.method.rawValue
         let path = request.uri.path
         let body: ByteBuffer
@@ -166,7 +167,7 @@ struct DevResponder: HTTPResponder {
         return APIResponse(status: 200, json: .object([
             ("offsetSeconds", seconds),
             ("serverTime", .string(SFTime.format(millis: SFTime.serverNowMillis()))),
-            ("realTime", .string(SFTime.format(millis: SFTime.nowMillis()))),
+            ("realTime", .string(SFTime.format(millis: Clock.nowMillis()))),
         ]))
     }
 

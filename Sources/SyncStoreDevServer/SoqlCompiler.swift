@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// Translates a parsed SOQL query into one SQLite statement whose single result column is the
 /// finished record JSON (built by SQLite's json_object), so the server never materializes
 /// records as Swift values on the query path.
@@ -384,7 +386,7 @@ final class SoqlCompiler {
         case .aggregateCompare(let fn, let arg, let op, let lit):
             let value: SQLValue
             switch lit.value {
-            case .number(let n): value = Int64(n).map { .int($0) } ?? .double(Double(n) ?? 0)
+            case .number(let n): value = Int64(n).map { .int($0) } ?? .real(Double(n) ?? 0)
             case .string(let str, _): value = .text(str)
             case .date(let d): value = .text(d)
             case .datetime(let ms): value = .text(SFTime.format(millis: ms))
@@ -453,17 +455,17 @@ final class SoqlCompiler {
     }
 
     private func boundary(day: Int, _ field: FieldDef) -> SQLValue {
-        field.type == .date ? .text(SFTime.formatDate(days: day)) : .text(SFTime.format(millis: Int64(day) * 86_400_000))
+        field.type == .date ? .text(Timestamp.formatDate(days: day)) : .text(SFTime.format(millis: Int64(day) * 86_400_000))
     }
 
     private func relativeRange(_ name: String, _ n: Int?, offset: Int) throws -> (Int, Int) {
         let t = todayDays
-        let (y, m, _) = SFTime.civil(days: t)
+        let (y, m, _) = CivilDate.civil(days: t)
         func monthStart(_ year: Int, _ month: Int) -> Int {
             var yy = year, mm = month
             while mm < 1 { mm += 12; yy -= 1 }
             while mm > 12 { mm -= 12; yy += 1 }
-            return SFTime.days(year: yy, month: mm, day: 1)
+            return CivilDate.days(year: yy, month: mm, day: 1)
         }
         let k = n ?? 0
         // Weeks start on Sunday (the API's default locale); day 0 (1970-01-01) was a Thursday.
@@ -482,14 +484,14 @@ final class SoqlCompiler {
         case "NEXT_N_WEEKS": return (weekStart + 7, weekStart + 7 + 7 * k)
         case "LAST_N_MONTHS": return (monthStart(y, m - k), monthStart(y, m))
         case "NEXT_N_MONTHS": return (monthStart(y, m + 1), monthStart(y, m + 1 + k))
-        case "LAST_N_YEARS": return (SFTime.days(year: y - k, month: 1, day: 1), SFTime.days(year: y, month: 1, day: 1))
-        case "NEXT_N_YEARS": return (SFTime.days(year: y + 1, month: 1, day: 1), SFTime.days(year: y + 1 + k, month: 1, day: 1))
+        case "LAST_N_YEARS": return (CivilDate.days(year: y - k, month: 1, day: 1), CivilDate.days(year: y, month: 1, day: 1))
+        case "NEXT_N_YEARS": return (CivilDate.days(year: y + 1, month: 1, day: 1), CivilDate.days(year: y + 1 + k, month: 1, day: 1))
         case "THIS_MONTH": return (monthStart(y, m), monthStart(y, m + 1))
         case "LAST_MONTH": return (monthStart(y, m - 1), monthStart(y, m))
         case "NEXT_MONTH": return (monthStart(y, m + 1), monthStart(y, m + 2))
-        case "THIS_YEAR": return (SFTime.days(year: y, month: 1, day: 1), SFTime.days(year: y + 1, month: 1, day: 1))
-        case "LAST_YEAR": return (SFTime.days(year: y - 1, month: 1, day: 1), SFTime.days(year: y, month: 1, day: 1))
-        case "NEXT_YEAR": return (SFTime.days(year: y + 1, month: 1, day: 1), SFTime.days(year: y + 2, month: 1, day: 1))
+        case "THIS_YEAR": return (CivilDate.days(year: y, month: 1, day: 1), CivilDate.days(year: y + 1, month: 1, day: 1))
+        case "LAST_YEAR": return (CivilDate.days(year: y - 1, month: 1, day: 1), CivilDate.days(year: y, month: 1, day: 1))
+        case "NEXT_YEAR": return (CivilDate.days(year: y + 1, month: 1, day: 1), CivilDate.days(year: y + 2, month: 1, day: 1))
         default: throw SoqlError(kind: .malformed, offset: offset, message: "unexpected token: '\(name)'")
         }
     }
@@ -525,12 +527,12 @@ final class SoqlCompiler {
         case (.boolean, .bool(let b)): return .int(b ? 1 : 0)
         case (let t, .number(let s)) where t.isNumeric:
             if let i = Int64(s) { return .int(i) }
-            if let d = Double(s) { return .double(d) }
+            if let d = Double(s) { return .real(d) }
             throw mismatch()
         case (.date, .date(let d)): return .text(d)
         case (.datetime, .datetime(let ms)): return .text(SFTime.format(millis: ms))
         case (.datetime, .date(let d)):
-            guard let days = SFTime.parseDate(d) else { throw mismatch() }
+            guard let days = Timestamp.parseDate(d) else { throw mismatch() }
             return .text(SFTime.format(millis: Int64(days) * 86_400_000))
         case (let t, .string(let s, _)) where t.isText: return .text(s)
         default: throw mismatch()

@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// SOQL (and the SOSL `RETURNING` specs, which reuse it) lexer and recursive-descent parser.
 /// Every failure is a `SoqlError` carrying the offending offset; nothing here traps on input.
 
@@ -122,7 +124,7 @@ struct SoqlLexer {
             return t
         }
         let text = String(decoding: b[start..<end], as: UTF8.self)
-        guard SFTime.parseDate(text) != nil else { return nil }
+        guard Timestamp.parseDate(text) != nil else { return nil }
         i = end
         return Token(kind: .date, text: text, offset: start)
     }

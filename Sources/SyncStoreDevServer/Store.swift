@@ -1,4 +1,5 @@
 import Foundation
+import SyncStoreSupport
 
 /// The record store: one SQLite table per sObject type plus the write rules of the API
 /// (field validation, system fields, soft delete). Callers hold `Store.lock` (see `Store.locked`):
@@ -21,8 +22,8 @@ final class Store: @unchecked Sendable {
         for obj in schema.objects {
             let s = try db.prepare("SELECT coalesce(max(seq), 0), max(SystemModstamp) FROM \(obj.tableName)")
             if try s.step() {
-                nextSeq[obj.name] = s.int(0) + 1
-                if let stamp = s.text(1), let ms = SFTime.parseDateTime(stamp) { clock.advance(past: ms) }
+                nextSeq[obj.name] = s.int64(0) + 1
+                if let stamp = s.optionalText(1), let ms = SFTime.parseDateTime(stamp) { clock.advance(past: ms) }
             }
         }
     }
@@ -42,7 +43,7 @@ final class Store: @unchecked Sendable {
         // A schema that gained fields since the database file was made: add the columns.
         var existing = Set<String>()
         let info = try db.prepare("PRAGMA table_xinfo(\(obj.tableName))", cached: false)
-        while try info.step() { if let n = info.text(1) { existing.insert(n.lowercased()) } }
+        while try info.step() { if let n = info.optionalText(1) { existing.insert(n.lowercased()) } }
         for f in custom where !existing.contains(f.name.lowercased()) {
             try db.exec("ALTER TABLE \(obj.tableName) ADD COLUMN \(columnDDL(f, obj))")
         }
@@ -97,7 +98,7 @@ final class Store: @unchecked Sendable {
         let s = try db.prepare("SELECT \"Id\", \"IsDeleted\", \"LastModifiedDate\", \"SystemModstamp\" FROM \(obj.tableName) WHERE \"Id\" = ?1")
         try s.bind([.text(id)])
         guard try s.step() else { return nil }
-        return RecordMeta(id: s.text(0) ?? id, isDeleted: s.int(1) != 0, lastModified: s.text(2) ?? "", systemModstamp: s.text(3) ?? "")
+        return RecordMeta(id: s.optionalText(0) ?? id, isDeleted: s.int64(1) != 0, lastModified: s.text(2), systemModstamp: s.text(3))
     }
 
     /// Looks up live records by an external id (or any unique-ish) field.
@@ -105,7 +106,7 @@ final class Store: @unchecked Sendable {
         let s = try db.prepare("SELECT \"Id\" FROM \(obj.tableName) WHERE \"\(field.name)\" = ?1 AND \"IsDeleted\" = 0 LIMIT 5")
         try s.bind([value])
         var out: [String] = []
-        while try s.step() { if let id = s.text(0) { out.append(id) } }
+        while try s.step() { if let id = s.optionalText(0) { out.append(id) } }
         return out
     }
 
@@ -194,15 +195,15 @@ final class Store: @unchecked Sendable {
             }
         case .double, .currency, .percent:
             switch v {
-            case .int(let i): return .double(Double(i))
-            case .double(let d): return .double(d)
-            case .string(let s): if let d = Double(s), d.isFinite { return .double(d) }; throw parseError()
+            case .int(let i): return .real(Double(i))
+            case .double(let d): return .real(d)
+            case .string(let s): if let d = Double(s), d.isFinite { return .real(d) }; throw parseError()
             default: throw parseError()
             }
         case .date:
             guard case .string(let s) = v else { throw parseError() }
-            if let d = SFTime.parseDate(String(s.prefix(10))), s.count == 10 || SFTime.parseDateTime(s) != nil {
-                return .text(SFTime.formatDate(days: d))
+            if let d = Timestamp.parseDate(String(s.prefix(10))), s.count == 10 || SFTime.parseDateTime(s) != nil {
+                return .text(Timestamp.formatDate(days: d))
             }
             throw APIError.jsonParser("Cannot deserialize value of type `java.util.Date` from String \"\(s)\": expected format \"yyyy-MM-dd\"")
         case .datetime:
@@ -262,7 +263,8 @@ final class Store: @unchecked Sendable {
         while true {
             let id = explicitId ?? SFId.make(prefix: obj.keyPrefix, sequence: seq)
             do {
-                try s.run([.int(seq), .text(id), .int(0), .text(created ?? mod), .text(mod), .text(mod)] + values.map { $0.1 })
+                try s.bind([.int(seq), .text(id), .int(0), .text(created ?? mod), .text(mod), .text(mod)] + values.map { $0.1 })
+                try s.run()
                 nextSeq[obj.name] = seq + 1
                 if track { touch(obj.name, id) }
                 return id
@@ -280,7 +282,8 @@ final class Store: @unchecked Sendable {
         var sets = ["\"LastModifiedDate\" = ?1", "\"SystemModstamp\" = ?1"]
         for (i, (f, _)) in values.enumerated() { sets.append("\"\(f.name)\" = ?\(i + 3)") }
         let s = try db.prepare("UPDATE \(obj.tableName) SET \(sets.joined(separator: ", ")) WHERE \"Id\" = ?2 AND \"IsDeleted\" = 0")
-        try s.run([.text(stamp), .text(id)] + values.map { $0.1 })
+        try s.bind([.text(stamp), .text(id)] + values.map { $0.1 })
+        try s.run()
         touch(obj.name, id)
     }
 
@@ -289,7 +292,8 @@ final class Store: @unchecked Sendable {
     func delete(_ obj: SObjectDef, id: String, depth: Int = 0) throws {
         let stamp = SFTime.format(millis: clock.next())
         let s = try db.prepare("UPDATE \(obj.tableName) SET \"IsDeleted\" = 1, \"LastModifiedDate\" = ?1, \"SystemModstamp\" = ?1 WHERE \"Id\" = ?2")
-        try s.run([.text(stamp), .text(id)])
+        try s.bind([.text(stamp), .text(id)])
+        try s.run()
         recent[obj.name]?.removeAll { $0 == id }
         guard depth < 8 else { return }
         for child in schema.objects {
@@ -297,13 +301,14 @@ final class Store: @unchecked Sendable {
                 let find = try db.prepare("SELECT \"Id\" FROM \(child.tableName) WHERE \"\(f.name)\" = ?1 AND \"IsDeleted\" = 0", cached: false)
                 try find.bind([.text(id)])
                 var ids: [String] = []
-                while try find.step() { if let c = find.text(0) { ids.append(c) } }
+                while try find.step() { if let c = find.optionalText(0) { ids.append(c) } }
                 for c in ids {
                     if f.cascadeDelete {
                         try delete(child, id: c, depth: depth + 1)
                     } else {
                         let clear = try db.prepare("UPDATE \(child.tableName) SET \"\(f.name)\" = NULL, \"LastModifiedDate\" = ?1, \"SystemModstamp\" = ?1 WHERE \"Id\" = ?2")
-                        try clear.run([.text(SFTime.format(millis: clock.next())), .text(c)])
+                        try clear.bind([.text(SFTime.format(millis: clock.next())), .text(c)])
+                        try clear.run()
                     }
                 }
             }
@@ -324,14 +329,14 @@ final class Store: @unchecked Sendable {
         let s = try db.prepare(q.sql)
         try s.bind(q.binds)
         if q.countOnly {
-            let n = try s.step() ? Int(s.int(0)) : 0
+            let n = try s.step() ? Int(s.int64(0)) : 0
             s.reset()
             return QueryResult(countOnly: n)
         }
         var result = QueryResult()
         while try s.step() {
             result.starts.append(result.data.count)
-            s.appendText(0, to: &result.data)
+            result.data.append(contentsOf: s.textBytes(0))
             result.data.append(UInt8(ascii: ","))
         }
         s.reset()
@@ -340,7 +345,7 @@ final class Store: @unchecked Sendable {
 
     func count(_ obj: SObjectDef) throws -> Int {
         let s = try db.prepare("SELECT count(*) FROM \(obj.tableName)")
-        return try s.step() ? Int(s.int(0)) : 0
+        return try s.step() ? Int(s.int64(0)) : 0
     }
 
     /// Ids of records changed / deleted in [start, end), for `updated` and `deleted`.
@@ -348,7 +353,7 @@ final class Store: @unchecked Sendable {
         let s = try db.prepare("SELECT \"Id\", \"SystemModstamp\" FROM \(obj.tableName) WHERE \"IsDeleted\" = ?1 AND \"SystemModstamp\" >= ?2 AND \"SystemModstamp\" < ?3 ORDER BY \"SystemModstamp\" LIMIT 600000")
         try s.bind([.int(deleted ? 1 : 0), .text(start), .text(end)])
         var out: [(String, String)] = []
-        while try s.step() { out.append((s.text(0) ?? "", s.text(1) ?? "")) }
+        while try s.step() { out.append((s.text(0), s.text(1))) }
         return out
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStoreSupport
 
 /// `status`: the sync states of a store.
 struct StatusCommand: ParsableCommand {

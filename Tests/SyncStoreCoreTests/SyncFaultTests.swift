@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import CJansson
 @testable import SyncStoreCore
+import SyncStoreSupport
 
 final class SyncFaultTests: StoreTestCase {
     let contactSpecs = #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"},{"path":"__local__","type":"string"}]"#

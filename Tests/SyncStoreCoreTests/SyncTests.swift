@@ -4,6 +4,7 @@ import XCTest
 import Foundation
 import Glibc
 @testable import SyncStoreCore
+import SyncStoreSupport
 
 final class SoqlRewriterTests: XCTestCase {
     // docs/sync.md#incremental-sync: Id and LastModifiedDate added, ORDER BY added when missing

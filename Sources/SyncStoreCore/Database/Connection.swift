@@ -1,10 +1,11 @@
 import CSQLite
 import CSyncStoreCipher
 import Glibc
+import SyncStoreSupport
 
 /// One SQLite connection. Not thread-safe by itself: the store hands each connection to one
 /// thread at a time (the writer under its lock, readers through a pool).
-final class Connection {
+final class Connection: SQLiteErrorReporter {
     /// How long a statement waits for another connection's lock before SQLITE_BUSY.
     static let busyTimeoutMs: Int32 = 10_000
 
@@ -13,7 +14,7 @@ final class Connection {
     /// Opened for reading only (a reader of the pool).
     let readOnly: Bool
     var path: String { file.path }
-    private var statementCache: [String: Statement] = [:]
+    private var statementCache = StatementCache()
 
     init(file: DatabaseFile, readOnly: Bool) throws {
         var handle: OpaquePointer?
@@ -117,6 +118,8 @@ final class Connection {
         return StoreError(code, "\(context): \(errorMessage)\(advice)", retryable: code == .busy)
     }
 
+    func sqliteError(_ code: Int32, _ context: String) -> any Error { error(code, context) }
+
     /// What a storage failure means and what to do, from SQLite's code and the OS error under it.
     private static func storageAdvice(_ primary: Int32, _ db: OpaquePointer, path: String) -> String {
         let os = (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) ? sqlite3_system_errno(db) : 0
@@ -134,45 +137,28 @@ final class Connection {
 
     /// Runs SQL without results (may hold several statements). Only for trusted SQL.
     func execute(_ sql: String) throws {
-        var message: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(db, sql, nil, nil, &message)
-        if rc != SQLITE_OK {
-            let text = message.map { String(cString: $0) } ?? errorMessage
-            sqlite3_free(message)
-            throw error(rc, text == errorMessage ? "SQL failed" : "SQL failed (\(text))")
+        if let failure = sqliteExec(db, sql) {
+            throw error(failure.code, failure.message == errorMessage ? "SQL failed" : "SQL failed (\(failure.message))")
         }
     }
 
     /// A prepared statement for trusted SQL, cached per connection.
     func cached(_ sql: String) throws -> Statement {
-        if let statement = statementCache[sql] {
-            statement.reset()
-            return statement
-        }
-        let statement = try Statement(connection: self, sql: sql)
-        statementCache[sql] = statement
-        return statement
+        try statementCache.statement(sql) { try prepare(sql) }
     }
 
     /// Forgets cached statements (after schema changes that drop tables).
     func clearCache() { statementCache.removeAll() }
 
-    func prepare(_ sql: String) throws -> Statement { try Statement(connection: self, sql: sql) }
+    func prepare(_ sql: String) throws -> Statement { try Statement(db: db, sql: sql, reporter: self) }
 
     var lastInsertRowId: Int64 { sqlite3_last_insert_rowid(db) }
     var changes: Int { Int(sqlite3_changes(db)) }
 
     /// Runs `body` in one IMMEDIATE transaction; rolls back on any error.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
-            throw error
-        }
+        try sqliteTransaction(begin: { try execute("BEGIN IMMEDIATE") }, commit: { try execute("COMMIT") },
+                              rollback: { _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil) }, body)
     }
 
     func scalarInt(_ sql: String, _ bindings: [SQLValue] = []) throws -> Int64? {
@@ -186,113 +172,3 @@ final class Connection {
 
 /// The file was replaced while the connection opened (see `Connection.hasMoved`): open again.
 struct DatabaseFileReplaced: Error {}
-
-/// A value bound to or read from SQLite.
-enum SQLValue {
-    case null
-    case int(Int64)
-    case real(Double)
-    case text(String)
-}
-
-final class Statement {
-    let handle: OpaquePointer
-    unowned let connection: Connection
-
-    init(connection: Connection, sql: String) throws {
-        var handle: OpaquePointer?
-        let rc = sqlite3_prepare_v2(connection.db, sql, -1, &handle, nil)
-        guard rc == SQLITE_OK, let handle else {
-            throw connection.error(rc, "Cannot prepare statement")
-        }
-        self.handle = handle
-        self.connection = connection
-    }
-
-    deinit { sqlite3_finalize(handle) }
-
-    func reset() {
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
-    }
-
-    func bind(_ values: [SQLValue], from start: Int32 = 1) throws {
-        var index = start
-        for value in values {
-            try bind(value, at: index)
-            index += 1
-        }
-    }
-
-    func bind(_ value: SQLValue, at index: Int32) throws {
-        let rc: Int32
-        switch value {
-        case .null: rc = sqlite3_bind_null(handle, index)
-        case .int(let v): rc = sqlite3_bind_int64(handle, index, v)
-        case .real(let v): rc = sqlite3_bind_double(handle, index, v)
-        case .text(let s):
-            rc = s.withCString { csqlite_bind_text_transient(handle, index, $0, Int32(clamping: s.utf8.count)) }
-        }
-        if rc != SQLITE_OK { throw connection.error(rc, "Cannot bind parameter \(index)") }
-    }
-
-    /// Binds `length` bytes of UTF-8 text (copied by SQLite).
-    func bindText(_ text: UnsafePointer<CChar>, length: Int, at index: Int32) throws {
-        let rc = csqlite_bind_text_transient(handle, index, text, Int32(clamping: length))
-        if rc != SQLITE_OK { throw connection.error(rc, "Cannot bind parameter \(index)") }
-    }
-
-    /// Binds `length` bytes of UTF-8 text without copying: they must stay valid until the
-    /// statement has been stepped and reset or bound again.
-    func bindTextNoCopy(_ text: UnsafePointer<UInt8>, length: Int, at index: Int32) throws {
-        let rc = text.withMemoryRebound(to: CChar.self, capacity: length) {
-            sqlite3_bind_text(handle, index, $0, Int32(clamping: length), nil)
-        }
-        if rc != SQLITE_OK { throw connection.error(rc, "Cannot bind parameter \(index)") }
-    }
-
-    /// Steps once: true when a row is available, false when done.
-    func step() throws -> Bool {
-        let rc = sqlite3_step(handle)
-        switch rc {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
-        default: throw connection.error(rc, "Statement failed")
-        }
-    }
-
-    /// Steps a statement that returns no rows, then resets it and clears its bindings (so no
-    /// text bound without a copy is referenced after the caller's buffer is gone).
-    func run() throws {
-        defer { reset() }
-        _ = try step()
-    }
-
-    var columnCount: Int32 { sqlite3_column_count(handle) }
-    func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
-    func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
-    func double(_ i: Int32) -> Double { sqlite3_column_double(handle, i) }
-    func type(_ i: Int32) -> Int32 { sqlite3_column_type(handle, i) }
-    func declaredType(_ i: Int32) -> String? { sqlite3_column_decltype(handle, i).map { String(cString: $0) } }
-
-    func text(_ i: Int32) -> String {
-        guard let p = sqlite3_column_text(handle, i) else { return "" }
-        let n = Int(sqlite3_column_bytes(handle, i))
-        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
-    }
-
-    /// Raw UTF-8 bytes of a text column, valid until the next step/reset.
-    func textBytes(_ i: Int32) -> UnsafeBufferPointer<UInt8> {
-        guard let p = sqlite3_column_text(handle, i) else { return UnsafeBufferPointer(start: nil, count: 0) }
-        return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, i)))
-    }
-
-    func value(_ i: Int32) -> SQLValue {
-        switch type(i) {
-        case SQLITE_INTEGER: return .int(int64(i))
-        case SQLITE_FLOAT: return .real(double(i))
-        case SQLITE_NULL: return .null
-        default: return .text(text(i))
-        }
-    }
-}

@@ -1,4 +1,5 @@
 import CSQLite
+import SyncStoreSupport
 
 /// Bounds how long statements run on a connection. SQLite calls the progress handler every
 /// 10,000 virtual machine steps; past the deadline the running statement fails with

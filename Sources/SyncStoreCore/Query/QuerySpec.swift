@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// A parsed query spec (docs/queries.md#query-specs).
 public struct QuerySpec {
     public enum QueryType: String { case exact, range, like, match, smart }

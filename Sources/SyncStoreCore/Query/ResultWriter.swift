@@ -1,6 +1,7 @@
 import CSQLite
 import CJansson
 import Glibc
+import SyncStoreSupport
 
 /// Writes query rows as JSON text. Entry rows are copied as stored (no parse); value rows are
 /// built with jansson, and a column whose declared type is the soup column's is parsed back into

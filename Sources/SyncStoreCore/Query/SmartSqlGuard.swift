@@ -1,4 +1,5 @@
 import CSQLite
+import SyncStoreSupport
 
 /// Makes sure Smart SQL from a host can only read: one SELECT, no parameters, no PRAGMA,
 /// ATTACH, writes, schema changes or recursive CTEs (an unbounded WITH RECURSIVE would hang).

@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// SQL for one page of a query spec, plus the SQL that counts all its rows.
 struct QueryPlan {
     enum Rows {

@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import SyncStoreSupport
 
 /// One HTTP exchange.
 struct HTTPRequest {
@@ -27,15 +28,6 @@ struct HTTPResponse {
             return try JSONDocument.parse(bytes: base, length: raw.count, what: what)
         }
     }
-}
-
-/// A cancellation flag shared between the sync that owns a transfer and whoever stops it.
-public final class CancelFlag: @unchecked Sendable {
-    private let lock = Lock()
-    private var cancelled = false
-    public init() {}
-    public var isCancelled: Bool { lock.withLock { cancelled } }
-    public func cancel() { lock.withLock { cancelled = true } }
 }
 
 /// Transport settings of a remote.
@@ -180,7 +172,7 @@ private let headerReader: ccurl_write_fn = { data, size, count, context in
         sink.date = nil
         sink.contentType = nil
     } else if line.count > 5, line.prefix(5).lowercased() == "date:" {
-        sink.date = Timestamp.parseHTTPDate(String(line.dropFirst(5)).trimmingSpaces())
+        sink.date = HTTPDate.parse(String(line.dropFirst(5)).trimmingSpaces())
     } else if line.count > 13, line.prefix(13).lowercased() == "content-type:" {
         sink.contentType = String(line.dropFirst(13)).trimmingSpaces()
     }

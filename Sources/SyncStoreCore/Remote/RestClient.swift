@@ -1,4 +1,5 @@
 import Glibc
+import SyncStoreSupport
 
 /// The Salesforce REST API as the sync engine uses it: bearer auth with one refresh-and-retry
 /// on 401, bounded retries with backoff for idempotent requests, and the API's error shapes

@@ -1,6 +1,7 @@
 import CJansson
 import CSQLite
 import Glibc
+import SyncStoreSupport
 
 /// Writes the entries of one upsert call with statements prepared once for the batch
 /// (docs/smartstore.md#upsert-retrieve-remove). Runs inside the caller's transaction on the writer connection.

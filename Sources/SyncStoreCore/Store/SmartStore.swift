@@ -1,6 +1,7 @@
 import CJansson
 import CSQLite
 import Glibc
+import SyncStoreSupport
 
 /// One store: a SQLite database of soups (docs/smartstore.md, docs/queries.md). Thread-safe: writes are serialized
 /// on one writer connection, each in one transaction; reads use a pool of read-only

@@ -1,4 +1,5 @@
 import CJansson
+import SyncStoreSupport
 
 /// Dot-separated paths into soup entries ("Account.Name") and their projection (docs/smartstore.md#soups-and-index-specs).
 enum SoupPath {

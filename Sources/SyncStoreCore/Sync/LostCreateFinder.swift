@@ -1,4 +1,5 @@
 import CJansson
+import SyncStoreSupport
 
 /// Finds the server records made by creates whose answers never arrived (a dropped
 /// connection, a crash before the outcome was stored), so a retry adopts them instead of

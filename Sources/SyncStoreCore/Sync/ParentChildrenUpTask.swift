@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// Sync up of parents with their children through `POST composite` (docs/sync.md#sync-up-targets):
 /// `{"type":"parent_children", "parent": {"sobjectType","soupName","idFieldName"?,
 ///   "modificationDateFieldName"?}, "children": {"sobjectType","soupName","parentIdFieldName",
@@ -10,39 +12,6 @@
 /// children, and the rewrite of temporary parent ids in children, commit in one transaction.
 /// Creates are marked before the request as in SyncUpTask, so after a lost answer a re-run
 /// adopts the parent and children the first request made instead of creating them twice.
-/// A parent_children sync up target, read and checked (when the sync is created, and for each
-/// run): each side is a single-record target on its own soup.
-struct ParentChildrenUpTarget {
-    let parent: SyncUpTarget
-    let children: SyncUpTarget
-    let parentSoup: String
-    let childSoup: String
-    let parentIdFieldName: String
-
-    init(_ targetJSON: String) throws {
-        let doc = try JSONDocument.parse(targetJSON, what: "sync up target")
-        let root = doc.root
-        let registry = CustomTargetRegistry()
-        func side(_ key: String, create: String, update: String) throws -> (SyncUpTarget, String, JSON) {
-            guard let json = root[key], json.isObject else { throw StoreError.argument("A parent_children sync up target needs \"\(key)\"") }
-            let common = try TargetCommon(json)
-            let soup = try common.required("soupName")
-            let sideDoc = JSONDocument.object()
-            sideDoc.root.set("type", owned: JSONMake.string("single"))
-            sideDoc.root.set("sobjectType", owned: JSONMake.string(try common.required("sobjectType")))
-            sideDoc.root.set("idFieldName", owned: JSONMake.string(common.idFieldName))
-            sideDoc.root.set("modificationDateFieldName", owned: JSONMake.string(common.modificationDateFieldName))
-            if let v = root[create] { sideDoc.root.set("createFieldlist", owned: v.retained()) }
-            if let v = root[update] { sideDoc.root.set("updateFieldlist", owned: v.retained()) }
-            return (try SyncUpTarget.parse(sideDoc.root.dump(), customTargets: registry), soup, json)
-        }
-        (parent, parentSoup, _) = try side("parent", create: "parentCreateFieldlist", update: "parentUpdateFieldlist")
-        let childJSON: JSON
-        (children, childSoup, childJSON) = try side("children", create: "childrenCreateFieldlist", update: "childrenUpdateFieldlist")
-        parentIdFieldName = try TargetCommon(childJSON).required("parentIdFieldName")
-    }
-}
-
 struct ParentChildrenUpTask {
     static let maxSubrequests = 25
     let ctx: SyncContext

@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// Rewrites a sync down SOQL query (docs/sync.md#incremental-sync): adds the id and modification-date fields to
 /// the SELECT, a timestamp filter for incremental runs (parenthesized, so a WHERE with OR keeps
 /// its meaning), and ORDER BY the modification date when the query has no ORDER BY.

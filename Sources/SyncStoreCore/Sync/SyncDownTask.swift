@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// One run of a sync down (docs/sync.md#sync-down): pages are fetched, each written in one transaction
 /// together with the sync state, while the next page is already being fetched. maxTimeStamp
 /// only ever names a point below which every record is stored: page by page when the target's

@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// Status updates: the whole state as JSON text, valid during the call.
 public typealias SyncCallback = @Sendable (String) -> Void
 

@@ -1,4 +1,5 @@
 import CJansson
+import SyncStoreSupport
 
 /// The persisted state of one sync (docs/sync.md#sync-state). Stored as an entry of the soup `syncs_soup`,
 /// whose `_soupEntryId` is the sync id, so syncs survive restarts.

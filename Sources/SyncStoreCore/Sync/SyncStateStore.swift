@@ -1,3 +1,5 @@
+import SyncStoreSupport
+
 /// Reads and writes sync states in the store's `syncs_soup` (indexed on type, name, status, as
 /// in the SDK). Saves can join the caller's transaction so a page and its state commit together.
 final class SyncStateStore: @unchecked Sendable {

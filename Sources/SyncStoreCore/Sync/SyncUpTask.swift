@@ -1,4 +1,5 @@
 import CJansson
+import SyncStoreSupport
 
 /// One run of a sync up (docs/sync.md#sync-up). Dirty entries are pushed in batches (sObject
 /// Collections) or one by one; each batch's outcome is committed in one transaction that

@@ -1,0 +1,11 @@
+/// One page of a sync down. `owner` keeps the parsed response (and so the records) alive.
+struct DownPage {
+    let owner: [JSONDocument]
+    let groups: [RecordGroup]
+    /// Total records the server announced (first page), nil when unknown.
+    let totalSize: Int64?
+    /// Continuation for the next page, nil on the last one.
+    let next: String?
+
+    var recordCount: Int { groups.reduce(0) { $0 + $1.count } }
+}
