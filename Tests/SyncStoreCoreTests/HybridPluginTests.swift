@@ -4,6 +4,7 @@
 import XCTest
 import Glibc
 @testable import SyncStoreCore
+import SyncStoreSupport
 
 final class HybridPluginTests: StoreTestCase {
     /// Runs one call, collecting every answer it makes (there must be one).
