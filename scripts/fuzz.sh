@@ -51,7 +51,7 @@ module CSyncStoreCipher {
     export *
 }
 MAP
-    local includes=(-I "$OUT/modules" -I Sources/CSQLite -I Sources/CJansson -I Sources/CCurl)
+    local includes=(-I "$OUT/modules" -I Sources/CSQLite -I Sources/CJansson -I Sources/CCurl -I Sources/CSyncStoreABI)
     if stale "$OUT/cipher_vfs.o" Sources/CSyncStoreCipher "$0"; then
         echo "== fuzz build: page codec"
         "$CLANG" -c -O2 -g -fsanitize=fuzzer-no-link,address,undefined -I Sources/CSyncStoreCipher/include \
@@ -71,7 +71,7 @@ MAP
             "${sources[@]}" -o "$OUT/$name.o"
     }
     swift_module SyncStoreSupport
-    swift_module SyncStoreCore "$OUT/SyncStoreSupport.o"
+    swift_module SyncStoreCore "$OUT/SyncStoreSupport.o" include/syncstore.h
     for t in "${targets[@]}"; do
         if [ -f "$FUZZ/targets/$t.swift" ]; then
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.swift" "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$OUT/SyncStoreCore.o" \

@@ -23,10 +23,13 @@ public func fuzzStoreConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         return 0
     }
     let doc = fuzzSetup("reparse") { try JSONDocument.parse(text) }
+    // Every soup is checked before any is removed: a name may come twice (the second is skipped).
+    var names: [String] = []
     for item in doc.root["soups"]?.elements ?? [] {
         guard let name = item["soupName"]?.string else { fuzzFail("accepted a soup without a name") }
         if !store.soupExists(name) { fuzzFail("soup '\(name)' of an accepted config is missing") }
-        if name != fuzzSoup { fuzzSetup("removeSoup") { try store.removeSoup(name) } }
+        if name != fuzzSoup && !names.contains(name) { names.append(name) }
     }
+    for name in names { fuzzSetup("removeSoup") { try store.removeSoup(name) } }
     return 0
 }
