@@ -22,46 +22,37 @@ struct SyncDownTask {
             let pending = try task.adoptLostCreates(info: info)
             if !pending.isEmpty { lostCreates = LostCreates(task: task, info: info, pending: pending) }
         }
-        var page = try target.firstPage(ctx, since: since)
-        state.totalSize = page.totalSize ?? -1
+        let first = try target.firstPage(ctx, since: since)
+        state.totalSize = first.totalSize ?? -1
         var saved: Int64 = 0
         var newest = state.maxTimeStamp
         var locators = PageLocators()
         var emptyPages = 0
         let checkpoint = BackgroundCheckpoint(file: ctx.store.file)
+        let target = self.target, ctx = self.ctx
+        let feed = PageFeed(first: first, ahead: fetchesAhead, cancel: ctx.cancel) { current in
+            let next = try target.nextPage(ctx, after: current)
+            checkpoint.transactionWritten()
+            return next
+        }
+        defer { feed.close() } // the fetch thread must not outlive the run
         while true {
             try checkStopped()
-            let current = page
-            try locators.check(current.next)
-            emptyPages = current.recordCount == 0 && current.next != nil ? emptyPages + 1 : 0
-            if emptyPages > SyncDownTask.maxEmptyPages {
-                throw StoreError(.server, "The server sent \(emptyPages) pages in a row with no records but a next page; paging stopped so the sync cannot loop forever. Run the sync again later")
+            let pages = try feed.take(maxRecords: SyncDownTask.maxRecordsPerTransaction)
+            guard let lastPage = pages.last else { return }
+            for page in pages {
+                try locators.check(page.next)
+                emptyPages = page.recordCount == 0 && page.next != nil ? emptyPages + 1 : 0
+                if emptyPages > SyncDownTask.maxEmptyPages {
+                    throw StoreError(.server, "The server sent \(emptyPages) pages in a row with no records but a next page; paging stopped so the sync cannot loop forever. Run the sync again later")
+                }
+                saved += Int64(page.recordCount)
             }
-            let last = current.next == nil
-            let prefetch = !last && fetchesAhead ? Prefetch {
-                let next = try target.nextPage(ctx, after: current)
-                checkpoint.transactionWritten()
-                return next
-            } : nil
-            do {
-                saved += Int64(current.recordCount)
-                state.progress = progress(saved: saved, total: state.totalSize, last: last)
-                try write(current, state: &state, newest: &newest, last: last, lostCreates: &lostCreates)
-            } catch {
-                // The prefetch must not outlive the run.
-                ctx.cancel.cancel()
-                _ = try? prefetch?.join()
-                throw error
-            }
+            let last = lastPage.next == nil
+            state.progress = progress(saved: saved, total: state.totalSize, last: last)
+            try write(pages, state: &state, newest: &newest, last: last, lostCreates: &lostCreates)
             emit(state)
             if last { return }
-            if let prefetch {
-                page = try prefetch.join()
-            } else {
-                try checkStopped()
-                page = try target.nextPage(ctx, after: current)
-                checkpoint.transactionWritten()
-            }
         }
     }
 
@@ -71,6 +62,9 @@ struct SyncDownTask {
     private var fetchesAhead: Bool { !(target is CustomDownTarget) }
 
     static let maxEmptyPages = 100
+    /// The most records one transaction takes from pages fetched ahead (a single larger page is
+    /// still written whole).
+    static let maxRecordsPerTransaction = 10_000
 
     /// A sync up target with the same id and modification-date fields.
     private static func upTargetJSON(_ target: SyncDownTarget) -> String {
@@ -90,9 +84,9 @@ struct SyncDownTask {
         if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
     }
 
-    /// Writes one page and the state in a single transaction. `newest` is the latest
+    /// Writes pages and the state in a single transaction. `newest` is the latest
     /// modification date seen in this run; the state's maxTimeStamp takes it when that is safe.
-    private func write(_ page: DownPage, state: inout SyncState, newest: inout Int64, last: Bool,
+    private func write(_ pages: [DownPage], state: inout SyncState, newest: inout Int64, last: Bool,
                        lostCreates: inout LostCreates?) throws {
         try checkStopped()
         var next = state
@@ -101,28 +95,8 @@ struct SyncDownTask {
         let members = LocalFlags.cleanMembers(syncId: ctx.syncId)
         try ctx.store.write { db in
             let now = Clock.nowMillis()
-            if let lost = lostCreates {
-                for group in page.groups where group.count > 0 && group.soupName == lost.info.name {
-                    let trees = try SyncDownTask.trees(group)
-                    stillPending = try lost.task.adopt(records: trees.records, idFieldName: group.idFieldName,
-                                                       pending: stillPending ?? [], db: db, info: lost.info)
-                }
-            }
-            for group in page.groups where group.count > 0 {
-                let info = try ctx.store.requireSoup(group.soupName)
-                try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,
-                                              leaveIfChanged: options.mergeMode == .leaveIfChanged) { writer in
-                    if !(target is CustomDownTarget) { writer.ruleErrorCode = .server }
-                    if let scanned = group.scanned {
-                        try write(scanned, group: group, writer: writer, members: members, now: now,
-                                  maxTimeStamp: &seen)
-                    } else {
-                        for (i, record) in group.records.enumerated() where record.isObject {
-                            try write(record, index: i, group: group, writer: writer, now: now, maxTimeStamp: &seen)
-                        }
-                    }
-                }
-            }
+            for page in pages { try write(page, db: db, now: now, members: members, maxTimeStamp: &seen,
+                                          lostCreates: lostCreates, stillPending: &stillPending) }
             if last || target.pagesInTimestampOrder { next.maxTimeStamp = max(next.maxTimeStamp, seen) }
             try states.save(next, db: db)
         }
@@ -130,6 +104,33 @@ struct SyncDownTask {
         newest = seen
         if let lost = lostCreates, let stillPending {
             lostCreates = stillPending.isEmpty ? nil : LostCreates(task: lost.task, info: lost.info, pending: stillPending)
+        }
+    }
+
+    /// One page's groups, inside the caller's transaction.
+    private func write(_ page: DownPage, db: Connection, now: Int64, members: AddedMembers, maxTimeStamp seen: inout Int64,
+                       lostCreates: LostCreates?, stillPending: inout [SyncUpTask.Item]?) throws {
+        if let lost = lostCreates {
+            for group in page.groups where group.count > 0 && group.soupName == lost.info.name {
+                let trees = try SyncDownTask.trees(group)
+                stillPending = try lost.task.adopt(records: trees.records, idFieldName: group.idFieldName,
+                                                   pending: stillPending ?? [], db: db, info: lost.info)
+            }
+        }
+        for group in page.groups where group.count > 0 {
+            let info = try ctx.store.requireSoup(group.soupName)
+            try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,
+                                          leaveIfChanged: options.mergeMode == .leaveIfChanged) { writer in
+                if !(target is CustomDownTarget) { writer.ruleErrorCode = .server }
+                if let scanned = group.scanned {
+                    try write(scanned, group: group, writer: writer, members: members, now: now,
+                              maxTimeStamp: &seen)
+                } else {
+                    for (i, record) in group.records.enumerated() where record.isObject {
+                        try write(record, index: i, group: group, writer: writer, now: now, maxTimeStamp: &seen)
+                    }
+                }
+            }
         }
     }
 
