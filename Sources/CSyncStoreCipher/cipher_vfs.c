@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@
  * to the OS, so a store smaller than that costs about its own size, and only for the pages read. */
 #define CACHE_SLOTS 16384
 #define RECENT_IMAGES 8
+#define CACHE_LOCKS 64
 
 static const char kVfsName[] = "syncstore-cipher";
 static const unsigned char kSqliteHeader[16] = "SQLite format 3";
@@ -67,7 +69,10 @@ typedef struct CipherKey {
     /* Identifies the key text and kdfIter it was made from (see keyDigest). */
     unsigned char digest[32];
     /* Pages this key encoded or decoded lately, shared by every connection of the store. */
-    pthread_mutex_t cacheLock;
+    /* Striped by slot (8 neighbouring slots, one byte of cacheUsed, share a lock): the writing
+     * thread and the encoder thread encode pages side by side. recentLock guards `recent`. */
+    pthread_mutex_t cacheLocks[CACHE_LOCKS];
+    pthread_mutex_t recentLock;
     struct CachedPage *cache;
     unsigned char cacheUsed[CACHE_SLOTS / 8]; /* which slots hold a page */
     /* The last WAL images read, whole: what a checkpoint writes into the database next. */
@@ -100,14 +105,22 @@ typedef struct CachedPage {
     unsigned char plain[PAGE];
 } CachedPage;
 
+static pthread_mutex_t *slotLock(CipherKey *k, uint32_t slot) { return &k->cacheLocks[(slot / 8) % CACHE_LOCKS]; }
+
+/* With the slot's lock held: whether the slot holds a page. Checked before the slot is read:
+ * reading an untouched slot would map the zero page, and the first write then costs a
+ * copy-on-write fault that stops every thread of the process to flush its TLB. */
+static int slotUsed(CipherKey *k, uint32_t slot) { return k->cacheUsed[slot / 8] & (1u << (slot % 8)); }
+
 /* `page` holds an image read from disk: replaced by its plaintext when the cache has it. */
 static int cacheDecode(CipherKey *k, uint32_t pgno, unsigned char *page) {
     if (!k->cache || pgno <= 1) return 0;
-    CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
-    pthread_mutex_lock(&k->cacheLock);
-    int hit = slot->pgno == pgno && memcmp(slot->tail, page + PAGE - RESERVE, RESERVE) == 0;
+    uint32_t i = pgno % CACHE_SLOTS;
+    CachedPage *slot = &k->cache[i];
+    pthread_mutex_lock(slotLock(k, i));
+    int hit = slotUsed(k, i) && slot->pgno == pgno && memcmp(slot->tail, page + PAGE - RESERVE, RESERVE) == 0;
     if (hit) memcpy(page, slot->plain, PAGE);
-    pthread_mutex_unlock(&k->cacheLock);
+    pthread_mutex_unlock(slotLock(k, i));
     return hit;
 }
 
@@ -115,11 +128,12 @@ static int cacheDecode(CipherKey *k, uint32_t pgno, unsigned char *page) {
  * cache has it. */
 static int cacheEncode(CipherKey *k, uint32_t pgno, const unsigned char *page, unsigned char tail[RESERVE]) {
     if (!k->cache || pgno <= 1) return 0;
-    CachedPage *slot = &k->cache[pgno % CACHE_SLOTS];
-    pthread_mutex_lock(&k->cacheLock);
-    int hit = slot->pgno == pgno && memcmp(slot->plain, page, PAGE) == 0;
+    uint32_t i = pgno % CACHE_SLOTS;
+    CachedPage *slot = &k->cache[i];
+    pthread_mutex_lock(slotLock(k, i));
+    int hit = slotUsed(k, i) && slot->pgno == pgno && memcmp(slot->plain, page, PAGE) == 0;
     if (hit) memcpy(tail, slot->tail, RESERVE);
-    pthread_mutex_unlock(&k->cacheLock);
+    pthread_mutex_unlock(slotLock(k, i));
     return hit;
 }
 
@@ -127,23 +141,23 @@ static int cacheEncode(CipherKey *k, uint32_t pgno, const unsigned char *page, u
  * same page into the database, which then costs a copy rather than an encryption. */
 static void recentPut(CipherKey *k, uint32_t pgno, const unsigned char *image) {
     if (pgno <= 1) return;
-    pthread_mutex_lock(&k->cacheLock);
+    pthread_mutex_lock(&k->recentLock);
     k->recent[k->recentNext].pgno = pgno;
     memcpy(k->recent[k->recentNext].image, image, PAGE);
     k->recentNext = (k->recentNext + 1) % RECENT_IMAGES;
-    pthread_mutex_unlock(&k->cacheLock);
+    pthread_mutex_unlock(&k->recentLock);
 }
 
 /* Copies into `page` the remembered image of `pgno` that carries `tail` (its IV and HMAC): 1 if
  * there is one. */
 static int recentGet(CipherKey *k, uint32_t pgno, const unsigned char tail[RESERVE], unsigned char *page) {
     int hit = 0;
-    pthread_mutex_lock(&k->cacheLock);
+    pthread_mutex_lock(&k->recentLock);
     for (int i = 0; i < RECENT_IMAGES && !hit; i++) {
         hit = k->recent[i].pgno == pgno && memcmp(k->recent[i].image + PAGE - RESERVE, tail, RESERVE) == 0;
         if (hit) memcpy(page, k->recent[i].image, PAGE);
     }
-    pthread_mutex_unlock(&k->cacheLock);
+    pthread_mutex_unlock(&k->recentLock);
     return hit;
 }
 
@@ -151,12 +165,12 @@ static void cachePut(CipherKey *k, uint32_t pgno, const unsigned char *image, co
     if (!k->cache || pgno <= 1) return;
     uint32_t i = pgno % CACHE_SLOTS;
     CachedPage *slot = &k->cache[i];
-    pthread_mutex_lock(&k->cacheLock);
+    pthread_mutex_lock(slotLock(k, i));
     slot->pgno = pgno;
     memcpy(slot->tail, image + PAGE - RESERVE, RESERVE);
     memcpy(slot->plain, plain, PAGE);
     k->cacheUsed[i / 8] |= (unsigned char)(1u << (i % 8));
-    pthread_mutex_unlock(&k->cacheLock);
+    pthread_mutex_unlock(slotLock(k, i));
 }
 
 static void keyFree(CipherKey *k) {
@@ -165,7 +179,8 @@ static void keyFree(CipherKey *k) {
         for (int i = 0; i < CACHE_SLOTS; i++)
             if (k->cacheUsed[i / 8] & (1u << (i % 8))) OPENSSL_cleanse(&k->cache[i], sizeof(CachedPage));
         free(k->cache);
-        pthread_mutex_destroy(&k->cacheLock);
+        for (int i = 0; i < CACHE_LOCKS; i++) pthread_mutex_destroy(&k->cacheLocks[i]);
+        pthread_mutex_destroy(&k->recentLock);
     }
     OPENSSL_cleanse(k, sizeof *k);
     free(k);
@@ -484,7 +499,10 @@ int ss_cipher_key_create(const char *path, const char *key, size_t key_len, int 
     if (rc != SS_CIPHER_OK) goto wipe;
 
     k->cache = calloc(CACHE_SLOTS, sizeof(CachedPage)); /* none: slower, still correct */
-    if (k->cache) pthread_mutex_init(&k->cacheLock, NULL);
+    if (k->cache) {
+        for (int i = 0; i < CACHE_LOCKS; i++) pthread_mutex_init(&k->cacheLocks[i], NULL);
+        pthread_mutex_init(&k->recentLock, NULL);
+    }
     pthread_mutex_lock(&keysLock);
     k->id = nextKeyId++;
     k->refs = 1;
@@ -523,6 +541,14 @@ typedef struct CipherFile {
     /* KIND_WAL: the frame header this file wrote last (SQLite writes it just before the page). */
     sqlite3_int64 lastHeaderAt;
     uint32_t lastHeaderPgno;
+    /* KIND_WAL: frames appended and not written yet (see WAL batches): `batchFrames` whole ones
+     * from file offset `batchAt`, then the header of the next when `batchHeaderOnly`. */
+    unsigned char *batch;
+    sqlite3_int64 batchAt;
+    int batchFrames;
+    int batchHeaderOnly;
+    /* The encoder thread's contexts for this file's batches (keyed on first use). */
+    Codec helperCodec;
     /* KIND_TEMP: AES-256-CTR under a key that lives as long as the file. */
     EVP_CIPHER_CTX *stream;
     unsigned char streamKey[KEY_SIZE];
@@ -618,16 +644,184 @@ static int decodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
     return rc;
 }
 
-/* Encodes the plaintext in `page` in place, through the page cache. */
-static int encodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
-    CipherKey *k = f->codec.key;
+/* Encodes the plaintext in `page` in place with codec `c`, through the page cache; `copy` is a
+ * page of scratch owned by the calling thread. `first`: the database file's page 1. */
+static int encodeWith(Codec *c, unsigned char *copy, unsigned char *page, uint32_t pgno, int first) {
+    CipherKey *k = c->key;
     unsigned char tail[RESERVE];
     if (cacheEncode(k, pgno, page, tail))
-        return recentGet(k, pgno, tail, page) ? SQLITE_OK : encryptUnder(&f->codec, page, tail);
-    memcpy(f->copy, page, PAGE);
-    int rc = encodePage(&f->codec, page, pgno, f->kind == KIND_MAIN && pgno == 1);
-    if (rc == SQLITE_OK) cachePut(k, pgno, page, f->copy);
+        return recentGet(k, pgno, tail, page) ? SQLITE_OK : encryptUnder(c, page, tail);
+    memcpy(copy, page, PAGE);
+    int rc = encodePage(c, page, pgno, first);
+    if (rc == SQLITE_OK) cachePut(k, pgno, page, copy);
     return rc;
+}
+
+static int encodeImage(CipherFile *f, unsigned char *page, uint32_t pgno) {
+    return encodeWith(&f->codec, f->copy, page, pgno, f->kind == KIND_MAIN && pgno == 1);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * WAL batches. A commit is SQLite appending frames to the WAL, each as two writes (the 24-byte
+ * frame header, then the page), and every page must be encrypted and authenticated (about
+ * 13 us) on the writing thread, one after another. So a WAL file keeps the frames SQLite
+ * appends (up to WAL_BATCH) and writes them when the commit frame comes (its header carries
+ * the database size), when the batch is full, or before anything else is done with the file
+ * (another write, a read, truncate, sync, size, close): then their pages are encoded by the
+ * writing thread and, when it is free, the encoder thread below, and all go out in one write.
+ * Frames SQLite wrote are in no reader's view before its commit publishes them, which the
+ * commit frame's write precedes; a write error fails that commit (or the call that found it).
+ * ---------------------------------------------------------------------------------------- */
+
+#define WAL_BATCH 64
+#define WAL_WRITE_MAX ((size_t)31 * WAL_FRAME)
+
+/* One batch's pages, claimed one at a time by the writing thread and the encoder thread. */
+typedef struct EncodeJob {
+    Codec *helperCodec;
+    unsigned char *frames;
+    int count;
+    _Atomic int next;
+    _Atomic int failed;
+    int helperIn; /* guarded by poolLock: the encoder thread works on this job */
+} EncodeJob;
+
+static void encodeClaimed(EncodeJob *job, Codec *c, unsigned char *copy) {
+    for (;;) {
+        int i = atomic_fetch_add(&job->next, 1);
+        if (i >= job->count) return;
+        unsigned char *frame = job->frames + (size_t)i * WAL_FRAME;
+        int rc = encodeWith(c, copy, frame + WAL_FRAME_HEADER, bigEndian32(frame), 0);
+        if (rc != SQLITE_OK) atomic_store(&job->failed, rc);
+    }
+}
+
+/* One encoder thread per process, started on first use (again in a forked child). It takes the
+ * one posted job; a writer finding it busy encodes its batch alone, and a writer never waits
+ * for it to start: it only waits for the page the encoder is in the middle of. */
+static pthread_mutex_t poolLock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t poolWake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t poolDone = PTHREAD_COND_INITIALIZER;
+static EncodeJob *poolJob;
+static pid_t poolPid;
+
+static void *encoderMain(void *arg) {
+    (void)arg;
+    unsigned char *copy = malloc(PAGE);
+    pthread_mutex_lock(&poolLock);
+    for (;;) {
+        while (!poolJob) pthread_cond_wait(&poolWake, &poolLock);
+        EncodeJob *job = poolJob;
+        poolJob = NULL;
+        job->helperIn = 1;
+        pthread_mutex_unlock(&poolLock);
+        if (copy) encodeClaimed(job, job->helperCodec, copy);
+        pthread_mutex_lock(&poolLock);
+        job->helperIn = 0;
+        pthread_cond_broadcast(&poolDone);
+    }
+    return NULL;
+}
+
+/* With poolLock held: whether the encoder thread runs in this process (started if not). */
+static int encoderRunning(void) {
+    pid_t pid = getpid();
+    if (poolPid == pid) return 1;
+    pthread_t thread;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return 0;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int ok = pthread_create(&thread, &attr, encoderMain, NULL) == 0;
+    pthread_attr_destroy(&attr);
+    if (ok) {
+        poolPid = pid;
+        poolJob = NULL;
+    }
+    return ok;
+}
+
+/* The child of a fork has no encoder thread and may have inherited the lock held. */
+static void poolAfterFork(void) {
+    pthread_mutex_init(&poolLock, NULL);
+    pthread_cond_init(&poolWake, NULL);
+    pthread_cond_init(&poolDone, NULL);
+    poolJob = NULL;
+    poolPid = 0;
+}
+
+static void registerForkHandler(void) { pthread_atfork(NULL, NULL, poolAfterFork); }
+
+/* Encodes the pages of `count` frames in place; SQLITE_OK or the first failure. */
+static int encodeFrames(CipherFile *f, unsigned char *frames, int count) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, registerForkHandler);
+    EncodeJob job = {.frames = frames, .count = count};
+    atomic_init(&job.next, 0);
+    atomic_init(&job.failed, SQLITE_OK);
+    int posted = 0;
+    if (count >= 4 && (f->helperCodec.enc || codecInit(&f->helperCodec, f->codec.key))) {
+        job.helperCodec = &f->helperCodec;
+        pthread_mutex_lock(&poolLock);
+        if (!poolJob && encoderRunning()) {
+            poolJob = &job;
+            posted = 1;
+            pthread_cond_signal(&poolWake);
+        }
+        pthread_mutex_unlock(&poolLock);
+    }
+    encodeClaimed(&job, &f->codec, f->copy);
+    if (posted) {
+        pthread_mutex_lock(&poolLock);
+        if (poolJob == &job) poolJob = NULL; /* never taken: every page is done here */
+        while (job.helperIn) pthread_cond_wait(&poolDone, &poolLock);
+        pthread_mutex_unlock(&poolLock);
+    }
+    return atomic_load(&job.failed);
+}
+
+/* Writes the batch (its pages encoded; a header whose page has not come yet as it is). */
+static int walFlush(CipherFile *f) {
+    if (f->batchFrames == 0 && !f->batchHeaderOnly) return SQLITE_OK;
+    int frames = f->batchFrames;
+    size_t bytes = (size_t)frames * WAL_FRAME + (f->batchHeaderOnly ? WAL_FRAME_HEADER : 0);
+    if (f->batchHeaderOnly) {
+        f->lastHeaderAt = f->batchAt + (sqlite3_int64)frames * WAL_FRAME;
+        f->lastHeaderPgno = bigEndian32(f->batch + (size_t)frames * WAL_FRAME);
+    }
+    f->batchFrames = 0;
+    f->batchHeaderOnly = 0;
+    int rc = encodeFrames(f, f->batch, frames);
+    /* The unix VFS writes at most 128 KB - 1 per call (it masks the length): 31 frames a write. */
+    for (size_t done = 0; rc == SQLITE_OK && done < bytes; done += WAL_WRITE_MAX) {
+        size_t chunk = bytes - done < WAL_WRITE_MAX ? bytes - done : WAL_WRITE_MAX;
+        rc = f->real->pMethods->xWrite(f->real, f->batch + done, (int)chunk, f->batchAt + (sqlite3_int64)done);
+    }
+    return rc;
+}
+
+/* Takes a WAL write into the batch when it appends to it: 1 and `*rc` when taken. */
+static int walBatchWrite(CipherFile *f, const unsigned char *in, int amt, sqlite3_int64 offset, int *rc) {
+    sqlite3_int64 end = f->batchAt + (sqlite3_int64)f->batchFrames * WAL_FRAME;
+    int empty = f->batchFrames == 0 && !f->batchHeaderOnly;
+    if (amt == WAL_FRAME_HEADER && !f->batchHeaderOnly && offset >= WAL_HEADER && (offset - WAL_HEADER) % WAL_FRAME == 0
+        && (empty || offset == end)) {
+        if (!f->batch && !(f->batch = malloc((size_t)WAL_BATCH * WAL_FRAME))) return 0;
+        if (empty) f->batchAt = offset;
+        memcpy(f->batch + (size_t)f->batchFrames * WAL_FRAME, in, WAL_FRAME_HEADER);
+        f->batchHeaderOnly = 1;
+        *rc = SQLITE_OK;
+        return 1;
+    }
+    if (amt == PAGE && f->batchHeaderOnly && offset == end + WAL_FRAME_HEADER) {
+        unsigned char *frame = f->batch + (size_t)f->batchFrames * WAL_FRAME;
+        memcpy(frame + WAL_FRAME_HEADER, in, PAGE);
+        f->batchHeaderOnly = 0;
+        f->batchFrames++;
+        int commit = bigEndian32(frame + 4) != 0;
+        *rc = commit || f->batchFrames == WAL_BATCH ? walFlush(f) : SQLITE_OK;
+        return 1;
+    }
+    return 0;
 }
 
 /* Reads one whole page image at `start` and decodes it into `out`; zeros past the end of file. */
@@ -681,7 +875,9 @@ static int cipherRead(sqlite3_file *file, void *buf, int amt, sqlite3_int64 offs
     }
     /* Main database and WAL: one read of the whole range, then each page image decoded in place;
      * an image only partly inside the range is read and decoded on its own. */
-    int rc = f->real->pMethods->xRead(f->real, buf, amt, offset);
+    int rc = f->kind == KIND_WAL ? walFlush(f) : SQLITE_OK;
+    if (rc != SQLITE_OK) return rc;
+    rc = f->real->pMethods->xRead(f->real, buf, amt, offset);
     int shortRead = rc == SQLITE_IOERR_SHORT_READ;
     if (rc != SQLITE_OK && !shortRead) return rc;
     sqlite3_int64 end = offset + amt;
@@ -734,6 +930,11 @@ static int cipherWrite(sqlite3_file *file, const void *buf, int amt, sqlite3_int
         }
         return f->real->pMethods->xWrite(f->real, out, amt, offset);
     }
+    if (f->kind == KIND_WAL) {
+        int rc;
+        if (walBatchWrite(f, in, amt, offset, &rc)) return rc;
+        if ((rc = walFlush(f)) != SQLITE_OK) return rc;
+    }
     /* Main database and WAL: SQLite writes one page image, or one WAL header, per call. Each
      * piece of the range goes out on its own: headers as they are, page images encoded, a part
      * of a page (SQLite does not write one; kept correct anyway) read, patched and encoded. */
@@ -771,7 +972,13 @@ static int cipherWrite(sqlite3_file *file, const void *buf, int amt, sqlite3_int
 
 static int cipherClose(sqlite3_file *file) {
     CipherFile *f = (CipherFile *)file;
+    int flushed = f->kind == KIND_WAL && f->real->pMethods ? walFlush(f) : SQLITE_OK;
     int rc = f->real->pMethods ? f->real->pMethods->xClose(f->real) : SQLITE_OK;
+    if (rc == SQLITE_OK) rc = flushed;
+    if (f->batch) OPENSSL_cleanse(f->batch, (size_t)WAL_BATCH * WAL_FRAME);
+    free(f->batch);
+    f->batch = NULL;
+    codecFree(&f->helperCodec);
     codecFree(&f->codec);
     if (f->codec.key) keyUnref(f->codec.key);
     f->codec.key = NULL;
@@ -785,13 +992,20 @@ static int cipherClose(sqlite3_file *file) {
 }
 
 #define REAL(f) (((CipherFile *)(f))->real)
-static int cipherTruncate(sqlite3_file *f, sqlite3_int64 size) { return REAL(f)->pMethods->xTruncate(REAL(f), size); }
-static int cipherSync(sqlite3_file *f, int flags) { return REAL(f)->pMethods->xSync(REAL(f), flags); }
-static int cipherFileSize(sqlite3_file *f, sqlite3_int64 *size) { return REAL(f)->pMethods->xFileSize(REAL(f), size); }
-static int cipherLock(sqlite3_file *f, int lock) { return REAL(f)->pMethods->xLock(REAL(f), lock); }
-static int cipherUnlock(sqlite3_file *f, int lock) { return REAL(f)->pMethods->xUnlock(REAL(f), lock); }
+/* A WAL's batch is written before anything else is done with the file. */
+#define SETTLE(f) do { \
+        if (((CipherFile *)(f))->kind == KIND_WAL) { \
+            int settled = walFlush((CipherFile *)(f)); \
+            if (settled != SQLITE_OK) return settled; \
+        } \
+    } while (0)
+static int cipherTruncate(sqlite3_file *f, sqlite3_int64 size) { SETTLE(f); return REAL(f)->pMethods->xTruncate(REAL(f), size); }
+static int cipherSync(sqlite3_file *f, int flags) { SETTLE(f); return REAL(f)->pMethods->xSync(REAL(f), flags); }
+static int cipherFileSize(sqlite3_file *f, sqlite3_int64 *size) { SETTLE(f); return REAL(f)->pMethods->xFileSize(REAL(f), size); }
+static int cipherLock(sqlite3_file *f, int lock) { SETTLE(f); return REAL(f)->pMethods->xLock(REAL(f), lock); }
+static int cipherUnlock(sqlite3_file *f, int lock) { SETTLE(f); return REAL(f)->pMethods->xUnlock(REAL(f), lock); }
 static int cipherCheckReserved(sqlite3_file *f, int *out) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out); }
-static int cipherFileControl(sqlite3_file *f, int op, void *arg) { return REAL(f)->pMethods->xFileControl(REAL(f), op, arg); }
+static int cipherFileControl(sqlite3_file *f, int op, void *arg) { SETTLE(f); return REAL(f)->pMethods->xFileControl(REAL(f), op, arg); }
 static int cipherSectorSize(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
 static int cipherDeviceCharacteristics(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
 static int cipherShmMap(sqlite3_file *f, int region, int size, int extend, void volatile **p) {
