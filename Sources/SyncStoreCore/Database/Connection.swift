@@ -35,8 +35,7 @@ final class Connection: SQLiteErrorReporter {
         if file.isEncrypted {
             // Every page keeps 80 bytes for its IV and HMAC; set before a new file's first page
             // is written. Sorts and temporary tables stay in memory, not in temporary files.
-            var reserve = Int32(SS_CIPHER_RESERVE)
-            _ = sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
+            reserveCipherBytes(schema: "main")
             try execute("PRAGMA temp_store=MEMORY")
             // A page SQLite reads again costs an HMAC check where a plaintext store gets it from
             // the OS's cache: 8 MB of decrypted pages per connection instead of 2 (random lookups
@@ -50,6 +49,13 @@ final class Connection: SQLiteErrorReporter {
             throw error
         }
         if hasMoved { throw DatabaseFileReplaced() }
+    }
+
+    /// Makes a new encrypted database (`schema`: main or an attached one) keep 80 bytes of every
+    /// page for its IV and HMAC; effective before its first page is written.
+    func reserveCipherBytes(schema: String) {
+        var reserve = Int32(SS_CIPHER_RESERVE)
+        _ = sqlite3_file_control(db, schema, SQLITE_FCNTL_RESERVE_BYTES, &reserve)
     }
 
     /// Whether the file this connection opened is no longer at its path: another process's change

@@ -35,7 +35,7 @@ enum StoreRekey {
             let next = try DatabaseFile(path: path, key: newKey, keyFrom: temp, kdfIter: writer.file.kdfIter)
             var reserve = Int32(next.isEncrypted ? SS_CIPHER_RESERVE : 0)
             _ = sqlite3_file_control(writer.db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve)
-            let target = next.uri(at: temp).replacingQuotes()
+            let target = next.uri(at: temp).replacingAll("'", with: "''")
             try writer.execute("VACUUM INTO '\(target)'")
             try FileSystem.syncFile(temp)
             guard rename(temp, path) == 0 else {
@@ -71,14 +71,5 @@ enum StoreRekey {
             }
             throw error
         }
-    }
-}
-
-private extension String {
-    /// For a single-quoted SQL string literal.
-    func replacingQuotes() -> String {
-        var out = ""
-        for ch in self { out += ch == "'" ? "''" : String(ch) }
-        return out
     }
 }

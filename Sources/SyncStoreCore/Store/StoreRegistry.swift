@@ -186,7 +186,7 @@ enum FileSystem {
     }
 
     static func removeDatabase(_ path: String) throws {
-        for suffix in ["-wal", "-shm", "-journal", SyncEngineLock.suffix, RekeyGate.suffix] { unlink(path + suffix) }
+        for suffix in ["-wal", "-shm", "-journal", SyncEngineLock.suffix, RekeyGate.suffix, GhostScratch.suffix] { unlink(path + suffix) }
         StoreRekey.removeLeftovers(of: path)
         if unlink(path) != 0 && errno != ENOENT {
             throw StoreError(.storage, "Cannot delete '\(path)': \(String(cString: strerror(errno)))")

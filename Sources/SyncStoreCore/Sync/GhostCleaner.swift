@@ -1,5 +1,12 @@
+import Glibc
+import SyncStoreSupport
+
 /// cleanResyncGhosts (docs/sync.md#ghosts): local records this sync wrote (`__sync_id__`), not dirty,
 /// whose ids the server no longer lists for the target, are deleted in one transaction.
+/// The server's ids are streamed page by page into a scratch database beside the store (on disk,
+/// encrypted with the store's key when the store is), so memory stays flat however many there
+/// are; the ghosts are then found with one query per soup and deleted after checking, inside the
+/// deleting transaction, that each is still clean and still this sync's.
 struct GhostCleaner {
     let ctx: SyncContext
     let state: SyncState
@@ -8,27 +15,113 @@ struct GhostCleaner {
     func run() throws -> Int {
         let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
         let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
-        guard let remote = try target.remoteIds(ctx) else {
+        let scratch = try GhostScratch(file: ctx.store.file)
+        defer { scratch.remove() }
+        guard try target.visitRemoteIds(ctx, { soup, ids in
+            if ctx.cancel.isCancelled { throw StoreError(.state, "The ghost cleaning was stopped") }
+            try scratch.add(soup: soup, ids: ids)
+        }) else {
             throw StoreError.argument("This sync's target cannot list remote ids, so ghosts cannot be found")
+        }
+        var found: [(SoupInfo, [Int64])] = []
+        for soupName in scratch.soups {
+            let info = try ctx.store.requireSoup(soupName)
+            found.append((info, try scratch.ghosts(of: info, idFieldName: target.idFieldName, syncId: state.id)))
         }
         var removed = 0
         try ctx.store.write { db in
-            for (soupName, remoteIds) in remote {
-                let info = try ctx.store.requireSoup(soupName)
-                let idExpr = info.expression(for: target.idFieldName)
-                let statement = try db.prepare("""
-                    SELECT id, \(idExpr) FROM \(info.table)
-                    WHERE \(SoupPath.jsonExtract(LocalFlags.syncId)) = ? AND NOT \(LocalFlags.dirtyCondition)
-                    """)
-                try statement.bind([.int(state.id)])
-                var ghosts: [Int64] = []
-                while try statement.step() {
-                    if statement.isNull(1) || !remoteIds.contains(statement.text(1)) { ghosts.append(statement.int64(0)) }
-                }
+            for (info, candidates) in found where !candidates.isEmpty {
+                let ghosts = try stillGhosts(candidates, info: info, db: db)
                 try ctx.store.deleteRows(db, info, ids: ghosts)
                 removed += ghosts.count
             }
         }
         return removed
+    }
+
+    /// The candidates that are, inside the deleting transaction, still clean and this sync's.
+    private func stillGhosts(_ candidates: [Int64], info: SoupInfo, db: Connection) throws -> [Int64] {
+        let check = try db.cached("""
+            SELECT 1 FROM \(info.table) WHERE id = ? AND \(SoupPath.jsonExtract(LocalFlags.syncId)) = ? \
+            AND NOT \(LocalFlags.dirtyCondition)
+            """)
+        var ghosts: [Int64] = []
+        for id in candidates {
+            check.reset()
+            try check.bind([.int(id), .int(state.id)])
+            if try check.step() { ghosts.append(id) }
+        }
+        return ghosts
+    }
+}
+
+/// A scratch database beside the store (`<store file>-ghosts`) holding the server's ids, attached
+/// to a connection of its own to the store; removed when the cleaning ends (and replaced if a
+/// crash left one).
+final class GhostScratch {
+    static let suffix = "-ghosts"
+    private let connection: Connection
+    private let path: String
+    private var insert: Statement?
+    private(set) var soups: [String] = []
+
+    init(file: DatabaseFile) throws {
+        path = file.path + GhostScratch.suffix
+        unlink(path)
+        connection = try Connection(file: file, readOnly: false)
+        do {
+            try connection.execute("ATTACH DATABASE '\(file.uri(at: path).replacingAll("'", with: "''"))' AS ghosts")
+            if file.isEncrypted { connection.reserveCipherBytes(schema: "ghosts") }
+            // Scratch: a crash leaves it to be replaced, so no journal and no syncs.
+            try connection.execute("PRAGMA ghosts.journal_mode=OFF")
+            try connection.execute("PRAGMA ghosts.synchronous=OFF")
+            try connection.execute("CREATE TABLE ghosts.remote_ids (soup_name TEXT, remote_id TEXT, PRIMARY KEY (soup_name, remote_id)) WITHOUT ROWID")
+        } catch {
+            remove()
+            throw error
+        }
+    }
+
+    func add(soup: String, ids: [String]) throws {
+        if !soups.contains(soup) { soups.append(soup) }
+        guard !ids.isEmpty else { return }
+        let insert = try self.insert ?? connection.prepare("INSERT OR IGNORE INTO ghosts.remote_ids VALUES (?, ?)")
+        self.insert = insert
+        try connection.execute("BEGIN")
+        do {
+            for id in ids {
+                insert.reset()
+                try insert.bind([.text(soup), .text(id)])
+                try insert.run()
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Entries of `info` this sync wrote, not dirty, whose id the server did not list.
+    func ghosts(of info: SoupInfo, idFieldName: String, syncId: Int64) throws -> [Int64] {
+        let idExpr = info.expression(for: idFieldName, qualifier: "e")
+        let statement = try connection.prepare("""
+            SELECT e.id FROM main.\(info.table) AS e
+            WHERE \(SoupPath.jsonExtract(LocalFlags.syncId, soupColumn: "e.soup")) = ? \
+            AND NOT \(LocalFlags.dirtyCondition(soupColumn: "e.soup"))
+            AND (\(idExpr) IS NULL OR NOT EXISTS (SELECT 1 FROM ghosts.remote_ids AS r
+                                                  WHERE r.soup_name = ? AND r.remote_id = CAST(\(idExpr) AS TEXT)))
+            """)
+        try statement.bind([.int(syncId), .text(info.name)])
+        var ids: [Int64] = []
+        while try statement.step() { ids.append(statement.int64(0)) }
+        return ids
+    }
+
+    func remove() {
+        insert = nil
+        _ = try? connection.execute("DETACH DATABASE ghosts")
+        connection.close()
+        unlink(path)
+        unlink(path + "-journal")
     }
 }

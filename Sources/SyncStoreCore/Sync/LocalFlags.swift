@@ -23,7 +23,10 @@ enum LocalFlags {
     }
 
     /// SQL (1 or 0) telling whether the entry in `soup` is dirty.
-    static var dirtyCondition: String { "(\(SoupPath.jsonExtract(local)) IN (1, 'true', '1'))" }
+    static var dirtyCondition: String { dirtyCondition(soupColumn: "soup") }
+    static func dirtyCondition(soupColumn: String) -> String {
+        "(\(SoupPath.jsonExtract(local, soupColumn: soupColumn)) IN (1, 'true', '1'))"
+    }
 
     /// Keys the store and the sync engine write into entries.
     static let storeKeys = [local, created, updated, deleted, lastError, syncId, pendingCreate, SoupPath.entryId, SoupPath.lastModified]

@@ -37,16 +37,20 @@ enum QueryPaging {
     /// All ids a query returns, following every page.
     static func allIds(_ ctx: SyncContext, soql: String, idField: String, batchHeader: [String] = []) throws -> Set<String> {
         var ids = Set<String>()
+        try eachIdPage(ctx, soql: soql, idField: idField, batchHeader: batchHeader) { ids.formUnion($0) }
+        return ids
+    }
+
+    /// The ids a query returns, a page at a time.
+    static func eachIdPage(_ ctx: SyncContext, soql: String, idField: String, batchHeader: [String] = [],
+                           _ visit: ([String]) throws -> Void) throws {
         var path: String? = queryPath(soql)
         var locators = PageLocators()
         while let current = path {
             try locators.check(current)
             let doc = try ctx.rest.json("GET", current, headers: batchHeader, cancel: ctx.cancel)
-            for record in doc.root["records"]?.elements ?? [] {
-                if let id = record[idField]?.string { ids.insert(id) }
-            }
+            try visit((doc.root["records"]?.elements ?? []).compactMap { $0[idField]?.string })
             path = (doc.root["done"]?.bool ?? true) ? nil : doc.root["nextRecordsUrl"]?.string
         }
-        return ids
     }
 }

@@ -33,4 +33,11 @@ struct SoqlTarget: CommonKeysTarget {
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]? {
         [ctx.soupName: try QueryPaging.allIds(ctx, soql: rewriter.idQuery(idField: idFieldName), idField: idFieldName, batchHeader: batchHeader)]
     }
+
+    func visitRemoteIds(_ ctx: SyncContext, _ visit: (String, [String]) throws -> Void) throws -> Bool {
+        try visit(ctx.soupName, [])
+        try QueryPaging.eachIdPage(ctx, soql: rewriter.idQuery(idField: idFieldName), idField: idFieldName,
+                                   batchHeader: batchHeader) { try visit(ctx.soupName, $0) }
+        return true
+    }
 }

@@ -9,6 +9,10 @@ protocol SyncDownTarget {
     /// Every id the server has in this target's scope, per soup, for cleanResyncGhosts; nil when
     /// the target cannot list them.
     func remoteIds(_ ctx: SyncContext) throws -> [String: Set<String>]?
+    /// The same ids page by page: `visit(soup, ids)` per page, each soup in scope at least once
+    /// (maybe with no ids), so a caller need not hold them all. False when the target cannot
+    /// list them. By default, `remoteIds` handed over in one piece per soup.
+    func visitRemoteIds(_ ctx: SyncContext, _ visit: (String, [String]) throws -> Void) throws -> Bool
     /// True when the pages come in ascending modification-date order, so that after each page
     /// every record up to its newest date is stored and maxTimeStamp may advance page by page.
     /// Otherwise it advances only when a run completes (an interrupted run must not skip the
@@ -18,4 +22,10 @@ protocol SyncDownTarget {
 
 extension SyncDownTarget {
     var pagesInTimestampOrder: Bool { false }
+
+    func visitRemoteIds(_ ctx: SyncContext, _ visit: (String, [String]) throws -> Void) throws -> Bool {
+        guard let all = try remoteIds(ctx) else { return false }
+        for (soup, ids) in all { try visit(soup, Array(ids)) }
+        return true
+    }
 }

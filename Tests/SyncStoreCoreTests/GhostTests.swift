@@ -1,0 +1,97 @@
+// docs/sync.md#ghosts — cleanResyncGhosts deletes this sync's clean entries whose records the
+// server no longer lists, keeps dirty ones and entries of other origins, and leaves no scratch
+// file behind (plaintext and encrypted stores alike).
+import Glibc
+import XCTest
+@testable import SyncStoreCore
+
+final class GhostTests: StoreTestCase {
+    private func count(_ store: SmartStore, _ condition: String = "1 = 1") throws -> Int {
+        let cursor = try parseJSON(try store.runSmartQuery(specJSON: #"{"queryType":"smart","pageSize":1,"smartSql":"select count(*) from {contacts} where \#(condition)"}"#).string) as? [String: Any]
+        return ((cursor?["currentPageOrderedEntries"] as? [[Any]])?.first?.first as? Int) ?? -1
+    }
+
+    /// Runs cleanResyncGhosts and waits for its terminal report.
+    private func clean(_ manager: SyncManager, id: Int64) throws -> [String: Any] {
+        let report = ReportBox()
+        try manager.cleanResyncGhosts(id: id, callback: { json in
+            if let r = (try? parseJSON(json)) as? [String: Any], r["status"] as? String != "RUNNING" { report.set(r) }
+        })
+        for _ in 0..<600 {
+            if let r = report.value { return r }
+            usleep(50_000)
+        }
+        XCTFail("cleanResyncGhosts did not end")
+        return [:]
+    }
+
+    private func ghostsAreCleaned(key: StoreKey?) throws {
+        let server = try DevServerProcess(["--seed", "Contact=2500"])
+        let store = try SmartStore(path: dbPath, key: key)
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id, LastName FROM Contact","maxBatchSize":500}"#,
+                                      soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        XCTAssertEqual(try count(store), 2500)
+
+        // An entry created here (not this sync's) and, for one record the server will delete, a local edit.
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"local-1","LastName":"Mine","__local__":true,"__locally_created__":true}]"#)
+        let page = try server.call("GET", "query?q=SELECT+Id+FROM+Contact+ORDER+BY+Id+LIMIT+700") as? [String: Any]
+        let deleted = ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["Id"] as? String }
+        XCTAssertEqual(deleted.count, 700)
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"\#(deleted[0])","LastName":"Edited","__local__":true,"__locally_updated__":true}]"#,
+                             externalIdPath: "Id")
+        for remoteId in deleted { _ = try server.call("DELETE", "sobjects/Contact/\(remoteId)") }
+
+        let report = try clean(manager, id: id)
+        XCTAssertEqual(report["status"] as? String, "DONE", "\(report)")
+        XCTAssertEqual(report["removed"] as? Int, 699, "\(report)")
+        XCTAssertEqual(try count(store), 2500 - 699 + 1)
+        XCTAssertEqual(try count(store, "{contacts:LastName} = 'Edited'"), 1, "a dirty ghost is kept")
+        XCTAssertEqual(try count(store, "{contacts:Id} = 'local-1'"), 1, "an entry this sync did not write is kept")
+        XCTAssertEqual(try count(store, "{contacts:Id} = '\(deleted[1])'"), 0)
+        XCTAssertNotEqual(access(dbPath + "-ghosts", F_OK), 0, "the scratch database is removed")
+
+        // Nothing more to clean: a second run removes nothing.
+        XCTAssertEqual(try clean(manager, id: id)["removed"] as? Int, 0)
+    }
+
+    func testGhostsAreCleanedInAPlaintextStore() throws { try ghostsAreCleaned(key: nil) }
+
+    func testGhostsAreCleanedInAnEncryptedStore() throws { try ghostsAreCleaned(key: try StoreKey("ghost key", kdfIter: 1000)) }
+
+    // A crash can leave the scratch database behind: the next cleaning replaces it, and whatever
+    // ids it held count for nothing.
+    func testAScratchLeftByACrashIsReplaced() throws {
+        let server = try DevServerProcess(["--seed", "Contact=300"])
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact"}"#,
+                                      soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        let page = try server.call("GET", "query?q=SELECT+Id+FROM+Contact+LIMIT+10") as? [String: Any]
+        let gone = ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["Id"] as? String }
+        for remoteId in gone { _ = try server.call("DELETE", "sobjects/Contact/\(remoteId)") }
+        // A stale scratch naming every deleted id as still on the server.
+        do {
+            let stale = try SmartStore(path: dbPath + "-ghosts")
+            try stale.registerSoup("remote_ids", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        }
+
+        XCTAssertEqual(try clean(manager, id: id)["removed"] as? Int, 10)
+        XCTAssertEqual(try count(store), 290)
+        XCTAssertNotEqual(access(dbPath + "-ghosts", F_OK), 0)
+    }
+}
+
+private final class ReportBox: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var report: [String: Any]?
+    init() { pthread_mutex_init(&mutex, nil) }
+    func set(_ r: [String: Any]) { pthread_mutex_lock(&mutex); report = r; pthread_mutex_unlock(&mutex) }
+    var value: [String: Any]? { pthread_mutex_lock(&mutex); defer { pthread_mutex_unlock(&mutex) }; return report }
+}
