@@ -518,6 +518,9 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
  *   {"type": "layout", "sobjectType", "layoutType"?: "Full" | "Compact", "mode"?: "View" | "Edit",
  *     "formFactor"?, "recordTypeId"?} (one record: the UI API layout);
  *   {"type": "metadata", "sobjectType"} (one record: the object's describe);
+ *   {"type": "datasync", "table", "filter"?} (a Datasync / Azure Mobile Apps table: GET
+ *     /tables/{table} in (updatedAt, id) order, incremental, soft-deleted rows remove local
+ *     entries; the remote's instanceUrl is the service URL, docs/sync.md#datasync);
  *   or a registered custom type (syncstore_register_custom_target()).
  *   Common keys: "idFieldName" (default "Id"), "modificationDateFieldName" (default
  *   "LastModifiedDate").
@@ -538,7 +541,9 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  * Creates a sync up and starts its first run. Entries with "__local__" set are pushed:
  * locally deleted -> DELETE, locally created (or without a server id) -> create, else update.
  * target_json (NULL or "" = defaults): {"type": "collection" (batches of up to 200, the default) |
- *   "single" | a registered custom type, "createFieldlist"?, "updateFieldlist"?,
+ *   "single" | "datasync" (with "table": POST with a client-generated id, PUT/DELETE with
+ *   If-Match, 409/412 conflicts carry the server entity; docs/sync.md#datasync) | a registered
+ *   custom type, "createFieldlist"?, "updateFieldlist"?,
  *   "externalIdFieldName"? (creates become upserts on it), "sobjectType"? (else
  *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}, or
  *   {"type": "parent_children", "parent": {"sobjectType", "soupName", "idFieldName"?,
