@@ -166,7 +166,8 @@ final class DatasyncTables {
     }
 
     private func create(_ req: APIRequest, _ table: String) throws -> APIResponse {
-        guard let (given, fields) = try body(req) else { return problem(400, "The body must be a JSON object (the entity)") }
+        guard let parsed = try body(req) else { return problem(400, "The body must be a JSON object (the entity)") }
+        let (given, fields) = parsed
         if let given, given.isEmpty || given.utf8.count > 255 { return problem(400, "\"id\" must be a non-empty string of at most 255 bytes") }
         let id = given ?? UUID().uuidString.lowercased()
         // Client ids make a retried create safe: the second attempt meets the first one's row.
@@ -183,7 +184,8 @@ final class DatasyncTables {
     }
 
     private func replace(_ req: APIRequest, _ table: String, _ id: String) throws -> APIResponse {
-        guard let (given, fields) = try body(req) else { return problem(400, "The body must be a JSON object (the entity)") }
+        guard let parsed = try body(req) else { return problem(400, "The body must be a JSON object (the entity)") }
+        let (given, fields) = parsed
         if let given, given != id { return problem(400, "The body's id '\(given)' is not the id in the path '\(id)'") }
         guard let row = try find(table, id) else { return problem(404, "No entity \(id) in \(table)") }
         if preconditionFails(req, row) { return answer(412, row) }
