@@ -177,6 +177,26 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(try local().first?["__local__"] as? Bool, false)
     }
 
+    // The same, edited locally after the lost create, LEAVE_IF_CHANGED: the 409 holds what the
+    // first attempt sent, so the row is ours and the edit goes as a PUT on its version (not a
+    // lasting 409 conflict).
+    func testEditAfterALostCreateGoesUpWithoutConflict() throws {
+        let server = try self.server(["--faults", "POST /tables/todo drop=after times=20"])
+        let manager = try self.manager(server)
+        try upsert("todo", #"[{"title":"first","__local__":true,"__locally_created__":true}]"#)
+        let failed = try run(manager) { try manager.syncUp(targetJSON: Self.up, soupName: "todo", optionsJSON: Self.leave, name: "push", callback: nil) }
+        XCTAssertEqual(failed.status, .failed)
+        _ = try server.call("DELETE", "/__devserver/faults")
+        try edit(try XCTUnwrap(try local().first), ["title": "edited"])
+        let again = try run(manager) { try manager.reSync(name: "push", callback: nil) }
+        XCTAssertEqual(again.conflicts + again.errors, 0, again.error)
+        let rows = try remote(server)
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows.first?["title"] as? String, "edited")
+        XCTAssertEqual(try local().first?["version"] as? String, rows.first?["version"] as? String)
+        XCTAssertEqual(try local().first?["__local__"] as? Bool, false)
+    }
+
     // LEAVE_IF_CHANGED: a server change since the sync is a conflict (412) with the server's
     // entity in __last_error__, the entry dirty, the state counting it; OVERWRITE then forces.
     func testConflictIsVisibleAndOverwriteForces() throws {

@@ -71,12 +71,19 @@ struct DatasyncUpTask {
                 let own = root[DatasyncTable.idField]?.string.flatMap { $0.isEmpty ? nil : $0 }
                 let id = own ?? mark?[DatasyncTable.idField]?.string ?? ClientId.make()
                 if own == nil { root.set(DatasyncTable.idField, owned: JSONMake.string(id)) }
-                if mark?[DatasyncTable.idField]?.string != id {
-                    let m = JSONDocument.object()
-                    m.root.set(DatasyncTable.idField, owned: JSONMake.string(id))
-                    m.root.set("client", owned: JSONMake.int(Clock.nowMillis()))
-                    root.set(LocalFlags.pendingCreate, owned: m.root.retained())
-                }
+                // The values of the last attempts: a 409 holding any of them is this entry's row.
+                let sent = JSONDocument.object()
+                for (name, value) in fields(root, creating: true) { sent.root.set(name, owned: value.retained()) }
+                var history = mark?[DatasyncTable.idField]?.string == id ? (mark?["sent"]?.elements ?? []) : []
+                if let last = history.last, json_equal(last.raw, sent.root.raw) != 0 { history.removeLast() }
+                let list = JSONDocument.array()
+                for earlier in history.suffix(4) { list.root.append(owned: earlier.retained()) }
+                list.root.append(owned: sent.root.retained())
+                let m = JSONDocument.object()
+                m.root.set(DatasyncTable.idField, owned: JSONMake.string(id))
+                m.root.set("client", owned: JSONMake.int(mark?["client"]?.int64 ?? Clock.nowMillis()))
+                m.root.set("sent", owned: list.root.retained())
+                root.set(LocalFlags.pendingCreate, owned: m.root.retained())
                 var sink: TextBuffer? = nil
                 try writer.upsert(root, index: 0, now: Clock.nowMillis(), into: &sink)
                 let stored = try base.current(item.entryId, db: db, info: info) ?? current
@@ -88,8 +95,8 @@ struct DatasyncUpTask {
     // MARK: sending
 
     /// The entity's data: the target's fields without the system properties.
-    private func fields(_ item: Item, creating: Bool) -> [(String, JSON)] {
-        base.target.fields(of: item.entry.root, creating: creating, options: base.options)
+    private func fields(_ entry: JSON, creating: Bool) -> [(String, JSON)] {
+        base.target.fields(of: entry, creating: creating, options: base.options)
             .filter { !DatasyncTable.systemFields.contains($0.0.lowercased()) }
     }
 
@@ -112,10 +119,11 @@ struct DatasyncUpTask {
         switch item.action {
         case .create:
             guard let id = item.serverId else { return (.failed(base.errorJSON("NO_ID", "The create has no id")), nil) }
-            return try create(id, fields(item, creating: true))
+            let earlier = (item.entry.root[LocalFlags.pendingCreate]?["sent"]?.elements ?? []).map(\.members)
+            return try create(id, fields(item.entry.root, creating: true), earlier: earlier)
         case .update:
             guard let id = item.serverId else { return (.failed(base.errorJSON("NO_ID", "The record has no server id")), nil) }
-            let sent = fields(item, creating: false)
+            let sent = fields(item.entry.root, creating: false)
             let response = try send("PUT", entityPath(id), body: body(id, sent), headers: ifMatch(item))
             switch response.status {
             case 200...299: return (.updated, try entity(response))
@@ -125,7 +133,7 @@ struct DatasyncUpTask {
                 return (conflict("The server entity changed since it was synced (If-Match failed); the local change was not sent", server), nil)
             case 404 where force:
                 // Gone from the server for good: OVERWRITE makes it again, with the same id.
-                let (outcome, server) = try create(id, fields(item, creating: true))
+                let (outcome, server) = try create(id, fields(item.entry.root, creating: true))
                 if case .created = outcome { return (.updated, server) }
                 return (outcome, server)
             case 404, 410:
@@ -151,16 +159,23 @@ struct DatasyncUpTask {
     }
 
     /// POST with the client id; a 409 holding what was sent is this create's own earlier attempt.
-    private func create(_ id: String, _ sent: [(String, JSON)]) throws -> (Outcome, JSONDocument?) {
+    /// One holding what an earlier attempt sent (`earlier`) is that attempt's row, unchanged
+    /// since: the entry's edits made after it go as a PUT on its version.
+    private func create(_ id: String, _ sent: [(String, JSON)], earlier: [[(String, JSON)]] = []) throws -> (Outcome, JSONDocument?) {
         let response = try send("POST", table.path, body: body(id, sent), headers: DatasyncTable.headers)
         switch response.status {
         case 200...299: return (.created(id), try entity(response))
         case 409:
             let server = try entity(response)
-            if let server, server.root["deleted"]?.bool != true, holds(server, sent) { return (.created(id), server) }
-            if force, server?.root["deleted"]?.bool != true {
-                let put = try send("PUT", entityPath(id), body: body(id, sent), headers: DatasyncTable.headers)
+            let live = server.map { $0.root["deleted"]?.bool != true } ?? false
+            if let server, live, holds(server, sent) { return (.created(id), server) }
+            let ours = server.map { s in earlier.contains { holds(s, $0) } } ?? false
+            if live, force || ours {
+                var headers = DatasyncTable.headers
+                if !force, let version = server?.root["version"]?.string { headers.append("If-Match: \"\(version)\"") }
+                let put = try send("PUT", entityPath(id), body: body(id, sent), headers: headers)
                 if put.isSuccess { return (.created(id), try entity(put)) }
+                if put.status == 412 { return (conflict("The server entity changed since this entry's create made it; the local change was not sent", try entity(put)), nil) }
                 return (.failed(base.errorText(put)), nil)
             }
             return (conflict("An entity with id \(id) exists on the server with other values; the local create was not sent", server), nil)
