@@ -81,12 +81,12 @@ class Client:
         return self.store.wait_sync(sid, int(timeout_s * 1000))
 
 
-
-
 def main():
     root, url, token, log, seed = sys.argv[1:6]
     assert token == TOKEN
     with open(log, "a") as journal:
+        journal.write(json.dumps({"start": int(seed)}) + "\n")
+        journal.flush()
         client = Client(root, 0, url, random.Random(int(seed)), journal)
         while True:
             client.local_ops()
