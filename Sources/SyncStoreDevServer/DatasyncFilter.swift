@@ -161,7 +161,9 @@ struct DatasyncFilter {
             return .text(Timestamp.format(ms))
         }
         switch token {
-        case .text(let s): return isInstant ? try instant(s) : .text(s)
+        case .text(let s):
+            if isInstant { return try instant(s) }
+            return .text(s)
         case .number(let n):
             if isInstant || n.contains("T") { return try instant(n) }
             if let i = Int64(n) { return .int(i) }

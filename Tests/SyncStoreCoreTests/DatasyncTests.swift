@@ -88,11 +88,12 @@ final class DatasyncTests: StoreTestCase {
         let server = try self.server(["--datasync-seed", "todo=200/1", "--datasync-page-size", "20",
                                       "--faults", "GET /tables/todo* latency=120"])
         let manager = try self.manager(server)
+        let client = RestClient(config: server.remote)
         let writer = Thread {
             usleep(200_000) // the first page has been read
             for i in 1...15 {
                 let id = String(format: "seed-todo-%06d", i)
-                _ = try? server.call("PUT", "/tables/todo/\(id)", body: #"{"id":"\#(id)","title":"moved","rank":\#(i)}"#)
+                _ = try? client.send("PUT", "/tables/todo/\(id)", body: Array(#"{"id":"\#(id)","title":"moved","rank":\#(i)}"#.utf8))
             }
         }
         writer.start()
