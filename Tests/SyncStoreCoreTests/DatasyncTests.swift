@@ -144,6 +144,7 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(rows.first { $0["id"] as? String == "seed-todo-000002" }?["deleted"] as? Bool, true)
         let created = try XCTUnwrap(try local().first { $0["title"] as? String == "new one" })
         let serverRow = try XCTUnwrap(rows.first { $0["title"] as? String == "new one" })
+        XCTAssertEqual(serverRow["createdAt"] as? String, serverRow["updatedAt"] as? String, "the retried create wrote its row again")
         XCTAssertEqual(created["id"] as? String, serverRow["id"] as? String)
         XCTAssertEqual(created["version"] as? String, serverRow["version"] as? String)
         XCTAssertEqual(created["updatedAt"] as? String, serverRow["updatedAt"] as? String)
