@@ -260,6 +260,30 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(try local().count, 1)
     }
 
+    // A row that stops matching the target's filter is never sent again: cleanResyncGhosts
+    // lists the filter's live ids and removes it.
+    func testCleanResyncGhostsUsesTheFilter() throws {
+        let server = try self.server(["--datasync-seed", "todo=6/1"])
+        let manager = try self.manager(server)
+        let target = #"{"type":"datasync","table":"todo","filter":"complete eq false"}"#
+        let id = try manager.syncDown(targetJSON: target, soupName: "todo", optionsJSON: nil, name: nil, callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        XCTAssertEqual(try local().count, 4) // rows 1 and 4 are complete
+        _ = try server.call("PUT", "/tables/todo/seed-todo-000002", body: #"{"title":"done now","complete":true,"rank":2}"#)
+        try manager.reSync(id: id, callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        XCTAssertEqual(try local().count, 4, "the completed row is a ghost until cleaned")
+        let ended = DispatchSemaphore(value: 0)
+        let report = StateLog()
+        try manager.cleanResyncGhosts(id: id) { text in
+            report.callback(text)
+            if !text.contains("RUNNING") { ended.signal() }
+        }
+        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(report.statuses.last, "DONE")
+        XCTAssertEqual(try local().compactMap { $0["id"] as? String }.sorted(), ["seed-todo-000003", "seed-todo-000005", "seed-todo-000006"])
+    }
+
     // The target is checked when the sync is created.
     func testTargetsAreChecked() throws {
         let server = try self.server()
