@@ -486,7 +486,8 @@ typedef void (*syncstore_sync_callback)(const char *state_json, void *context);
  * Sets (or replaces) the store's remote:
  * {"instanceUrl": "https://host:port", "accessToken": "...", "apiVersion": "v62.0",
  *  "refreshToken"?, "clientId"?, "clientSecret"?, "tokenUrl"? (default instanceUrl +
- *  /services/oauth2/token), "caBundle"? (PEM file), "verifyTls"? (default true),
+ *  /services/oauth2/token), "authHeader"? (a header name, e.g. "X-ZUMO-AUTH", that carries the
+ *  token as is instead of "Authorization: Bearer <token>"), "caBundle"? (PEM file), "verifyTls"? (default true),
  *  "connectTimeoutMs"? (10000), "stallTimeoutMs"? (30000), "maxAttempts"? (3),
  *  "retryBaseDelayMs"? (200), "createSettleMs"? (10000: how long after a create sent without
  *  an answer the server may still commit it; a sync up that does not find such a record waits

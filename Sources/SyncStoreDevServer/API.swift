@@ -136,8 +136,9 @@ final class API: @unchecked Sendable {
             ]))
         }
         if s.first == "tables", let datasync {
-            // The same bearer tokens as the Salesforce routes.
-            guard auth.isAuthorized(req.headers["authorization"]) else { return datasync.problem(401, "Unauthorized: send Authorization: Bearer <token>") }
+            // The same tokens as the Salesforce routes, as a bearer token or in X-ZUMO-AUTH.
+            let zumo = req.headers["x-zumo-auth"].map { "Bearer \($0)" }
+            guard auth.isAuthorized(req.headers["authorization"] ?? zumo) else { return datasync.problem(401, "Unauthorized: send Authorization: Bearer <token> or X-ZUMO-AUTH: <token>") }
             return try store.locked { try datasync.handle(req, baseURL: baseURL) }
         }
         guard s.first == "services" else { throw APIError.notFound }

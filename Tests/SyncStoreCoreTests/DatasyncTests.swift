@@ -284,6 +284,28 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(try local().compactMap { $0["id"] as? String }.sorted(), ["seed-todo-000003", "seed-todo-000005", "seed-todo-000006"])
     }
 
+    // remote.authHeader: the token goes in that header (App Service's X-ZUMO-AUTH) instead of
+    // Authorization; a name that is no header name is refused.
+    func testAuthHeader() throws {
+        let server = try self.server(["--datasync-seed", "todo=3"])
+        let manager = try self.manager(server)
+        var remote = try RemoteConfig.parse(#"{"instanceUrl":"\#(server.url)","accessToken":"\#(DevServerProcess.token)","authHeader":"X-ZUMO-AUTH"}"#)
+        XCTAssertEqual(remote.authHeader, "X-ZUMO-AUTH")
+        manager.setRemote(remote)
+        XCTAssertEqual(try run(manager) { try manager.syncDown(targetJSON: Self.down, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }.status, .done)
+        XCTAssertEqual(try local().count, 3)
+        // No Authorization header is sent: the Salesforce routes (which read only that) refuse.
+        XCTAssertThrowsError(try RestClient(config: remote).send("GET", "limits")) { XCTAssertEqual(($0 as? StoreError)?.code, .auth) }
+        remote.accessToken = "wrong"
+        manager.setRemote(remote)
+        XCTAssertEqual(try run(manager) { try manager.syncDown(targetJSON: Self.down, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }.errorCode, ErrorCode.auth.rawValue)
+        for bad in ["", "X-ZUMO-AUTH: x", "Bad\\nHeader"] {
+            XCTAssertThrowsError(try RemoteConfig.parse(#"{"instanceUrl":"http://127.0.0.1:1","accessToken":"t","authHeader":"\#(bad)"}"#)) {
+                XCTAssertEqual(($0 as? StoreError)?.code, .argument)
+            }
+        }
+    }
+
     // The target is checked when the sync is created.
     func testTargetsAreChecked() throws {
         let server = try self.server()
