@@ -46,6 +46,8 @@ def test_list_filter_order_paging_count(start_server):
     assert [i["rank"] for i in skipped["items"]] == [5, 4, 3, 2, 1]
     assert s.get(url, params={"$filter": "rank eq"}).status_code == 400
     assert session("wrong").get(url).status_code == 401
+    zumo = requests.get(url, headers={"X-ZUMO-AUTH": TOKEN})
+    assert zumo.status_code == 200 and len(zumo.json()["items"]) == 20
 
 
 def test_create_conflict_if_match_soft_delete(start_server):
