@@ -129,7 +129,7 @@ struct DatasyncUpTask {
             case 200...299: return (.updated, try entity(response))
             case 412:
                 let server = try entity(response)
-                if let server, holds(server, sent) { return (.updated, server) }
+                if let server, server.root["deleted"]?.bool != true, holds(server, sent) { return (.updated, server) }
                 return (conflict("The server entity changed since it was synced (If-Match failed); the local change was not sent", server), nil)
             case 404 where force:
                 // Gone from the server for good: OVERWRITE makes it again, with the same id.
@@ -175,6 +175,8 @@ struct DatasyncUpTask {
                 if !force, let version = server?.root["version"]?.string { headers.append("If-Match: \"\(version)\"") }
                 let put = try send("PUT", entityPath(id), body: body(id, sent), headers: headers)
                 if put.isSuccess { return (.created(id), try entity(put)) }
+                // Our own PUT whose answer was lost holds what we sent.
+                if put.status == 412, let again = try entity(put), again.root["deleted"]?.bool != true, holds(again, sent) { return (.created(id), again) }
                 if put.status == 412 { return (conflict("The server entity changed since this entry's create made it; the local change was not sent", try entity(put)), nil) }
                 return (.failed(base.errorText(put)), nil)
             }
