@@ -18,6 +18,8 @@ struct DatasyncFilter {
 
     private var tokens: [Token] = []
     private var position = 0
+    /// Nesting of parentheses and `not`: bounded, so no filter can exhaust the stack.
+    private var depth = 0
     private(set) var binds: [SQLValue] = []
     /// Binds are numbered from here (the route binds the table name first).
     private let firstBind: Int
@@ -122,6 +124,9 @@ struct DatasyncFilter {
     }
 
     private mutating func unary() throws -> String {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= 30 else { throw DatasyncFilterError(message: "$filter: nested more than 30 deep") }
         if keyword("not") { return "(NOT \(try unary()))" }
         if peek == .open {
             position += 1

@@ -45,6 +45,9 @@ def test_list_filter_order_paging_count(start_server):
     skipped = s.get(url, params={"$orderby": "rank desc", "$skip": "90"}).json()
     assert [i["rank"] for i in skipped["items"]] == [5, 4, 3, 2, 1]
     assert s.get(url, params={"$filter": "rank eq"}).status_code == 400
+    assert s.get(url, params={"$filter": "(" * 50000 + "rank eq 1" + ")" * 50000}).status_code == 400
+    assert s.get(url, params={"$filter": "not " * 29 + "rank eq 1"}).status_code == 200
+    assert s.get(url, params={"$filter": "not " * 31 + "rank eq 1"}).status_code == 400
     assert session("wrong").get(url).status_code == 401
     zumo = requests.get(url, headers={"X-ZUMO-AUTH": TOKEN})
     assert zumo.status_code == 200 and len(zumo.json()["items"]) == 20
