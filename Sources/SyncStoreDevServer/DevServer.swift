@@ -87,7 +87,7 @@ public struct DevServerOptions: ParsableArguments {
         guard (1...1000).contains(datasyncPageSize) else { throw ValidationError("--datasync-page-size must be 1...1000") }
         if let datasyncSeed {
             guard datasync else { throw ValidationError("--datasync-seed needs --datasync") }
-            _ = try DatasyncTables.parseSeed(datasyncSeed)
+            do { _ = try DatasyncTables.parseSeed(datasyncSeed) } catch { throw ValidationError("\(error)") }
         }
         if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
             throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
