@@ -276,16 +276,8 @@ final class DatasyncTables {
         return APIResponse(status: 200, json: .object(pairs))
     }
 
-    /// Percent-encodes all but RFC 3986 unreserved characters.
-    static func encode(_ s: String) -> String {
-        var out = ""
-        for byte in s.utf8 {
-            if (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || [45, 46, 95, 126].contains(byte) {
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                out += String(format: "%%%02X", byte)
-            }
-        }
-        return out
-    }
+    /// RFC 3986 unreserved characters: all else is percent-encoded in a nextLink's query.
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    static func encode(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s }
 }
