@@ -231,7 +231,13 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(try run(manager) { try manager.syncDown(targetJSON: Self.down, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }.status, .done)
         try edit(try XCTUnwrap(try localEntry("seed-todo-000001")), ["title": "first"])
         let id = try manager.syncUp(targetJSON: Self.up, soupName: "todo", optionsJSON: Self.leave, name: "push", callback: nil)
-        usleep(300_000) // the PUT is in flight
+        // The PUT is in flight once the latency rule fired for it (the server then waits 700 ms).
+        let deadline = nowMillis() + 20_000
+        while nowMillis() < deadline {
+            let rules = try RestClient(config: server.remote).send("GET", "/__devserver/faults")
+            if String(decoding: rules.body, as: UTF8.self).contains("fired 1)") { break }
+            usleep(10_000)
+        }
         try edit(try XCTUnwrap(try localEntry("seed-todo-000001")), ["title": "second"])
         let up = try manager.wait(id: id, timeoutMs: 60_000)
         XCTAssertEqual(up.conflicts + up.errors, 0, up.error)
