@@ -486,7 +486,8 @@ typedef void (*syncstore_sync_callback)(const char *state_json, void *context);
  * Sets (or replaces) the store's remote:
  * {"instanceUrl": "https://host:port", "accessToken": "...", "apiVersion": "v62.0",
  *  "refreshToken"?, "clientId"?, "clientSecret"?, "tokenUrl"? (default instanceUrl +
- *  /services/oauth2/token), "caBundle"? (PEM file), "verifyTls"? (default true),
+ *  /services/oauth2/token), "authHeader"? (a header name, e.g. "X-ZUMO-AUTH", that carries the
+ *  token as is instead of "Authorization: Bearer <token>"), "caBundle"? (PEM file), "verifyTls"? (default true),
  *  "connectTimeoutMs"? (10000), "stallTimeoutMs"? (30000), "maxAttempts"? (3),
  *  "retryBaseDelayMs"? (200), "createSettleMs"? (10000: how long after a create sent without
  *  an answer the server may still commit it; a sync up that does not find such a record waits
@@ -518,6 +519,9 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
  *   {"type": "layout", "sobjectType", "layoutType"?: "Full" | "Compact", "mode"?: "View" | "Edit",
  *     "formFactor"?, "recordTypeId"?} (one record: the UI API layout);
  *   {"type": "metadata", "sobjectType"} (one record: the object's describe);
+ *   {"type": "datasync", "table", "filter"?} (a Datasync / Azure Mobile Apps table: GET
+ *     /tables/{table} in (updatedAt, id) order, incremental, soft-deleted rows remove local
+ *     entries; the remote's instanceUrl is the service URL, docs/sync.md#datasync);
  *   or a registered custom type (syncstore_register_custom_target()).
  *   Common keys: "idFieldName" (default "Id"), "modificationDateFieldName" (default
  *   "LastModifiedDate").
@@ -538,7 +542,9 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  * Creates a sync up and starts its first run. Entries with "__local__" set are pushed:
  * locally deleted -> DELETE, locally created (or without a server id) -> create, else update.
  * target_json (NULL or "" = defaults): {"type": "collection" (batches of up to 200, the default) |
- *   "single" | a registered custom type, "createFieldlist"?, "updateFieldlist"?,
+ *   "single" | "datasync" (with "table": POST with a client-generated id, PUT/DELETE with
+ *   If-Match, 409/412 conflicts carry the server entity; docs/sync.md#datasync) | a registered
+ *   custom type, "createFieldlist"?, "updateFieldlist"?,
  *   "externalIdFieldName"? (creates become upserts on it), "sobjectType"? (else
  *   record.attributes.type), "idFieldName"?, "modificationDateFieldName"?, "maxBatchSize"?}, or
  *   {"type": "parent_children", "parent": {"sobjectType", "soupName", "idFieldName"?,

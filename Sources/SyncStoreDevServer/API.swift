@@ -93,6 +93,8 @@ final class API: @unchecked Sendable {
     var defaultBatchSize = 2000
     /// Children of one parent returned inline by a child subquery; the rest are paged.
     var childBatchSize = 200
+    /// `--datasync`: the `/tables/{table}` routes (Datasync.swift); nil when not served.
+    var datasync: DatasyncTables?
     /// Versions an org serves today: v31.0 (Summer '14, the oldest not retired) to v66.0 (Spring '26).
     static let minVersion = 31
     static let maxVersion = 66
@@ -132,6 +134,12 @@ final class API: @unchecked Sendable {
                                   ("sobjects", .string("\(baseURL)/services/data/v{version}/sobjects/")),
                                   ("query", .string("\(baseURL)/services/data/v{version}/query/"))])),
             ]))
+        }
+        if s.first == "tables", let datasync {
+            // The same tokens as the Salesforce routes, as a bearer token or in X-ZUMO-AUTH.
+            let zumo = req.headers["x-zumo-auth"].map { "Bearer \($0)" }
+            guard auth.isAuthorized(req.headers["authorization"] ?? zumo) else { return datasync.problem(401, "Unauthorized: send Authorization: Bearer <token> or X-ZUMO-AUTH: <token>") }
+            return try store.locked { try datasync.handle(req, baseURL: baseURL) }
         }
         guard s.first == "services" else { throw APIError.notFound }
         if s.count == 3, s[1] == "oauth2" {

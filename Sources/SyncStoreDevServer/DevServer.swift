@@ -15,7 +15,11 @@ public struct DevServerOptions: ParsableArguments {
         describe, query, queryAll, search, composite, composite/sobjects, \
         composite/batch, ui-api/layout, connect/briefcase/priming-records. \
         Authenticate with --token, or POST /services/oauth2/token \
-        (grant_type=password with --user, or grant_type=refresh_token).
+        (grant_type=password with --user, or grant_type=refresh_token). \
+        With --datasync also the Datasync table protocol: /tables/{table}[/{id}] \
+        (GET list with $filter/$orderby/$top/$skip/$count/__includedeleted and \
+        nextLink, GET/PUT/DELETE by id with If-Match, POST with client ids, soft \
+        delete), same bearer token, faults and clock.
 
         FAULT SPEC (--faults, or PUT /__devserver/faults with --admin):
           SPEC := PART (';' PART)*      PART := seed=N | RULE
@@ -65,6 +69,9 @@ public struct DevServerOptions: ParsableArguments {
     @Option(help: "Records per query page when the request sets no batchSize (the API's is 2000; it may send fewer for wide records).") public var defaultBatchSize = 2000
     @Option(help: "Children per parent returned inline by a child subquery; more are paged through the nested result's nextRecordsUrl.") public var childBatchSize = 200
     @Option(parsing: .unconditional, help: "Shift the server clock by this many seconds (negative: behind; at most one day either way): record stamps, the Date header, updated/deleted windows, SOQL TODAY... (token expiry stays on the real clock).") public var clockOffset: String?
+    @Flag(help: "Also serve the Datasync table protocol (Azure Mobile Apps) under /tables/{table}, same auth and faults.") public var datasync = false
+    @Option(help: "Datasync rows to create in empty tables, e.g. todo=300 (all share one updatedAt) or todo=300/10 (10 per updatedAt); needs --datasync.") public var datasyncSeed: String?
+    @Option(help: "Most items one Datasync list answer carries; more follow through nextLink.") public var datasyncPageSize = 100
     @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") public var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") public var verbose = false
 
@@ -77,6 +84,11 @@ public struct DevServerOptions: ParsableArguments {
         guard (1...2000).contains(defaultBatchSize) else { throw ValidationError("--default-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
+        guard (1...1000).contains(datasyncPageSize) else { throw ValidationError("--datasync-page-size must be 1...1000") }
+        if let datasyncSeed {
+            guard datasync else { throw ValidationError("--datasync-seed needs --datasync") }
+            do { _ = try DatasyncTables.parseSeed(datasyncSeed) } catch { throw ValidationError("\(error)") }
+        }
         if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
             throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
         }
@@ -157,6 +169,14 @@ public enum DevServer {
         api.minBatchSize = o.minBatchSize
         api.childBatchSize = o.childBatchSize
         api.defaultBatchSize = o.defaultBatchSize
+        if o.datasync {
+            let tables = try DevServerError.classify("--datasync (the datasync_rows table)", .storage) { try DatasyncTables(store: store, pageSize: o.datasyncPageSize) }
+            for (table, count, group) in try DatasyncTables.parseSeed(o.datasyncSeed ?? "") {
+                let n = try DevServerError.classify("--datasync-seed", .storage) { try tables.seed(table: table, count: count, group: group) }
+                notes.append("seeded \(n) \(table) rows")
+            }
+            api.datasync = tables
+        }
         let faultState = Faults()
         if let faults = o.faults { try faultState.set(faults) }
 

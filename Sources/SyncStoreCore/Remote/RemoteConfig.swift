@@ -7,6 +7,9 @@ public struct RemoteConfig: Sendable {
     public var tokenURL: String?
     public var clientId: String?
     public var clientSecret: String?
+    /// A header that carries the token as is (e.g. `X-ZUMO-AUTH`, Azure App Service
+    /// authentication) instead of `Authorization: Bearer <token>`.
+    public var authHeader: String?
     var http = HTTPSettings()
     /// Attempts for idempotent requests on network errors and 5xx (first try included).
     public var maxAttempts = 3
@@ -22,7 +25,7 @@ public struct RemoteConfig: Sendable {
     }
 
     /// `{"instanceUrl", "accessToken", "apiVersion"?, "refreshToken"?, "tokenUrl"?, "clientId"?,
-    ///   "clientSecret"?, "caBundle"?, "verifyTls"?, "connectTimeoutMs"?, "stallTimeoutMs"?,
+    ///   "clientSecret"?, "authHeader"?, "caBundle"?, "verifyTls"?, "connectTimeoutMs"?, "stallTimeoutMs"?,
     ///   "maxAttempts"?, "retryBaseDelayMs"?, "createSettleMs"?}`
     public static func parse(_ text: String) throws -> RemoteConfig {
         let doc = try JSONDocument.parse(text, what: "remote config")
@@ -66,6 +69,14 @@ public struct RemoteConfig: Sendable {
         config.tokenURL = try string("tokenUrl")
         config.clientId = try string("clientId")
         config.clientSecret = try string("clientSecret")
+        if let name = try string("authHeader") {
+            // An HTTP token (RFC 9110): the name goes into every request's headers as it is.
+            let allowed = Set("!#$%&'*+-.^_`|~".utf8)
+            guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || allowed.contains($0) }) else {
+                throw StoreError.argument("Remote config \"authHeader\" must be a header name (letters, digits, '-'...), e.g. X-ZUMO-AUTH")
+            }
+            config.authHeader = name
+        }
         config.http.caBundle = try string("caBundle")
         if let v = root["verifyTls"], !v.isNull {
             guard let b = v.bool else { throw StoreError.argument("verifyTls must be true or false") }

@@ -45,7 +45,7 @@ final class RestClient: @unchecked Sendable {
             attempt += 1
             let c = current
             var request = HTTPRequest(method: method, url: url(path))
-            request.headers = ["Authorization: Bearer \(c.accessToken)", "Accept: application/json"] + extra
+            request.headers = [c.authHeader.map { "\($0): \(c.accessToken)" } ?? "Authorization: Bearer \(c.accessToken)", "Accept: application/json"] + extra
             if body != nil { request.headers.append("Content-Type: application/json") }
             request.body = body
             let response: HTTPResponse

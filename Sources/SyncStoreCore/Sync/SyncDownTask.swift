@@ -117,6 +117,9 @@ struct SyncDownTask {
                                                    pending: stillPending ?? [], db: db, info: lost.info)
             }
         }
+        for group in page.groups where !group.removedIds.isEmpty {
+            try DatasyncTable.remove(group.removedIds, db: db, store: ctx.store, info: try ctx.store.requireSoup(group.soupName), mergeMode: options.mergeMode)
+        }
         for group in page.groups where group.count > 0 {
             let info = try ctx.store.requireSoup(group.soupName)
             try ctx.store.withEntryWriter(db, soup: info, externalIdPath: group.idFieldName,

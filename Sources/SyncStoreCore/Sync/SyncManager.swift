@@ -261,7 +261,7 @@ public final class SyncManager: @unchecked Sendable {
             case .syncUp:
                 let target = try SyncUpTarget.parse(state.targetJSON, customTargets: customTargets)
                 let task = SyncUpTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
-                try task.run(&state)
+                if target.mode == .datasync { try DatasyncUpTask(task).run(&state) } else { try task.run(&state) }
             }
             state.status = .done
             state.progress = 100

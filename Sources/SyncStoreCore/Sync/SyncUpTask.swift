@@ -625,7 +625,7 @@ struct SyncUpTask {
 
     // MARK: committing
 
-    private func current(_ entryId: Int64, db: Connection, info: SoupInfo) throws -> JSONDocument? {
+    func current(_ entryId: Int64, db: Connection, info: SoupInfo) throws -> JSONDocument? {
         let statement = try db.prepare("SELECT soup FROM \(info.table) WHERE id = ?")
         try statement.bind([.int(entryId)])
         guard try statement.step() else { return nil }

@@ -7,5 +7,6 @@ struct DownPage {
     /// Continuation for the next page, nil on the last one.
     let next: String?
 
-    var recordCount: Int { groups.reduce(0) { $0 + $1.count } }
+    /// Records and deletions (a page of deleted rows is not an empty page).
+    var recordCount: Int { groups.reduce(0) { $0 + $1.count + $1.removedIds.count } }
 }

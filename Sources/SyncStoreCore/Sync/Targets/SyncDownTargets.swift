@@ -12,9 +12,10 @@ enum SyncDownTargets {
         case "briefcase": return try BriefcaseTarget(json)
         case "layout": return try LayoutTarget(json)
         case "metadata": return try MetadataTarget(json)
+        case "datasync": return try DatasyncTarget(json)
         default:
             if let custom = customTargets?.down(type) { return try custom.make(json) }
-            throw StoreError.argument("Unknown sync down target type '\(type)': use soql, sosl, mru, refresh, parent_children, briefcase, layout, metadata, or register a custom target")
+            throw StoreError.argument("Unknown sync down target type '\(type)': use soql, sosl, mru, refresh, parent_children, briefcase, layout, metadata, datasync, or register a custom target")
         }
     }
 }

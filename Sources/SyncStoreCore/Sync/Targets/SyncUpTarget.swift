@@ -2,7 +2,7 @@
 ///   "externalIdFieldName"?, "sobjectType"?, "idFieldName"?, "modificationDateFieldName"?,
 ///   "maxBatchSize"? (1...200)}` — how local changes are pushed (docs/sync.md#sync-up-targets).
 struct SyncUpTarget {
-    enum Mode: String { case collection, single }
+    enum Mode: String { case collection, single, datasync }
 
     let mode: Mode
     let createFieldlist: [String]?
@@ -24,8 +24,8 @@ struct SyncUpTarget {
         let doc = try JSONDocument.parseOptional(text, what: "sync up target") ?? JSONDocument.object()
         let root = doc.root.isNull ? JSONDocument.object().root : doc.root
         guard root.isObject else { throw StoreError.argument("A sync up target must be a JSON object") }
-        let common = try TargetCommon(root)
         let typeName = root["type"]?.string ?? "collection"
+        let common = typeName == "datasync" ? try TargetCommon(root, id: DatasyncTable.idField, modificationDate: DatasyncTable.stampField, check: DatasyncTable.init) : try TargetCommon(root)
         var custom: CustomTargetCallbacks? = nil
         let mode: Mode
         if let m = Mode(rawValue: typeName) {
@@ -34,7 +34,7 @@ struct SyncUpTarget {
             mode = .single
             custom = callbacks
         } else {
-            throw StoreError.argument("Unknown sync up target type '\(typeName)': use collection, single, or register a custom target")
+            throw StoreError.argument("Unknown sync up target type '\(typeName)': use collection, single, datasync, or register a custom target")
         }
         var batch = 200
         if let v = root["maxBatchSize"], !v.isNull {

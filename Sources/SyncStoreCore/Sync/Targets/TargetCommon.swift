@@ -10,6 +10,14 @@ struct TargetCommon {
         modificationDateFieldName = try TargetCommon.optionalString(json, "modificationDateFieldName") ?? "LastModifiedDate"
     }
 
+    /// Fixed id and modification-date fields (a protocol's own), after `check` accepted the JSON.
+    init<T>(_ json: JSON, id: String, modificationDate: String, check: (JSON) throws -> T) throws {
+        _ = try check(json)
+        self.json = json
+        idFieldName = id
+        modificationDateFieldName = modificationDate
+    }
+
     static func optionalString(_ json: JSON, _ key: String) throws -> String? {
         guard let v = json[key], !v.isNull else { return nil }
         guard let s = v.string, !s.isEmpty else { throw StoreError.argument("Target \"\(key)\" must be a non-empty string") }

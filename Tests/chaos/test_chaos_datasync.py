@@ -1,0 +1,163 @@
+"""Chaos slice for the Datasync targets (docs/sync.md#datasync) against the dev server's
+--datasync /tables routes: a host SIGKILLed at random points, then fault rounds with 3 clients
+syncing at once. Each client creates, edits and deletes only its own rows (field `v`, values
+`c<N>-<seq>` with a growing seq) and syncs every row down. Checks: no key twice on the server
+(0 duplicates), after convergence every client's last write is on the server and in every
+client's store (0 lost edits), the 3 stores equal the server's live rows.
+
+Knobs: CHAOS_DS_KILLS (12), CHAOS_DS_ROUNDS (10), CHAOS_CLIENTS (3), CHAOS_SEED."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from chaos_lib import Summary, env_int, env_seed
+from datasync_host import TABLE, TOKEN, Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+import devserver_process  # noqa: E402
+
+HOST = Path(__file__).resolve().parent / "datasync_host.py"
+
+
+class Server(devserver_process.DevServer):
+    def __init__(self, workdir):
+        super().__init__("--datasync", "--admin", "--datasync-page-size", "5", token=TOKEN, stderr=Path(workdir) / "devserver.stderr")
+
+    def call(self, method, path, body=None):
+        import urllib.request
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Authorization": f"Bearer {TOKEN}", "Connection": "close"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            text = r.read()
+        return json.loads(text) if text and r.headers.get("Content-Type", "").startswith("application/json") else text
+
+    def rows(self):
+        rows, path = [], f"/tables/{TABLE}?__includedeleted=true"
+        while path:
+            page = self.call("GET", path)
+            rows += page["items"]
+            path = page.get("nextLink", "")[len(self.url):] if page.get("nextLink") else None
+        return rows
+
+    def faults(self, spec):
+        self.call("PUT", "/__devserver/faults", spec.encode())
+
+
+def duplicates(rows):
+    keys = [r.get("key") for r in rows]
+    return len(keys) - len(set(keys))
+
+
+def converge(server, clients):
+    server.call("DELETE", "/__devserver/faults")
+    for _ in range(3):
+        for c in clients:
+            c.sync("up")
+        for c in clients:
+            c.sync("down")
+        if all(not any(e.get("__local__") for e in c.entries()) for c in clients):
+            break
+    rows = server.rows()
+    live = {r["key"]: r["v"] for r in rows if not r["deleted"]}
+    problems = []
+    for c in clients:
+        dirty = [e["key"] for e in c.entries() if e.get("__local__")]
+        if dirty:
+            problems.append(f"client {c.n}: {len(dirty)} entries still dirty: {dirty[:3]}")
+        local = {e["key"]: e["v"] for e in c.entries()}
+        if local != live:
+            problems.append(f"client {c.n}: store differs from the server ({len(local)} vs {len(live)} rows)")
+        for key, v in c.log.items():
+            if live.get(key) != v and (key not in c.also or live.get(key) != c.also[key]):
+                problems.append(f"client {c.n}: key {key} is {live.get(key)!r} on the server, last written {v!r}")
+    return rows, problems
+
+
+def test_datasync_fault_rounds(tmp_path):
+    seed = env_seed()
+    rng = random.Random(seed)
+    server = Server(tmp_path)
+    try:
+        clients = [Client(tmp_path / f"c{n}", n, server.url, random.Random(rng.random())) for n in range(env_int("CHAOS_CLIENTS", 3))]
+        specs = ["POST /tables/* drop=after rate=0.4", "PUT /tables/* drop=after rate=0.4", "DELETE /tables/* drop=after rate=0.5",
+                 "* /tables/* status=503 rate=0.2", "GET /tables/* drop=mid rate=0.2", "* /tables/* drop=before rate=0.15"]
+        started, failed = time.time(), 0
+        for round_ in range(env_int("CHAOS_DS_ROUNDS", 10)):
+            spec = f"seed={rng.randrange(1 << 30)}; " + "; ".join(rng.sample(specs, 2)) + "; * /tables/* latency=0-15"
+            server.faults(spec)
+            server.call("PUT", "/__devserver/clock", str(rng.randint(-600, 600)).encode())
+
+            def work(c):
+                nonlocal failed
+                c.local_ops()
+                for kind in ("up", "down"):
+                    if c.sync(kind)["status"] != "DONE":
+                        failed += 1
+
+            threads = [threading.Thread(target=work, args=(c,)) for c in clients]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            server.call("DELETE", "/__devserver/faults")  # the check's own reads
+            rows = server.rows()
+            assert duplicates(rows) == 0, f"seed {seed}: round {round_}: a key made twice on the server ({spec})"
+        rows, problems = converge(server, clients)
+        assert duplicates(rows) == 0, f"seed {seed}: a key made twice"
+        assert not problems, f"seed {seed}: " + "; ".join(problems[:10])
+        Summary.add("datasync_rounds", env_int("CHAOS_DS_ROUNDS", 10))
+        Summary.add("datasync_failed_runs", failed)
+        Summary.set("datasync_rows", len(rows))
+        print(f"datasync fault rounds: seed {seed}, {len(rows)} rows, {failed} failed runs, {time.time() - started:.1f} s")
+    finally:
+        server.stop()
+
+
+def test_datasync_crash_kills(tmp_path):
+    """A host doing local writes and syncs, SIGKILLed at random points. Its log (fsynced after
+    each committed local write) says the last value per key; after every kill no key is twice
+    on the server; after the last, one converging run must bring every logged write up."""
+    seed = env_seed()
+    rng = random.Random(seed + 1)
+    server = Server(tmp_path)
+    root, log = tmp_path / "host", tmp_path / "host.log"
+    try:
+        server.faults(f"seed={seed % 1000}; POST /tables/* drop=after rate=0.2; PUT /tables/* drop=after rate=0.2; * /tables/* latency=0-30")
+        kills = env_int("CHAOS_DS_KILLS", 12)
+        for k in range(kills):
+            host = subprocess.Popen([sys.executable, str(HOST), str(root), server.url, TOKEN, str(log), str(rng.randrange(1 << 30))])
+            time.sleep(rng.uniform(0.3, 1.5))
+            host.send_signal(signal.SIGKILL)
+            host.wait()
+            assert duplicates(server.rows()) == 0, f"seed {seed}: kill {k}: a key made twice on the server"
+        client = Client(root, 0, server.url, rng)
+        lines = []
+        for line in log.read_text().splitlines() if log.exists() else []:
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by the kill: its write was not made
+                lines.append({"start": None})
+        for i, record in enumerate(lines):
+            if "key" not in record:
+                continue
+            client.log[record["key"]] = record["v"]
+            client.also.pop(record["key"], None)
+            # A host's last logged write (before the next host's start line, or the end) may have
+            # been killed before it committed: its previous value is right then.
+            if i + 1 == len(lines) or "start" in lines[i + 1]:
+                client.also[record["key"]] = record["prev"]
+        rows, problems = converge(server, [client])
+        assert duplicates(rows) == 0
+        assert not problems, f"seed {seed}: " + "; ".join(problems[:10])
+        Summary.add("datasync_kills", kills)
+        print(f"datasync crash kills: seed {seed}, {kills} kills, {len(client.log)} keys written, {len(rows)} rows")
+    finally:
+        server.stop()
