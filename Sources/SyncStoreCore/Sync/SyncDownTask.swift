@@ -40,6 +40,7 @@ struct SyncDownTask {
             try checkStopped()
             let pages = try feed.take(maxRecords: SyncDownTask.maxRecordsPerTransaction)
             guard let lastPage = pages.last else { return }
+            var pageProgress: [Int] = []
             for page in pages {
                 try locators.check(page.next)
                 emptyPages = page.recordCount == 0 && page.next != nil ? emptyPages + 1 : 0
@@ -47,10 +48,17 @@ struct SyncDownTask {
                     throw StoreError(.server, "The server sent \(emptyPages) pages in a row with no records but a next page; paging stopped so the sync cannot loop forever. Run the sync again later")
                 }
                 saved += Int64(page.recordCount)
+                pageProgress.append(progress(saved: saved, total: state.totalSize, last: page.next == nil))
             }
             let last = lastPage.next == nil
-            state.progress = progress(saved: saved, total: state.totalSize, last: last)
+            state.progress = pageProgress[pageProgress.count - 1]
             try write(pages, state: &state, newest: &newest, last: last, lostCreates: &lostCreates)
+            // One event per page, as when each page had its own transaction: all are stored now.
+            for earlier in pageProgress.dropLast() {
+                var event = state
+                event.progress = earlier
+                emit(event)
+            }
             emit(state)
             if last { return }
         }
