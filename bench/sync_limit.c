@@ -114,7 +114,8 @@ static soup_layout read_layout(sqlite3 *db, const char *soup) {
     sqlite3_stmt *s = prepare(db, "SELECT id FROM soup_attrs WHERE soupName = ?");
     sqlite3_bind_text(s, 1, soup, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_ROW) die("no soup in soup_attrs", soup);
-    snprintf(l.table, sizeof l.table, "TABLE_%lld", (long long)sqlite3_column_int64(s, 0));
+    long long table_id = (long long)sqlite3_column_int64(s, 0);
+    snprintf(l.table, sizeof l.table, "TABLE_%lld", table_id);
     sqlite3_finalize(s);
     s = prepare(db, "SELECT path, type, slot FROM soup_index_map WHERE soupName = ? ORDER BY position");
     sqlite3_bind_text(s, 1, soup, -1, SQLITE_STATIC);
@@ -124,7 +125,7 @@ static soup_layout read_layout(sqlite3 *db, const char *soup) {
         int c = l.ncolumns++;
         snprintf(l.path[c], sizeof l.path[c], "%s", sqlite3_column_text(s, 0));
         snprintf(l.type[c], sizeof l.type[c], "%s", sqlite3_column_text(s, 1));
-        snprintf(l.column[c], sizeof l.column[c], "%s_%lld", l.table, (long long)sqlite3_column_int64(s, 2));
+        snprintf(l.column[c], sizeof l.column[c], "TABLE_%lld_%lld", table_id, (long long)sqlite3_column_int64(s, 2));
     }
     sqlite3_finalize(s);
     /* The columns must be in the table the engine made (else the catalog was read wrong). */
