@@ -208,7 +208,11 @@ static char *soql_target(const char *soql) {
 #define SYNC_NAME_ENV "SYNCSTORE_BENCH_SYNC_NAME" /* engine-down names its sync (for reSync, ghosts) */
 #define READ_PAUSE_US 1000                        /* between two reads: a UI reading, not a flood */
 
-typedef struct { double *v; size_t n, cap; } samples;
+/* Latencies in ms, and what each read over 1 ms did meanwhile (getrusage of its thread):
+ * preempted: only involuntary context switches (it was runnable but another process had the
+ * CPU: the machine's load, not the store); blocked: a voluntary switch (it slept: a lock, a
+ * busy wait, I/O); neither: it ran all the time (the read itself was slow). */
+typedef struct { double *v; size_t n, cap; size_t preempted, blocked, neither; double slow_cpu_max; } samples;
 
 static void sample_add(samples *s, double v) {
     if (s->n == s->cap) {
@@ -219,15 +223,17 @@ static void sample_add(samples *s, double v) {
     s->v[s->n++] = v;
 }
 
-/* "PREFIX_n=.. PREFIX_p50_ms=.. PREFIX_p99_ms=.. PREFIX_max_ms=.. PREFIX_over1ms=.. PREFIX_over20ms=.." */
+/* "PREFIX_n=.. PREFIX_p50_ms=.. PREFIX_p99_ms=.. PREFIX_max_ms=.. PREFIX_over1ms=.. PREFIX_over20ms=.." and the
+ * causes of the reads over 1 ms. */
 static void format_latencies(samples *s, const char *prefix, char *out, size_t size) {
     if (!s->n) { snprintf(out, size, "%s_n=0", prefix); return; }
     qsort(s->v, s->n, sizeof *s->v, cmp_double);
     size_t over1 = 0, over20 = 0;
     for (size_t i = 0; i < s->n; i++) { over1 += s->v[i] > 1.0; over20 += s->v[i] > 20.0; }
-    snprintf(out, size, "%s_n=%zu %s_p50_ms=%.3f %s_p99_ms=%.3f %s_max_ms=%.3f %s_over1ms=%zu %s_over20ms=%zu", prefix, s->n,
+    snprintf(out, size, "%s_n=%zu %s_p50_ms=%.3f %s_p99_ms=%.3f %s_max_ms=%.3f %s_over1ms=%zu %s_over20ms=%zu "
+             "%s_slow_preempted=%zu %s_slow_blocked=%zu %s_slow_running=%zu %s_slow_cpu_max_ms=%.3f", prefix, s->n,
              prefix, s->v[s->n / 2], prefix, s->v[(size_t)((double)s->n * 0.99)], prefix, s->v[s->n - 1], prefix, over1,
-             prefix, over20);
+             prefix, over20, prefix, s->preempted, prefix, s->blocked, prefix, s->neither, prefix, s->slow_cpu_max);
 }
 
 /* The exact-query specs of the Ids in `file` (at most 1000). */
@@ -249,15 +255,31 @@ static int load_read_specs(const char *file, char ***out) {
     return n;
 }
 
-/* One exact indexed query (the cheapest read: one page, no cursor); its latency in ms. */
-static double timed_read(syncstore_store *store, const char *spec) {
+/* One exact indexed query (the cheapest read: one page, no cursor); its latency in ms, added
+ * to `lat` (may be NULL) with its cause when over 1 ms. */
+static double timed_read(syncstore_store *store, const char *spec, samples *lat) {
     char *out = NULL;
     syncstore_error err;
+    struct rusage u0, u1;
+    if (lat) getrusage(RUSAGE_THREAD, &u0);
     double t0 = now_s();
     int rc = syncstore_query_page(store, "contacts", spec, 0, &out, &err);
     double ms = (now_s() - t0) * 1000;
     if (rc != SYNCSTORE_OK) fail("read during the sync", err.message);
     syncstore_free(out);
+    if (lat) {
+        sample_add(lat, ms);
+        if (ms > 1.0) {
+            getrusage(RUSAGE_THREAD, &u1);
+            long vol = u1.ru_nvcsw - u0.ru_nvcsw, invol = u1.ru_nivcsw - u0.ru_nivcsw;
+            double cpu = (double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec + u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) * 1000 +
+                         (double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec + u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) / 1000;
+            if (vol > 0) lat->blocked++;
+            else if (invol > 0) lat->preempted++;
+            else lat->neither++;
+            if (cpu > lat->slow_cpu_max) lat->slow_cpu_max = cpu;
+        }
+    }
     return ms;
 }
 
@@ -273,7 +295,7 @@ typedef struct {
 static void *reader_main(void *arg) {
     reader *r = arg;
     for (long i = 0; !r->stop; i++) {
-        sample_add(&r->lat, timed_read(r->store, r->specs[i % r->nspecs]));
+        timed_read(r->store, r->specs[i % r->nspecs], &r->lat);
         usleep(READ_PAUSE_US);
     }
     return NULL;
@@ -345,7 +367,7 @@ static int engine_reader(char **argv) {
     samples lat = {0};
     struct pollfd in = {STDIN_FILENO, POLLIN, 0};
     for (long i = 0; poll(&in, 1, 0) == 0; i++) {
-        sample_add(&lat, timed_read(store, specs[i % nspecs]));
+        timed_read(store, specs[i % nspecs], &lat);
         usleep(READ_PAUSE_US);
     }
     char line[512];
@@ -477,7 +499,7 @@ static int engine_queries(char **argv) {
         json_decref(spec);
     }
     double t0 = now_s();
-    for (size_t i = 0; i < nids; i++) timed_read(store, specs[i]);
+    for (size_t i = 0; i < nids; i++) timed_read(store, specs[i], NULL);
     double exact = (now_s() - t0) / (double)nids;
     const char *agg = "{\"queryType\":\"smart\",\"smartSql\":\"select {contacts:LastName}, count(*) from {contacts} "
                       "group by {contacts:LastName} order by count(*) desc, {contacts:LastName} limit 10\",\"pageSize\":10}";
@@ -1084,6 +1106,11 @@ static void print_stalls(const char *what, const char *out) {
         snprintf(value, sizeof value, "p50 %.3f  p99 %.3f  max %.1f ms  (%.0f reads, %.0f > 1 ms, %.0f > 20 ms)", v[0], v[1], v[2],
                  count, v[3], v[4]);
         printf("%-58s %-68s %-22s %s\n", figure, value, "p99<=1ms max<=20ms", verdict(count > 0 && v[1] <= 1.0 && v[2] <= 20.0));
+        double c[4];
+        const char *causes[4] = {"slow_preempted", "slow_blocked", "slow_running", "slow_cpu_max_ms"};
+        for (int i = 0; i < 4; i++) { snprintf(key, sizeof key, "%s_%s", who[k][0], causes[i]); c[i] = field(out, key); }
+        printf("%-58s reads over 1 ms: %.0f preempted (CPU taken by other processes), %.0f blocked (slept: lock or I/O),\n"
+               "%-58s %.0f running; the most CPU one of them used: %.2f ms\n", "", c[0], c[1], "", c[2], c[3]);
     }
 }
 
