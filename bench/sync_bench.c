@@ -59,7 +59,9 @@
  *                   [--rounds R] [--rss-records M|0] [--up-records U|0] [--single-records S]
  *                   [--latency MS] [--no-http] [--key K] [--kdf-iter N] [--encryption]
  *                   [--limit-records M] [--limit-rounds R] [--scale-records M] [--stall-records M]
- *                   [--stall-up-records U]
+ *                   [--stall-up-records U] [--sqlite-memstatus-off]
+ *   --sqlite-memstatus-off: an experiment, not a setting of the engine: every engine child calls
+ *   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) before the engine initializes SQLite.
  *   --key K, --kdf-iter N: the engine's stores are encrypted (in 1-3: every engine run).
  * Internal (the children): bench-sync engine-down URL TOKEN DIR CAFILE|- SOQL
  *                          bench-sync engine-up URL TOKEN DIR MODE N TAG
@@ -207,6 +209,7 @@ static char *soql_target(const char *soql) {
 #define READ_IDS_ENV "SYNCSTORE_BENCH_READ_IDS"   /* file of record Ids, one a line: readers run */
 #define SYNC_NAME_ENV "SYNCSTORE_BENCH_SYNC_NAME" /* engine-down names its sync (for reSync, ghosts) */
 #define READ_PAUSE_US 1000                        /* between two reads: a UI reading, not a flood */
+#define MEMSTATUS_ENV "SYNCSTORE_BENCH_SQLITE_MEMSTATUS" /* "0": see --sqlite-memstatus-off */
 
 /* Latencies in ms, and what each read over 1 ms did meanwhile (getrusage of its thread):
  * preempted: only involuntary context switches (it was runnable but another process had the
@@ -1282,6 +1285,12 @@ static int encryption_main(const options *o, const char *cert, const char *tls_k
 }
 
 int main(int argc, char **argv) {
+    /* --sqlite-memstatus-off (an experiment, inherited by the children): SQLite's memory
+     * statistics off in this process before the engine initializes SQLite, so sqlite3_malloc
+     * takes no process-wide mutex (the one a read on the sync's handle was found waiting for). */
+    const char *memstatus = getenv(MEMSTATUS_ENV);
+    if (memstatus && !strcmp(memstatus, "0") && sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK)
+        fail("sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0)", "SQLite was already initialized");
     if (argc >= 2 && !strcmp(argv[1], "engine-down") && argc == 7) return engine_down(argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "engine-up") && argc == 8) return engine_up(argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "engine-reader") && argc == 4) return engine_reader(argv + 2);
@@ -1295,6 +1304,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-http")) { o.http = 0; continue; }
         if (!strcmp(a, "--encryption")) { o.encryption = 1; continue; }
+        if (!strcmp(a, "--sqlite-memstatus-off")) { setenv(MEMSTATUS_ENV, "0", 1); continue; }
         if (!v) fail("missing value for", a);
         i++;
         if (!strcmp(a, "--devserver")) o.devserver = v;
@@ -1339,6 +1349,7 @@ int main(int argc, char **argv) {
     printf("sync benchmark: libsyncstore %s, devserver %s, %ld CPUs, load average at start %s%s\n", syncstore_version(),
            o.devserver, sysconf(_SC_NPROCESSORS_ONLN), loadavg,
            o.key && !o.encryption ? "\n  engine stores ENCRYPTED (--key)" : "");
+    if (getenv(MEMSTATUS_ENV)) printf("  EXPERIMENT: SQLite memory statistics off in the engine's processes (--sqlite-memstatus-off)\n");
 
     /* ---- 1. sync down N over HTTPS: engine, (a), (b), fetch only ---- */
     char cert[2048], key[2048], command[8192], seed[128];
