@@ -44,7 +44,7 @@
  *    the sync's handle and from another process with its own handle, during a sync down of M
  *    records and during a sync up (collection) of U records at --latency; p50, p99 and max of
  *    each (goal p99 <= 1 ms, max <= 20 ms).
- *    All 1M figures in one run (about an hour on 2 shared cores):
+ *    All 1M figures in one run (about 15 minutes on 2 shared cores):
  *      scripts/bench-sync.sh --rounds 3 --limit-records 1000000 --limit-rounds 3 --scale-records 1000000 \
  *          --up-records 100000 --single-records 1000 --stall-records 1000000 --stall-up-records 100000
  *
