@@ -8,6 +8,10 @@
 #   scripts/bench-sync.sh [bench-sync options]
 #   e.g. scripts/bench-sync.sh --records 100000 --rounds 3 --rss-records 1000000 \
 #            --up-records 10000 --single-records 1000 --latency 20
+# Issue 21: the storage limit (SQLite alone in the engine's layout) and a static page server run
+# by default at --records; the 1M figures are behind flags, all of them in one run with
+#   scripts/bench-sync.sh --rounds 3 --limit-records 1000000 --limit-rounds 3 --scale-records 1000000 \
+#       --up-records 100000 --single-records 1000 --stall-records 1000000 --stall-up-records 100000
 # Every option is passed to bench-sync (see the top of bench/sync_bench.c); with --encryption
 # (plaintext vs encrypted engine stores only) no Python baseline is set up.
 # BENCH_BUILD_DIR: the CMake build directory (default build, as scripts/bench.sh). SYNCSTORE_BUILD_LOCK=FILE:
