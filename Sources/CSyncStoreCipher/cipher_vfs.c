@@ -1087,6 +1087,7 @@ static int vfsCurrentTimeInt64(sqlite3_vfs *v, sqlite3_int64 *out) { (void)v; re
 
 static int registerResult = SQLITE_ERROR;
 static void registerOnce(void) {
+    ss_sqlite_configure(); /* before sqlite3_vfs_find initializes SQLite */
     baseVfs = sqlite3_vfs_find(NULL);
     if (!baseVfs || baseVfs->iVersion < 2) return;
     cipherVfs.iVersion = 2;

@@ -23,6 +23,18 @@ final class Flag: @unchecked Sendable {
 
 // docs/smartstore.md, docs/queries.md concurrency
 final class ConcurrencyTests: StoreTestCase {
+    // Reads stalled behind SQLite's process-wide memory-statistics mutex whenever a sync's
+    // writer was preempted holding it; the library turns the statistics off before SQLite starts
+    // (SQLite then reports 0 bytes in use).
+    func testSQLiteMemoryStatisticsAreOff() throws {
+        let store = try self.store
+        try store.registerSoup("s", specsJSON: #"[{"path":"k","type":"string"}]"#)
+        _ = try store.upsert(soup: "s", entriesJSON: #"[{"k":"a"}]"#)
+        var current: Int64 = -1, highest: Int64 = -1
+        XCTAssertEqual(sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &current, &highest, 0), SQLITE_OK)
+        XCTAssertEqual(current, 0, "SQLite keeps memory statistics (and takes their mutex on every allocation)")
+    }
+
     func testConcurrentUpsertsAndQueries() throws {
         let s = try store
         try s.registerSoup("s", specsJSON: #"[{"path":"writer","type":"integer"},{"path":"seq","type":"integer"},{"path":"t","type":"full_text"}]"#)

@@ -49,6 +49,11 @@ enum { SS_CIPHER_IOERR_DATA = 10 | (32 << 8) };
 #define SS_CIPHER_RESERVE 80
 #define SS_CIPHER_DEFAULT_KDF_ITER 256000
 
+/** The library's process-wide SQLite settings (memory statistics off), made once before its
+ *  first connection when SQLite is not initialized yet. Returns sqlite3_config's result code
+ *  (SQLITE_MISUSE when the host initialized SQLite first: its settings stay). */
+int ss_sqlite_configure(void);
+
 /** Registers the VFS (idempotent, thread-safe). Returns an SQLite result code. */
 int ss_cipher_vfs_register(void);
 

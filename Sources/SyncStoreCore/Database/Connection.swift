@@ -17,6 +17,7 @@ final class Connection: SQLiteErrorReporter {
     private var statementCache = StatementCache()
 
     init(file: DatabaseFile, readOnly: Bool) throws {
+        _ = ss_sqlite_configure()
         var handle: OpaquePointer?
         // NOMUTEX: we serialize access ourselves; each connection is used by one thread at a time.
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE))
