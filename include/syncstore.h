@@ -518,6 +518,10 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
  *   {"type": "layout", "sobjectType", "layoutType"?: "Full" | "Compact", "mode"?: "View" | "Edit",
  *     "formFactor"?, "recordTypeId"?} (one record: the UI API layout);
  *   {"type": "metadata", "sobjectType"} (one record: the object's describe);
+ *   {"type": "twophase", "fetchUrl"?, "synchroniseUrl"?, "tables": [{"name", "soupName"?,
+ *     "idKey"?, "timestampFormat"?: "datetime" | "iso8601"}]} (a server speaking the two-phase
+ *     fetch/synchronise protocol, not Salesforce: every row of each table to its soup, rows the
+ *     server no longer has deleted locally; docs/sync.md#two-phase);
  *   or a registered custom type (syncstore_register_custom_target()).
  *   Common keys: "idFieldName" (default "Id"), "modificationDateFieldName" (default
  *   "LastModifiedDate").
@@ -546,7 +550,10 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  *   "idFieldName"?}, "parentCreateFieldlist"?, "parentUpdateFieldlist"?,
  *   "childrenCreateFieldlist"?, "childrenUpdateFieldlist"?} (each parent with its dirty children
  *   in one composite request; a parent created offline is referenced by its children through
- *   parentIdFieldName and rewritten to its server id in the same transaction).
+ *   parentIdFieldName and rewritten to its server id in the same transaction), or
+ *   {"type": "twophase", ...} as for syncstore_sync_down (one fetch, then one synchronise call
+ *   with the dirty entries as add/update/delete under client UUIDs and the gets; the newer
+ *   last_update wins; docs/sync.md#two-phase).
  * Creates are never duplicated on the server, even when an answer is lost and the sync re-run.
  * An entry edited while its own sync up is in flight stays dirty with the new edit.
  * An entry that cannot be sent (no type: NO_SOBJECT_TYPE; a field or value the server refuses,

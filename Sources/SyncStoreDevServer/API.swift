@@ -93,6 +93,8 @@ final class API: @unchecked Sendable {
     var defaultBatchSize = 2000
     /// Children of one parent returned inline by a child subquery; the rest are paged.
     var childBatchSize = 200
+    /// `--twophase`: the two-phase protocol's routes under /twophase/.
+    var twoPhase: TwoPhase?
     /// Versions an org serves today: v31.0 (Summer '14, the oldest not retired) to v66.0 (Spring '26).
     static let minVersion = 31
     static let maxVersion = 66
@@ -132,6 +134,10 @@ final class API: @unchecked Sendable {
                                   ("sobjects", .string("\(baseURL)/services/data/v{version}/sobjects/")),
                                   ("query", .string("\(baseURL)/services/data/v{version}/query/"))])),
             ]))
+        }
+        if s.first == "twophase", let twoPhase {
+            guard auth.isAuthorized(req.headers["authorization"]) else { throw APIError.invalidSession }
+            return try twoPhase.route(req)
         }
         guard s.first == "services" else { throw APIError.notFound }
         if s.count == 3, s[1] == "oauth2" {

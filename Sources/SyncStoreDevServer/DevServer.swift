@@ -14,6 +14,7 @@ public struct DevServerOptions: ParsableArguments {
         API: /services/oauth2/token, /services/data/vNN.N/ (31.0 to 66.0): sobjects, \
         describe, query, queryAll, search, composite, composite/sobjects, \
         composite/batch, ui-api/layout, connect/briefcase/priming-records. \
+        With --twophase also GET /twophase/fetch and POST /twophase/synchronise. \
         Authenticate with --token, or POST /services/oauth2/token \
         (grant_type=password with --user, or grant_type=refresh_token).
 
@@ -65,6 +66,9 @@ public struct DevServerOptions: ParsableArguments {
     @Option(help: "Records per query page when the request sets no batchSize (the API's is 2000; it may send fewer for wide records).") public var defaultBatchSize = 2000
     @Option(help: "Children per parent returned inline by a child subquery; more are paged through the nested result's nextRecordsUrl.") public var childBatchSize = 200
     @Option(parsing: .unconditional, help: "Shift the server clock by this many seconds (negative: behind; at most one day either way): record stamps, the Date header, updated/deleted windows, SOQL TODAY... (token expiry stays on the real clock).") public var clockOffset: String?
+    @Flag(help: "Also serve the two-phase protocol: GET /twophase/fetch and POST /twophase/synchronise (docs/sync.md#two-phase).") public var twophase = false
+    @Option(help: "Two-phase tables: NAME[:IDKEY[:datetime|iso8601]], comma separated.") public var twophaseTables = TwoPhase.defaultTables
+    @Option(help: "Two-phase: N rows in each empty table at start.") public var twophaseSeed: Int?
     @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") public var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") public var verbose = false
 
@@ -77,6 +81,11 @@ public struct DevServerOptions: ParsableArguments {
         guard (1...2000).contains(defaultBatchSize) else { throw ValidationError("--default-batch-size must be 1...2000") }
         guard user.contains(":") else { throw ValidationError("--user must be username:password") }
         if let faults { _ = try Faults.parse(faults) }
+        if twophase {
+            do { _ = try TwoPhase.parseTables(twophaseTables) } catch { throw ValidationError("\(error)") }
+        }
+        if let twophaseSeed, !(0...1_000_000).contains(twophaseSeed) { throw ValidationError("--twophase-seed must be 0...1000000") }
+        if !twophase && (twophaseSeed != nil || twophaseTables != TwoPhase.defaultTables) { throw ValidationError("--twophase-tables and --twophase-seed need --twophase") }
         if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
             throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
         }
@@ -151,12 +160,21 @@ public enum DevServer {
                 notes.append("seeded \(n) \(obj.name)")
             }
         }
+        var twoPhase: TwoPhase? = nil
+        if o.twophase {
+            let tp = try DevServerError.classify("--twophase", .storage) { try TwoPhase(store: store, spec: o.twophaseTables) }
+            if let n = o.twophaseSeed {
+                notes.append("seeded \(try DevServerError.classify("--twophase-seed", .storage) { try tp.seed(n) }) two-phase rows")
+            }
+            twoPhase = tp
+        }
         let userParts = o.user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let auth = Auth(fixedToken: o.token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: o.tokenLifetime)
         let api = API(store: store, auth: auth)
         api.minBatchSize = o.minBatchSize
         api.childBatchSize = o.childBatchSize
         api.defaultBatchSize = o.defaultBatchSize
+        api.twoPhase = twoPhase
         let faultState = Faults()
         if let faults = o.faults { try faultState.set(faults) }
 
