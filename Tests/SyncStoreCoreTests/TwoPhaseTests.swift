@@ -225,17 +225,9 @@ final class TwoPhaseTests: StoreTestCase {
     }
 
     func setFaults(_ server: DevServerProcess, _ spec: String) throws {
-        var request = URLRequest(url: URL(string: server.url + "/__devserver/faults")!)
-        request.httpMethod = spec.isEmpty ? "DELETE" : "PUT"
-        request.httpBody = Data(spec.utf8)
-        let done = DispatchSemaphore(value: 0)
-        var status = 0
-        URLSession.shared.dataTask(with: request) { _, response, _ in
-            status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            done.signal()
-        }.resume()
-        done.wait()
-        XCTAssertTrue(status == 200 || status == 204, "faults: HTTP \(status)")
+        let response = try RestClient(config: server.remote).send(spec.isEmpty ? "DELETE" : "PUT", "/__devserver/faults",
+                                                                    body: Array(spec.utf8))
+        XCTAssertTrue(response.isSuccess, "faults: HTTP \(response.status) \(response.text)")
     }
 
     // An edit made while phase 2 is in flight stays dirty and goes up with the next run.

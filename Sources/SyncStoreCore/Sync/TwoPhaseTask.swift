@@ -74,7 +74,7 @@ struct TwoPhaseTask {
         if plans.contains(where: { $0.requests > 0 }) {
             if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
             // Safe to send again: adds carry their UUIDs and updates their stamps.
-            answer = try ctx.rest.json("POST", target.synchroniseUrl, body: Array(body(plans).dump().utf8),
+            answer = try ctx.rest.json("POST", target.synchroniseUrl, body: Array(body(plans).root.dump().utf8),
                                        idempotent: true, cancel: ctx.cancel)
         }
         if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
