@@ -274,6 +274,18 @@ final class TwoPhaseTests: StoreTestCase {
         XCTAssertEqual(try local().first?["title"] as? String, "local, later")
     }
 
+    // The REST client reads the server's clock from the Date header of every answer (its line
+    // ends with CRLF, one Swift Character, which trimming once left in place: the clock was never
+    // known, and stamps and LEAVE_IF_CHANGED comparisons fell back to ours).
+    func testServerClockComesFromTheDateHeader() throws {
+        let server = try DevServerProcess(["--clock-offset", "300"])
+        let rest = RestClient(config: server.remote)
+        XCTAssertNil(rest.serverNow)
+        XCTAssertTrue(try rest.send("GET", "limits").isSuccess)
+        let offset = (rest.serverNow ?? 0) - Clock.nowMillis()
+        XCTAssertTrue(abs(offset - 300_000) < 2_000, "server clock offset \(offset) ms, expected about 300000")
+    }
+
     // Bad targets are refused when the sync is created, with what to fix.
     func testTargetIsChecked() throws {
         let server = try DevServerProcess(["--twophase"])

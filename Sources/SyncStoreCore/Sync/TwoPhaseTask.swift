@@ -165,7 +165,7 @@ struct TwoPhaseTask {
                     if overwrite {
                         plan.adds.append(i)
                     } else {
-                        plan.conflicts.append((i, errorJSON("ENTITY_IS_DELETED", "The server no longer has this row; it was left dirty (LEAVE_IF_CHANGED): delete it, or set __locally_created__ to add it again")))
+                        plan.conflicts.append((i, SyncUpTask.errorJSON("ENTITY_IS_DELETED", "The server no longer has this row; it was left dirty (LEAVE_IF_CHANGED): delete it, or set __locally_created__ to add it again")))
                     }
                 }
                 continue
@@ -178,7 +178,7 @@ struct TwoPhaseTask {
                     plan.gets.append(key)
                     plan.overwrites.insert(key)
                 } else if pushing {
-                    plan.conflicts.append((i, errorJSON("CONFLICT", "The server's row (last_update \(table.format(serverStamp))) is newer than this local change (\(table.format(mine))); it was left dirty (LEAVE_IF_CHANGED)")))
+                    plan.conflicts.append((i, SyncUpTask.errorJSON("CONFLICT", "The server's row (last_update \(table.format(serverStamp))) is newer than this local change (\(table.format(mine))); it was left dirty (LEAVE_IF_CHANGED)")))
                 }
             } else if pushing {
                 if local.deleted {
@@ -314,7 +314,7 @@ struct TwoPhaseTask {
                 let local = plan.locals[i]
                 guard let key = local.key, let entry = unchanged(i) else { continue }
                 guard let result = (isAdd ? added : updated)[key] else {
-                    try note(i, entry, error: errorJSON("NO_ANSWER", "The server's answer did not mention this row; it stays dirty for the next sync"))
+                    try note(i, entry, error: SyncUpTask.errorJSON("NO_ANSWER", "The server's answer did not mention this row; it stays dirty for the next sync"))
                     reported.append((local.entryId, .failed("")))
                     continue
                 }
@@ -330,7 +330,7 @@ struct TwoPhaseTask {
                     if overwrite, let row = result["row"], row.isObject {
                         try store(row, entryId: local.entryId)
                     } else {
-                        try note(i, entry, error: errorJSON("CONFLICT", "The server's row is newer than this local change; it was left dirty (LEAVE_IF_CHANGED)"))
+                        try note(i, entry, error: SyncUpTask.errorJSON("CONFLICT", "The server's row is newer than this local change; it was left dirty (LEAVE_IF_CHANGED)"))
                         reported.append((local.entryId, .conflict("")))
                     }
                 case "missing":
@@ -339,11 +339,11 @@ struct TwoPhaseTask {
                         entry.set(LocalFlags.created, owned: JSONMake.bool(true))
                         try writer.upsert(entry, index: position, now: local.lastModified, into: &sink)
                     } else {
-                        try note(i, entry, error: errorJSON("ENTITY_IS_DELETED", "The server no longer has this row; it was left dirty (LEAVE_IF_CHANGED)"))
+                        try note(i, entry, error: SyncUpTask.errorJSON("ENTITY_IS_DELETED", "The server no longer has this row; it was left dirty (LEAVE_IF_CHANGED)"))
                         reported.append((local.entryId, .conflict("")))
                     }
                 default:
-                    try note(i, entry, error: errorJSON("SERVER_ERROR", MessageLimit.bound(result.dump())))
+                    try note(i, entry, error: SyncUpTask.errorJSON("SERVER_ERROR", MessageLimit.bound(result.dump())))
                     reported.append((local.entryId, .failed("")))
                 }
             }
@@ -384,14 +384,5 @@ struct TwoPhaseTask {
         for i in plan.localDeletes where unchanged(i) != nil { removals.append(plan.locals[i].entryId) }
         try ctx.store.deleteRows(db, plan.info, ids: removals)
         state.record(reported.map(\.0), reported.map(\.1))
-    }
-
-    private func errorJSON(_ code: String, _ message: String) -> String {
-        let doc = JSONDocument.array()
-        let item = JSONDocument.object()
-        item.root.set("errorCode", owned: JSONMake.string(code))
-        item.root.set("message", owned: JSONMake.string(message))
-        doc.root.append(owned: item.root.retained())
-        return doc.root.dump()
     }
 }
