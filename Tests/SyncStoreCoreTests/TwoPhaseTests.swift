@@ -230,6 +230,26 @@ final class TwoPhaseTests: StoreTestCase {
         XCTAssertTrue(response.isSuccess, "faults: HTTP \(response.status) \(response.text)")
     }
 
+    // A host write made from a copy read before the engine gave the entry its UUID (a
+    // read-modify-write that overlapped a push whose answer was lost) keeps that UUID and the
+    // stamp sent: the next run updates the row the lost add made instead of adding a second one,
+    // and the host's edit wins.
+    func testHostWriteFromACopyReadBeforeTheStampKeepsItsId() throws {
+        let server = try DevServerProcess(["--twophase", "--faults", "POST /twophase/synchronise drop=after times=3"])
+        let manager = try manager(server)
+        try upsert("todo", [["title": "first", "__local__": true, "__locally_created__": true]])
+        guard var stale = try local().first else { throw TestFailure("no entry") }
+        try sync(manager, up: true, expect: .failed)
+        XCTAssertEqual(try serverRows(server).count, 1)
+        stale["title"] = "edited from an old copy"
+        try upsert("todo", [stale])
+        try sync(manager, up: true)
+        let rows = try serverRows(server)
+        XCTAssertEqual(rows.count, 1, "a second row: \(rows)")
+        XCTAssertEqual(rows.values.first?["title"] as? String, "edited from an old copy")
+        XCTAssertEqual(try local().first?["id"] as? String, rows.keys.first)
+    }
+
     // An edit made while phase 2 is in flight stays dirty and goes up with the next run.
     func testEditWhilePushInFlightStaysDirty() throws {
         let server = try DevServerProcess(["--twophase", "--twophase-seed", "1", "--faults", "POST /twophase/synchronise latency=1500 times=1"])

@@ -62,13 +62,17 @@ class TwoPhaseClient:
             rows = cursor.entries
         return [json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows]
 
-    def local_op(self):
-        """Creates, edits or deletes one of its own rows (logged before and after the write)."""
+    def local_op(self, in_flight=False):
+        """Creates, edits or deletes one of its own rows (logged before and after the write).
+        `in_flight`: edits a row that is dirty now, one its running sync up is likely pushing."""
         table, soup, _, _ = self.rng.choice(TABLES)
         mine = [e for e in self.entries(soup) if e.get("owner") == self.owner and not flag(e.get("__locally_deleted__"))]
+        dirty = [e for e in mine if flag(e.get("__local__"))]
+        if in_flight and dirty:
+            mine = dirty
         self.seq += 1
         value = f"{self.owner}-{self.seq}"
-        roll = self.rng.random()
+        roll = 1.0 if in_flight and dirty else self.rng.random()
         if not mine or roll < 0.4:
             entry = {"key": uuid.UUID(int=self.rng.getrandbits(128), version=4).hex, "owner": self.owner, "v": value,
                      "__local__": True, "__locally_created__": True}
@@ -167,25 +171,28 @@ def test_twophase_chaos(tmp_path):
 
         # Fault rounds: every client writes, then syncs while writing more, all at once.
         for r in range(rounds):
-            server.set_faults(f"seed={rng.randrange(1 << 30)}; " + "; ".join(rng.sample(FAULTS, rng.randint(1, 3))))
+            # Phase 2 always takes a while, so edits land while it is in flight.
+            server.set_faults(f"seed={rng.randrange(1 << 30)}; POST /twophase/synchronise latency=30-120; "
+                              + "; ".join(rng.sample(FAULTS, rng.randint(1, 3))))
             server.set_clock(rng.choice([0, rng.randint(-600, 600)]))
             for i, h in enumerate(hosts):
                 for _ in range(rng.randint(1, 3)):
                     k, v = h.local_op()
                     expected[i][k] = v
 
-            def client_round(i, h, up, edit):
+            def client_round(i, h, up, edit, pause):
                 try:
                     sid = h.start_up() if up else h.start_down()
                     if edit:
-                        k, v = h.local_op()   # while the run is in flight
+                        time.sleep(pause)
+                        k, v = h.local_op(in_flight=True)   # while the run is in flight
                         expected[i][k] = v
                     state = h.store.wait_sync(sid, 60_000)
                     Summary.add(f"twophase_{state['status'].lower()}")
                 except syncstore.SyncStoreError as e:
                     problems.append(f"round {r} client {i}: {e}")
 
-            threads = [threading.Thread(target=client_round, args=(i, h, rng.random() < 0.75, rng.random() < 0.5))
+            threads = [threading.Thread(target=client_round, args=(i, h, rng.random() < 0.75, rng.random() < 0.6, rng.uniform(0, 0.08)))
                        for i, h in enumerate(hosts)]
             for t in threads:
                 t.start()

@@ -23,9 +23,21 @@ struct TwoPhaseTask {
     /// Sync up: push dirty entries. Sync down: only get and delete locally.
     let pushing: Bool
 
-    /// `_soupLastModifiedDate` of the entry when the engine stamped its `last_update` for a
-    /// push: while they are equal the host has not edited it since, and the stamp is reused.
+    /// What the engine gave an entry for a push: `{"at", "idKey", "id", "lastUpdate"}`, `at` the
+    /// entry's `_soupLastModifiedDate` then: while they are equal the host has not edited it
+    /// since, and the stamp is reused.
     static let stampMark = "__twophase_stamp__"
+
+    /// A host write made from a copy read before the engine stamped the entry (it lacks the
+    /// mark) keeps what the stamp gave it: the id (else its add would go again under a new
+    /// UUID: a second row) and the newest `last_update` sent (else its edit could be stamped no
+    /// later than the one already sent, and lose to it).
+    static func keepStamp(_ entry: JSON, stored mark: JSON) {
+        guard let key = mark["idKey"]?.string, let id = mark["id"]?.string, let stamp = mark["lastUpdate"]?.string else { return }
+        if entry[key]?.string.map({ $0.isEmpty }) ?? true { entry.set(key, owned: JSONMake.string(id)) }
+        entry.set(TwoPhaseTarget.lastUpdate, owned: JSONMake.string(stamp))
+        entry.set(stampMark, owned: mark.retained())
+    }
 
     /// A local entry as read at phase 1.
     struct Local {
@@ -123,7 +135,7 @@ struct TwoPhaseTask {
     /// than one step after the copy the edit started from.
     private func stamp(_ local: Local, _ table: TwoPhaseTarget.Table, offset: Int64) -> Int64 {
         let base = local.stamp
-        if let base, local.doc.root[TwoPhaseTask.stampMark]?.int64 == local.lastModified { return base }
+        if let base, local.doc.root[TwoPhaseTask.stampMark]?["at"]?.int64 == local.lastModified { return base }
         let edit = table.ceil(local.lastModified + offset)
         return base.map { max(edit, $0 + table.unit) } ?? edit
     }
@@ -213,9 +225,15 @@ struct TwoPhaseTask {
                         guard let now = current[local.entryId], json_equal(now.root.raw, local.doc.root.raw) != 0 else { continue }
                         let entry = now.root
                         let key = local.key ?? ClientId.make()
+                        let sent = plan.table.format(stamp(local, plan.table, offset: offset))
                         entry.set(plan.table.idKey, owned: JSONMake.string(key))
-                        entry.set(TwoPhaseTarget.lastUpdate, owned: JSONMake.string(plan.table.format(stamp(local, plan.table, offset: offset))))
-                        entry.set(TwoPhaseTask.stampMark, owned: JSONMake.int(local.lastModified))
+                        entry.set(TwoPhaseTarget.lastUpdate, owned: JSONMake.string(sent))
+                        let mark = JSONDocument.object()
+                        mark.root.set("at", owned: JSONMake.int(local.lastModified))
+                        mark.root.set("idKey", owned: JSONMake.string(plan.table.idKey))
+                        mark.root.set("id", owned: JSONMake.string(key))
+                        mark.root.set("lastUpdate", owned: JSONMake.string(sent))
+                        entry.set(TwoPhaseTask.stampMark, owned: mark.root.retained())
                         // The host's edit time stays the entry's: engine writes are not edits.
                         try writer.upsert(entry, index: i, now: local.lastModified, into: &sink)
                         plans[p].locals[i].doc = now
