@@ -604,7 +604,8 @@ int syncstore_resync_by_name(syncstore_store *store, const char *sync_name,
  * ids the server no longer returns for the target. Runs on the sync worker; the callback gets
  * {"syncId", "type": "cleanResyncGhosts", "status": "RUNNING"|"DONE"|"FAILED"|"STOPPED",
  * "removed": n, "error", "errorCode"}; the sync's own state is not changed.
- * Errors: NOT_FOUND, ARGUMENT (not a sync down), BUSY, STATE.
+ * Errors: NOT_FOUND, ARGUMENT (not a sync down, or a twophase one: its runs delete them), BUSY,
+ * STATE.
  */
 int syncstore_clean_resync_ghosts(syncstore_store *store, int64_t sync_id,
                                   syncstore_sync_callback callback, void *context,
