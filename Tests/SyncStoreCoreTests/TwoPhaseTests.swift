@@ -250,6 +250,27 @@ final class TwoPhaseTests: StoreTestCase {
         XCTAssertEqual(try local().first?["id"] as? String, rows.keys.first)
     }
 
+    // The same for an update: the edit written from the old copy is stamped after the stamp
+    // already sent, so it is not taken for an older change (same second, other content) and lost.
+    func testHostWriteFromACopyReadBeforeTheStampIsNewerThanTheStampSent() throws {
+        // The test's own add and the sync down's get pass; the sync up's three attempts are lost.
+        let server = try DevServerProcess(["--twophase", "--faults", "POST /twophase/synchronise drop=after after=2 times=3"])
+        let manager = try manager(server)
+        let id = UUID().uuidString.lowercased()
+        // Stamped 10 s ahead: every local stamp is "one second after the copy", whatever the clock.
+        _ = try synchronise(server, ["add": ["todo": [["id": id, "title": "server", "last_update": Timestamp.formatSpaced(Clock.nowMillis() + 10_000)]]]])
+        try sync(manager, up: false)
+        try edit(id, title: "first edit")
+        guard var stale = try local().first else { throw TestFailure("no entry") }
+        try sync(manager, up: true, expect: .failed)
+        XCTAssertEqual(try serverRows(server)[id]?["title"] as? String, "first edit")
+        stale["title"] = "second edit"
+        try upsert("todo", [stale])
+        try sync(manager, up: true)
+        XCTAssertEqual(try serverRows(server)[id]?["title"] as? String, "second edit")
+        XCTAssertEqual(try local().first?["title"] as? String, "second edit")
+    }
+
     // An edit made while phase 2 is in flight stays dirty and goes up with the next run.
     func testEditWhilePushInFlightStaysDirty() throws {
         let server = try DevServerProcess(["--twophase", "--twophase-seed", "1", "--faults", "POST /twophase/synchronise latency=1500 times=1"])
