@@ -80,6 +80,7 @@ struct TwoPhaseTask {
             plans.append(decide(table, info: info, locals: locals, server: server, offset: offset))
         }
         state.totalSize = Int64(plans.reduce(0) { $0 + $1.requests + $1.localDeletes.count })
+        emit(state)
         if pushing { try stampPushes(&plans, offset: offset) }
         // Phase 2.
         var answer: JSONDocument? = nil
@@ -89,7 +90,7 @@ struct TwoPhaseTask {
             answer = try ctx.rest.json("POST", target.synchroniseUrl, body: Array(body(plans).root.dump().utf8),
                                        idempotent: true, cancel: ctx.cancel)
         }
-        if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
+        // Once answered, the answer is stored even if the sync was stopped meanwhile.
         var next = state
         next.progress = 100
         try ctx.store.write { db in
