@@ -310,6 +310,7 @@ struct TwoPhaseTask {
         let overwrite = options.mergeMode == .overwrite
         let now = Clock.nowMillis()
         try ctx.store.withEntryWriter(db, soup: plan.info, externalIdPath: nil) { writer in
+            writer.ruleErrorCode = .server   // rows the server sent
             var sink: TextBuffer? = nil
             var position = 0
             /// Marks an entry, leaving its edit time alone (it is still the host's edit).
