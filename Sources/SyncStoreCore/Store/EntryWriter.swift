@@ -86,8 +86,8 @@ final class EntryWriter {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
-        if hostWrite != nil, let existing, entry[TwoPhaseTask.stampMark] == nil, LocalFlags.isSet(entry[LocalFlags.local]),
-           let mark = try storedMember(TwoPhaseTask.stampMark, of: existing) {
+        if let recent = hostWrite, let existing, entry[TwoPhaseTask.stampMark] == nil, LocalFlags.isSet(entry[LocalFlags.local]),
+           recent.wasStamped(table: soup.table, entryId: existing), let mark = try storedMember(TwoPhaseTask.stampMark, of: existing) {
             TwoPhaseTask.keepStamp(entry, stored: mark.root)
         }
         if let recent = hostWrite, let existing, LocalFlags.isSet(entry[LocalFlags.created]) {

@@ -235,6 +235,7 @@ struct TwoPhaseTask {
                         mark.root.set("id", owned: JSONMake.string(key))
                         mark.root.set("lastUpdate", owned: JSONMake.string(sent))
                         entry.set(TwoPhaseTask.stampMark, owned: mark.root.retained())
+                        ctx.store.recentCreates.recordStamp(table: plan.info.table, entryId: local.entryId)
                         // The host's edit time stays the entry's: engine writes are not edits.
                         try writer.upsert(entry, index: i, now: local.lastModified, into: &sink)
                         plans[p].locals[i].doc = now
