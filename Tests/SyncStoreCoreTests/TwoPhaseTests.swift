@@ -154,6 +154,30 @@ final class TwoPhaseTests: StoreTestCase {
         }
     }
 
+    // A sync down leaves dirty entries to the sync up, unless the server's row is newer and
+    // the merge mode is OVERWRITE; with LEAVE_IF_CHANGED the local edit is kept.
+    func testSyncDownAndDirtyEntries() throws {
+        let server = try DevServerProcess(["--twophase", "--twophase-seed", "2"])
+        let manager = try manager(server)
+        try sync(manager, up: false)
+        let ids = try local().compactMap { $0["id"] as? String }
+        let original = try local().first?["title"] as? String
+        try edit(ids[0], title: "local, newer")
+        try edit(ids[1], title: "local, older")
+        var row = try serverRows(server)[ids[1]] ?? [:]
+        row["title"] = "server, newer"
+        row["last_update"] = Timestamp.formatSpaced(Clock.nowMillis() + 60_000)
+        _ = try synchronise(server, ["update": ["todo": [row]]])
+        try sync(manager, up: false, options: TwoPhaseTests.leave)
+        XCTAssertEqual(try local().map { $0["title"] as? String }, ["local, newer", "local, older"])
+        try sync(manager, up: false)
+        let after = try local()
+        XCTAssertEqual(after.map { $0["title"] as? String }, ["local, newer", "server, newer"])
+        XCTAssertTrue(isBool(after[0]["__local__"], true), "left to the sync up")
+        XCTAssertTrue(isBool(after[1]["__local__"], false))
+        XCTAssertEqual(try serverRows(server)[ids[0]]?["title"] as? String, original, "a sync down sends nothing")
+    }
+
     // Only local and synced before: deleted on the server, so deleted locally; a dirty one is
     // added again with OVERWRITE (the edit is not lost) and left with ENTITY_IS_DELETED with
     // LEAVE_IF_CHANGED. A local delete deletes the server's row.
