@@ -522,6 +522,10 @@ int syncstore_set_remote(syncstore_store *store, const char *remote_json, syncst
  *   {"type": "datasync", "table", "filter"?} (a Datasync / Azure Mobile Apps table: GET
  *     /tables/{table} in (updatedAt, id) order, incremental, soft-deleted rows remove local
  *     entries; the remote's instanceUrl is the service URL, docs/sync.md#datasync);
+ *   {"type": "twophase", "fetchUrl"?, "synchroniseUrl"?, "tables": [{"name", "soupName"?,
+ *     "idKey"?, "timestampFormat"?: "datetime" | "iso8601"}]} (a server speaking the two-phase
+ *     fetch/synchronise protocol, not Salesforce: every row of each table to its soup, rows the
+ *     server no longer has deleted locally; docs/sync.md#two-phase);
  *   or a registered custom type (syncstore_register_custom_target()).
  *   Common keys: "idFieldName" (default "Id"), "modificationDateFieldName" (default
  *   "LastModifiedDate").
@@ -552,7 +556,10 @@ int syncstore_sync_down(syncstore_store *store, const char *target_json, const c
  *   "idFieldName"?}, "parentCreateFieldlist"?, "parentUpdateFieldlist"?,
  *   "childrenCreateFieldlist"?, "childrenUpdateFieldlist"?} (each parent with its dirty children
  *   in one composite request; a parent created offline is referenced by its children through
- *   parentIdFieldName and rewritten to its server id in the same transaction).
+ *   parentIdFieldName and rewritten to its server id in the same transaction), or
+ *   {"type": "twophase", ...} as for syncstore_sync_down (one fetch, then one synchronise call
+ *   with the dirty entries as add/update/delete under client UUIDs and the gets; the newer
+ *   last_update wins; docs/sync.md#two-phase).
  * Creates are never duplicated on the server, even when an answer is lost and the sync re-run.
  * An entry edited while its own sync up is in flight stays dirty with the new edit.
  * An entry that cannot be sent (no type: NO_SOBJECT_TYPE; a field or value the server refuses,
@@ -603,7 +610,8 @@ int syncstore_resync_by_name(syncstore_store *store, const char *sync_name,
  * ids the server no longer returns for the target. Runs on the sync worker; the callback gets
  * {"syncId", "type": "cleanResyncGhosts", "status": "RUNNING"|"DONE"|"FAILED"|"STOPPED",
  * "removed": n, "error", "errorCode"}; the sync's own state is not changed.
- * Errors: NOT_FOUND, ARGUMENT (not a sync down), BUSY, STATE.
+ * Errors: NOT_FOUND, ARGUMENT (not a sync down, or a twophase one: its runs delete them), BUSY,
+ * STATE.
  */
 int syncstore_clean_resync_ghosts(syncstore_store *store, int64_t sync_id,
                                   syncstore_sync_callback callback, void *context,

@@ -95,6 +95,8 @@ final class API: @unchecked Sendable {
     var childBatchSize = 200
     /// `--datasync`: the `/tables/{table}` routes (Datasync.swift); nil when not served.
     var datasync: DatasyncTables?
+    /// `--twophase`: the two-phase protocol's routes under /twophase/.
+    var twoPhase: TwoPhase?
     /// Versions an org serves today: v31.0 (Summer '14, the oldest not retired) to v66.0 (Spring '26).
     static let minVersion = 31
     static let maxVersion = 66
@@ -140,6 +142,10 @@ final class API: @unchecked Sendable {
             let zumo = req.headers["x-zumo-auth"].map { "Bearer \($0)" }
             guard auth.isAuthorized(req.headers["authorization"] ?? zumo) else { return datasync.problem(401, "Unauthorized: send Authorization: Bearer <token> or X-ZUMO-AUTH: <token>") }
             return try store.locked { try datasync.handle(req, baseURL: baseURL) }
+        }
+        if s.first == "twophase", let twoPhase {
+            guard auth.isAuthorized(req.headers["authorization"]) else { throw APIError.invalidSession }
+            return try twoPhase.route(req)
         }
         guard s.first == "services" else { throw APIError.notFound }
         if s.count == 3, s[1] == "oauth2" {

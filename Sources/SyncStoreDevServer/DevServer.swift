@@ -14,6 +14,7 @@ public struct DevServerOptions: ParsableArguments {
         API: /services/oauth2/token, /services/data/vNN.N/ (31.0 to 66.0): sobjects, \
         describe, query, queryAll, search, composite, composite/sobjects, \
         composite/batch, ui-api/layout, connect/briefcase/priming-records. \
+        With --twophase also GET /twophase/fetch and POST /twophase/synchronise. \
         Authenticate with --token, or POST /services/oauth2/token \
         (grant_type=password with --user, or grant_type=refresh_token). \
         With --datasync also the Datasync table protocol: /tables/{table}[/{id}] \
@@ -72,6 +73,9 @@ public struct DevServerOptions: ParsableArguments {
     @Flag(help: "Also serve the Datasync table protocol (Azure Mobile Apps) under /tables/{table}, same auth and faults.") public var datasync = false
     @Option(help: "Datasync rows to create in empty tables, e.g. todo=300 (all share one updatedAt) or todo=300/10 (10 per updatedAt); needs --datasync.") public var datasyncSeed: String?
     @Option(help: "Most items one Datasync list answer carries; more follow through nextLink.") public var datasyncPageSize = 100
+    @Flag(help: "Also serve the two-phase protocol: GET /twophase/fetch and POST /twophase/synchronise (docs/sync.md#two-phase).") public var twophase = false
+    @Option(help: "Two-phase tables: NAME[:IDKEY[:datetime|iso8601]], comma separated.") public var twophaseTables = TwoPhase.defaultTables
+    @Option(help: "Two-phase: N rows in each empty table at start.") public var twophaseSeed: Int?
     @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") public var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") public var verbose = false
 
@@ -89,6 +93,11 @@ public struct DevServerOptions: ParsableArguments {
             guard datasync else { throw ValidationError("--datasync-seed needs --datasync") }
             do { _ = try DatasyncTables.parseSeed(datasyncSeed) } catch { throw ValidationError("\(error)") }
         }
+        if twophase {
+            do { _ = try TwoPhase.parseTables(twophaseTables) } catch { throw ValidationError("\(error)") }
+        }
+        if let twophaseSeed, !(0...1_000_000).contains(twophaseSeed) { throw ValidationError("--twophase-seed must be 0...1000000") }
+        if !twophase && (twophaseSeed != nil || twophaseTables != TwoPhase.defaultTables) { throw ValidationError("--twophase-tables and --twophase-seed need --twophase") }
         if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
             throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
         }
@@ -163,6 +172,14 @@ public enum DevServer {
                 notes.append("seeded \(n) \(obj.name)")
             }
         }
+        var twoPhase: TwoPhase? = nil
+        if o.twophase {
+            let tp = try DevServerError.classify("--twophase", .storage) { try TwoPhase(store: store, spec: o.twophaseTables) }
+            if let n = o.twophaseSeed {
+                notes.append("seeded \(try DevServerError.classify("--twophase-seed", .storage) { try tp.seed(n) }) two-phase rows")
+            }
+            twoPhase = tp
+        }
         let userParts = o.user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let auth = Auth(fixedToken: o.token, username: userParts[0], password: userParts.count > 1 ? userParts[1] : "", lifetimeSeconds: o.tokenLifetime)
         let api = API(store: store, auth: auth)
@@ -177,6 +194,7 @@ public enum DevServer {
             }
             api.datasync = tables
         }
+        api.twoPhase = twoPhase
         let faultState = Faults()
         if let faults = o.faults { try faultState.set(faults) }
 

@@ -67,6 +67,14 @@ public enum Timestamp {
         return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(Int(secs / 3600), 2)):\(pad(Int(secs % 3600 / 60), 2)):\(pad(Int(secs % 60), 2)).\(pad(Int(ms), 3))\(zone)"
     }
 
+    /// `2015-01-21 23:51:33`: UTC to the whole second (the fraction is dropped), the SQL form some
+    /// non-Salesforce backends use for their stamps (the two-phase protocol's tables). `parse`
+    /// reads it back.
+    public static func formatSpaced(_ millis: Int64) -> String {
+        let iso = format(millis - ((millis % 1000) + 1000) % 1000)
+        return String(iso.prefix(10)) + " " + String(iso.dropFirst(11).prefix(8))
+    }
+
     /// Parses `YYYY-MM-DD` into days since 1970-01-01.
     public static func parseDate(_ text: String) -> Int? {
         var text = text

@@ -19,6 +19,7 @@ struct ServeCommand: AsyncParsableCommand {
           syncstore-cli serve --seed Contact=1000,Account=100
           syncstore-cli serve --port 8080 --token dev --db server.db
           syncstore-cli serve --tls self-signed      # HTTPS; prints its CA file
+          syncstore-cli serve --twophase --twophase-seed 20   # also the two-phase protocol
         """ + "\n\n" + DevServerOptions.discussion)
 
     @OptionGroup var server: DevServerOptions
@@ -54,6 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     private func serve(_ options: DevServerOptions, token: String, ca: String?, json: Bool) async throws {
+        let twophase = options.twophase
         try await DevServer.run(options) { url in
             let remote = JSONDocument.object()
             remote.root.set("instanceUrl", owned: JSONMake.string(url))
@@ -72,6 +74,9 @@ struct ServeCommand: AsyncParsableCommand {
                 if let ca { Console.out("CA:     \(ca)  (trust it: --ca-bundle, or \"caBundle\" in the remote config)") }
                 Console.out("remote: \(remote.root.dump())")
                 Console.out("Try:    syncstore-cli sync --url \(url) --token \(token)\(ca.map { " --ca-bundle \($0)" } ?? "") --soql 'SELECT Id, LastName, LastModifiedDate FROM Contact' --soup contacts --create-soup --name contacts-down")
+                if twophase {
+                    Console.out("Two-phase: GET \(url)/twophase/fetch, POST \(url)/twophase/synchronise (target {\"type\": \"twophase\"}, docs/sync.md#two-phase)")
+                }
             }
         }
     }

@@ -43,9 +43,9 @@ struct SyncCommand: ParsableCommand {
     /// A complete usersyncs.json, as `--sync-config` reads it.
     static let userSyncsHelp = """
         A usersyncs.json lists syncs: syncType syncDown (target types soql, sosl, mru, \
-        refresh, parent_children, briefcase, layout, metadata, datasync; idFieldName and \
-        modificationDateFieldName default to Id and LastModifiedDate) or syncUp \
-        (target type collection, the default, single, or datasync); options: mergeMode \
+        refresh, parent_children, briefcase, layout, metadata, datasync, twophase; idFieldName \
+        and modificationDateFieldName default to Id and LastModifiedDate) or syncUp \
+        (target type collection, the default, single, datasync or twophase); options: mergeMode \
         OVERWRITE (default) or LEAVE_IF_CHANGED, fieldlist:
           {"syncs": [
             {"syncName": "contacts-down", "syncType": "syncDown",

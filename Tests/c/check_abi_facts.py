@@ -159,6 +159,7 @@ def target_types(repo):
             m = re.search(r"enum Mode: String \{ case ([\w, ]+) \}", text)
             up |= {c.strip() for c in m.group(1).split(",")} if m else set()
         up |= set(re.findall(r'root\["type"\]\?\.string == "(\w+)"', text))
+        down |= set(re.findall(r'root\["type"\]\?\.string == "(\w+)" \} // sync down and up', text))
     return down, up
 
 

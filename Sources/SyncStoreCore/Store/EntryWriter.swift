@@ -29,7 +29,6 @@ final class EntryWriter {
     /// and one written back without the id its create just got (`RecentCreates`) gets it back,
     /// as an update. Either loss would make the next sync up create the record again.
     var hostWrite: RecentCreates?
-    private var markLookup: Statement?
     /// The code of an entry that breaks the JSON rule: ARGUMENT for the host's own, SERVER for
     /// a server's records.
     var ruleErrorCode = ErrorCode.argument
@@ -87,6 +86,10 @@ final class EntryWriter {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
+        if let recent = hostWrite, let existing, entry[TwoPhaseTask.stampMark] == nil, LocalFlags.isSet(entry[LocalFlags.local]),
+           recent.wasStamped(table: soup.table, entryId: existing), let mark = try storedMember(TwoPhaseTask.stampMark, of: existing) {
+            TwoPhaseTask.keepStamp(entry, stored: mark.root)
+        }
         if let recent = hostWrite, let existing, LocalFlags.isSet(entry[LocalFlags.created]) {
             if entry[LocalFlags.pendingCreate] == nil { try keepSentMark(entry, of: existing) }
             // Read before the create's answer was stored (with or without the mark), written
@@ -148,13 +151,17 @@ final class EntryWriter {
     }
 
     private func keepSentMark(_ entry: JSON, of id: Int64) throws {
-        let statement = try markLookup ?? db.cached("SELECT \(SoupPath.jsonExtract(LocalFlags.pendingCreate)) FROM \(soup.table) WHERE id = ?")
-        markLookup = statement
-        statement.reset()
+        guard let mark = try storedMember(LocalFlags.pendingCreate, of: id) else { return }
+        entry.set(LocalFlags.pendingCreate, owned: mark.root.retained())
+    }
+
+    /// The stored entry's top-level member `key` (JSON), nil when it has none.
+    private func storedMember(_ key: String, of id: Int64) throws -> JSONDocument? {
+        let statement = try db.cached("SELECT \(SoupPath.jsonExtract(key)) FROM \(soup.table) WHERE id = ?")
         defer { statement.reset() }
         try statement.bind([.int(id)])
-        guard try statement.step(), !statement.isNull(0), let mark = try? JSONDocument.parse(statement.text(0)) else { return }
-        entry.set(LocalFlags.pendingCreate, owned: mark.root.retained())
+        guard try statement.step(), !statement.isNull(0) else { return nil }
+        return try? JSONDocument.parse(statement.text(0))
     }
 
     /// The scan plan `upsert(scanned:)` reads records of `soup` with: the index columns' paths,

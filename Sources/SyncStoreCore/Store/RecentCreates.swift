@@ -33,4 +33,14 @@ final class RecentCreates: @unchecked Sendable {
     func lookup(table: String, entryId: Int64) -> (field: String, serverId: String)? {
         lock.withLock { ids[Key(table: table, entryId: entryId)] }
     }
+
+    /// Entries a `twophase` push stamped in this process: only for them does a host write that
+    /// lacks the stamp read the stored one (`TwoPhaseTask.keepStamp`); other writes skip that read.
+    func recordStamp(table: String, entryId: Int64) {
+        record(table: table, entryId: entryId, idField: TwoPhaseTask.stampMark, serverId: "")
+    }
+
+    func wasStamped(table: String, entryId: Int64) -> Bool {
+        lookup(table: table, entryId: entryId)?.field == TwoPhaseTask.stampMark
+    }
 }

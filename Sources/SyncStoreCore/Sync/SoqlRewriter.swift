@@ -132,8 +132,10 @@ struct SoqlRewriter {
 extension String {
     func trimmingSpaces() -> String {
         var s = Substring(self)
-        while let f = s.first, f == " " || f == "\n" || f == "\t" || f == "\r" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\n" || l == "\t" || l == "\r" { s = s.dropLast() }
+        // "\r\n" is one Character (a header line's end), equal to neither "\r" nor "\n".
+        func isSpace(_ c: Character) -> Bool { c == " " || c == "\n" || c == "\t" || c == "\r" || c == "\r\n" }
+        while let f = s.first, isSpace(f) { s = s.dropFirst() }
+        while let l = s.last, isSpace(l) { s = s.dropLast() }
         return String(s)
     }
 

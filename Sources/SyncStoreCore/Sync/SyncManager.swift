@@ -56,6 +56,10 @@ public final class SyncManager: @unchecked Sendable {
     private func syncDownState(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let target = try JSONDocument.parse(targetJSON, what: "sync down target")
+        if TwoPhaseTarget.isTwoPhase(target.root) {
+            try TwoPhaseTarget(target.root, soupName: soupName).check(store)
+            return SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(), optionsJSON: options, soupName: soupName)
+        }
         let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
         let info = try store.requireSoup(soupName)
         if info.index(for: parsed.idFieldName) == nil {
@@ -68,7 +72,10 @@ public final class SyncManager: @unchecked Sendable {
     private func syncUpState(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
         let normalized: String
-        if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
+        if let targetJSON, let doc = try? JSONDocument.parse(targetJSON), TwoPhaseTarget.isTwoPhase(doc.root) {
+            try TwoPhaseTarget(doc.root, soupName: soupName).check(store)
+            normalized = doc.root.dump()
+        } else if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
             // Checked now, as every other target is: a malformed one would fail only when run.
             let target = try ParentChildrenUpTarget(targetJSON)
             _ = try store.requireSoup(target.parentSoup)
@@ -250,6 +257,11 @@ public final class SyncManager: @unchecked Sendable {
             let ctx = try context(for: state, cancel: cancel)
             let (options, _) = try SyncOptions.parse(state.optionsJSON)
             switch state.kind {
+            case .syncDown where TwoPhaseTarget.isTwoPhase(state.targetJSON), .syncUp where TwoPhaseTarget.isTwoPhase(state.targetJSON):
+                let targetDoc = try JSONDocument.parse(state.targetJSON, what: "twophase target")
+                let target = try TwoPhaseTarget(targetDoc.root, soupName: state.soupName)
+                let task = TwoPhaseTask(ctx: ctx, target: target, options: options, states: states, emit: emit, pushing: state.kind == .syncUp)
+                try task.run(&state)
             case .syncDown:
                 let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
                 let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
@@ -316,6 +328,9 @@ public final class SyncManager: @unchecked Sendable {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
+        guard !TwoPhaseTarget.isTwoPhase(state.targetJSON) else {
+            throw StoreError.argument("A twophase sync down deletes the rows the server no longer has at every run; cleanResyncGhosts does not apply to it")
+        }
         try enqueue(id, owner: owner) { [self] cancel in
             var removed = 0
             var status = "DONE"

@@ -782,7 +782,10 @@ struct SyncUpTask {
         return errorJSON("HTTP_\(response.status)", RestClient.describe(response))
     }
 
-    func errorJSON(_ code: String, _ message: String) -> String {
+    func errorJSON(_ code: String, _ message: String) -> String { SyncUpTask.errorJSON(code, message) }
+
+    /// `[{"errorCode", "message"}]`, the shape of `__last_error__` (the API's error answers).
+    static func errorJSON(_ code: String, _ message: String) -> String {
         let doc = JSONDocument.array()
         let item = JSONDocument.object()
         item.root.set("errorCode", owned: JSONMake.string(code))

@@ -25,7 +25,7 @@ public final class CustomTargetRegistry: @unchecked Sendable {
     private let lock = Lock()
     private var types: [String: CustomTargetCallbacks] = [:]
 
-    static let builtIn: Set<String> = ["soql", "sosl", "mru", "refresh", "parent_children", "briefcase", "layout", "metadata", "datasync", "single", "collection"]
+    static let builtIn: Set<String> = ["soql", "sosl", "mru", "refresh", "parent_children", "briefcase", "layout", "metadata", "datasync", "twophase", "single", "collection"]
 
     func register(_ type: String, _ callbacks: CustomTargetCallbacks) throws {
         guard !type.isEmpty, !CustomTargetRegistry.builtIn.contains(type) else {
