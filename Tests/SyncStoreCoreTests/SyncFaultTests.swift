@@ -119,6 +119,24 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once'"), 1)
     }
 
+    // The same after a sync down that found no create in flight (so later sync downs skip the
+    // scan for lost creates): the sync up's creates are looked for again.
+    func testLostCreateAfterACleanSyncDownKeepsOneEntry() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        _ = try syncDownContacts(manager)
+        _ = try syncDownContacts(manager)
+        try createLocally(["Once"])
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .failed)
+        _ = try syncDownContacts(manager)
+        let local = try entries("contacts")
+        XCTAssertEqual(local.filter { $0["LastName"] as? String == "Once" }.count, 1, "the record came down as a second entry: \(local)")
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once'"), 1)
+    }
+
     // A create the server commits only after the client gave up on it (the sync was stopped
     // while the request waited at the server): a sync down that starts before the commit and
     // brings the record must write it into the entry that created it, not into a second entry

@@ -256,6 +256,8 @@ public final class SyncManager: @unchecked Sendable {
             emit(state)
             let ctx = try context(for: state, cancel: cancel)
             let (options, _) = try SyncOptions.parse(state.optionsJSON)
+            // A sync up marks the creates it sends, in any soup of its target.
+            if state.kind == .syncUp { ctx.store.createMarks.forget() }
             switch state.kind {
             case .syncDown where TwoPhaseTarget.isTwoPhase(state.targetJSON), .syncUp where TwoPhaseTarget.isTwoPhase(state.targetJSON):
                 let targetDoc = try JSONDocument.parse(state.targetJSON, what: "twophase target")
