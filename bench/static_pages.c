@@ -25,6 +25,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "bench_io.h"
 
 typedef struct {
     char *target;
@@ -46,25 +47,6 @@ static const char *upstream;
 static void die(const char *what, const char *detail) {
     fprintf(stderr, "bench-sync-static: %s: %s\n", what, detail ? detail : "");
     exit(1);
-}
-
-typedef struct { char *data; size_t len, cap; } buffer;
-
-static size_t collect(char *data, size_t size, size_t count, void *ctx) {
-    buffer *b = ctx;
-    size_t n = size * count;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown) return 0;
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return n;
 }
 
 /* The page held for target (copied out under the lock), or forwarded and kept while recording.

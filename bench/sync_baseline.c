@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_io.h"
 
 #define DEFAULT_SOQL "SELECT Id, FirstName, LastName, Email, Phone, Title, AccountId, MailingCity, LastModifiedDate " \
                      "FROM Contact ORDER BY LastModifiedDate"
@@ -38,25 +39,6 @@ static long long now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-typedef struct { char *data; size_t len, cap; } buffer;
-
-static size_t collect(char *data, size_t size, size_t count, void *ctx) {
-    buffer *b = ctx;
-    size_t n = size * count;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 20;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown) return 0;
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return n;
 }
 
 static void die(const char *what, const char *detail) {

@@ -93,6 +93,7 @@
 #include <unistd.h>
 
 #include "bench_stats.h"
+#include "bench_io.h"
 
 #ifndef SYNCSTORE_BENCH_DEVSERVER
 #define SYNCSTORE_BENCH_DEVSERVER ".build/release/syncstore-devserver"
@@ -125,16 +126,6 @@ static void check(int rc, const char *what, const syncstore_error *err) {
 /* ---------------------------------------------------------------------------------------------
  * Children: the engine, in a process of its own so its peak RSS is its own
  * ------------------------------------------------------------------------------------------- */
-
-static long vm_hwm_kb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
-    if (f) fclose(f);
-    return kb;
-}
 
 static double cpu_self(void) {
     struct rusage u;

@@ -31,6 +31,7 @@
 #include <syncstore.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_io.h"
 
 #define DEFAULT_SOQL "SELECT Id, FirstName, LastName, Email, Phone, Title, AccountId, MailingCity, LastModifiedDate " \
                      "FROM Contact ORDER BY LastModifiedDate"
@@ -65,16 +66,6 @@ static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) die(sqlite3_errmsg(db), sql);
     return s;
-}
-
-static long vm_hwm_kb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
-    if (f) fclose(f);
-    return kb;
 }
 
 /* ---- 1. the store, made by the engine ---- */
@@ -149,25 +140,6 @@ typedef struct {
     long long i[MAX_COLUMNS];
     double d[MAX_COLUMNS];
 } row;
-
-typedef struct { char *data; size_t len, cap; } buffer;
-
-static size_t collect(char *data, size_t size, size_t count, void *ctx) {
-    buffer *b = ctx;
-    size_t n = size * count;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 20;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown) return 0;
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return n;
-}
 
 /* The value at a dotted path of a record (NULL when absent). */
 static json_t *at_path(json_t *record, const char *path) {

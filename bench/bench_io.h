@@ -1,0 +1,39 @@
+/* What the C benchmarks share besides statistics: a growing buffer for libcurl's answers and the
+ * process's peak RSS. */
+#ifndef SYNCSTORE_BENCH_IO_H
+#define SYNCSTORE_BENCH_IO_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { char *data; size_t len, cap; } buffer;
+
+/* A CURLOPT_WRITEFUNCTION appending to the buffer in ctx (kept NUL-terminated). */
+static size_t collect(char *data, size_t size, size_t count, void *ctx) {
+    buffer *b = ctx;
+    size_t n = size * count;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *grown = realloc(b->data, cap);
+        if (!grown) return 0;
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, data, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return n;
+}
+
+/* Peak resident set size of this process in kB (VmHWM), -1 when unknown. */
+static long vm_hwm_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kb;
+}
+#endif
