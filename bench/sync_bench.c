@@ -18,9 +18,10 @@
  *    it for reference.
  * 3. Sync up: U records (default 10,000) synced down, then modified locally (__local__,
  *    __locally_updated__, new LastName and Title) and pushed with --faults 'latency=MS' (every
- *    request) on the server: "collection" target (batches of 200, the default) vs "single"
- *    (one request per record). The per-record run pushes S records (default 1,000) and is
- *    scaled to U linearly unless S = U; the output says which.
+ *    request) on the server: "collection" target (batches of 200, the default), the
+ *    "parent_children" target (accounts synced down too; each account with its dirty contacts
+ *    in composite requests) and "single" (one request per record). The per-record run pushes
+ *    S records (default 1,000) and is scaled to U linearly unless S = U; the output says which.
  *
  * 1L. The storage limit (issue 21), over plain HTTP at N records, in alternating rounds:
  *      limit         bench-sync-limit: the store created by the engine (same soup, same indexes,
@@ -589,11 +590,21 @@ static int engine_down(char **argv) {
 static int engine_up(char **argv) {
     const char *url = argv[0], *token = argv[1], *dir = argv[2], *mode = argv[3], *tag = argv[5];
     long long n = atoll(argv[4]);
+    int composite = strcmp(mode, "parent_children") == 0;
     syncstore_store *store = engine_open(dir, url, token, "-", UP_INDEXES);
     syncstore_error err;
     int64_t id = 0;
-    char *target = soql_target("SELECT Id, FirstName, LastName, Email, Title FROM Contact");
     double t0 = now_s();
+    if (composite) {
+        /* The parents too: the children's entries are dirty, their accounts go with them. */
+        check(syncstore_register_soup(store, "accounts", "[{\"path\":\"Id\",\"type\":\"string\"},"
+                                      "{\"path\":\"__local__\",\"type\":\"string\"}]", &err), "register_soup", &err);
+        char *accounts = soql_target("SELECT Id, Name FROM Account");
+        check(syncstore_sync_down(store, accounts, "accounts", NULL, NULL, NULL, NULL, &id, &err), "sync_down", &err);
+        wait_done(store, id, "sync down accounts");
+        free(accounts);
+    }
+    char *target = soql_target("SELECT Id, FirstName, LastName, Email, Title, AccountId FROM Contact");
     check(syncstore_sync_down(store, target, "contacts", NULL, NULL, NULL, NULL, &id, &err), "sync_down", &err);
     wait_done(store, id, "sync down");
     double down = now_s() - t0;
@@ -601,7 +612,22 @@ static int engine_up(char **argv) {
     long long total = count_where(store, NULL);
     if (total < n) fail("sync up", "fewer records on the server than --up-records");
 
-    /* The first n entries by _soupEntryId, modified in memory, then written back in batches. */
+    /* The first n entries by _soupEntryId, modified in memory, then written back in batches.
+     * parent_children pushes children with their parent: a contact the server seeded without
+     * an account is given one locally (AccountId is not among the fields sent). */
+    char some_account[64] = "";
+    if (composite) {
+        char *accounts = NULL;
+        check(syncstore_run_smart_query(store, "{\"queryType\":\"smart\",\"smartSql\":\"select {accounts:Id} from {accounts}\",\"pageSize\":1}",
+                                        &accounts, &err), "accounts", &err);
+        json_t *page = json_loads(accounts, 0, NULL);
+        const char *first = json_string_value(json_array_get(json_array_get(json_object_get(page, "currentPageOrderedEntries"), 0), 0));
+        snprintf(some_account, sizeof some_account, "%s", first ? first : "");
+        syncstore_cursor_close(store, json_integer_value(json_object_get(page, "cursorId")), NULL);
+        json_decref(page);
+        syncstore_free(accounts);
+        if (!some_account[0]) fail("sync up", "no account was synced down");
+    }
     char spec[256];
     snprintf(spec, sizeof spec, "{\"queryType\":\"range\",\"indexPath\":\"_soupEntryId\",\"beginKey\":1,\"endKey\":%lld,"
              "\"orderPath\":\"_soupEntryId\",\"pageSize\":1000}", n);
@@ -628,6 +654,8 @@ static int engine_up(char **argv) {
             json_object_set_new(entry, "Title", json_string(tag));
             json_object_set_new(entry, "__local__", json_true());
             json_object_set_new(entry, "__locally_updated__", json_true());
+            if (composite && !json_is_string(json_object_get(entry, "AccountId")))
+                json_object_set_new(entry, "AccountId", json_string(some_account));
         }
         char *text = json_dumps(entries, JSON_COMPACT);
         check(syncstore_upsert(store, "contacts", text, NULL, NULL, &err), "upsert", &err);
@@ -642,13 +670,18 @@ static int engine_up(char **argv) {
         return 1;
     }
 
-    json_t *up = json_pack("{s:s,s:[s,s]}", "type", mode, "updateFieldlist", "LastName", "Title");
+    json_t *up = composite
+        ? json_pack("{s:s,s:{s:s,s:s},s:{s:s,s:s,s:s},s:[s,s]}", "type", mode,
+                    "parent", "sobjectType", "Account", "soupName", "accounts",
+                    "children", "sobjectType", "Contact", "soupName", "contacts", "parentIdFieldName", "AccountId",
+                    "childrenUpdateFieldlist", "LastName", "Title")
+        : json_pack("{s:s,s:[s,s]}", "type", mode, "updateFieldlist", "LastName", "Title");
     char *up_text = json_dumps(up, JSON_COMPACT);
     json_decref(up);
     readers rd;
     int reading = readers_start(&rd, store, dir);
     t0 = now_s();
-    check(syncstore_sync_up(store, up_text, "contacts", NULL, NULL, NULL, NULL, &id, &err), "sync_up", &err);
+    check(syncstore_sync_up(store, up_text, composite ? "accounts" : "contacts", NULL, NULL, NULL, NULL, &id, &err), "sync_up", &err);
     wait_done(store, id, "sync up");
     double elapsed = now_s() - t0;
     char latencies[1200] = "";
@@ -1407,6 +1440,7 @@ int main(int argc, char **argv) {
 
     /* ---- 3. sync up with latency: collection vs single ---- */
     series up_batch = {"sync up, collection (200/request)", 0, 0, 0, 0, 0}, up_single = {"sync up, single (1/request)", 0, 0, 0, 0, 0};
+    series up_composite = {"sync up, parent_children (composite)", 0, 0, 0, 0, 0};
     double single_scaled = 0;
     if (o.up_records > 0) {
         char faults[64];
@@ -1423,13 +1457,19 @@ int main(int argc, char **argv) {
         /* The server has the edits (checked after each run: the runs may edit the same records). */
         snprintf(soql, sizeof soql, "SELECT Id FROM Contact WHERE Title = 'benchcollection'");
         long on_server_batch = devserver_count(&slow, soql);
+        /* The same edits through the parent_children target: each account with its dirty
+         * contacts in composite requests of at most 25 subrequests. */
+        char *composite_argv[] = {self_path, "engine-up", slow.url, DEVSERVER_TOKEN, dir, "parent_children", n, "benchcomposite", NULL};
+        add(&up_composite, run_child(composite_argv), o.up_records);
+        snprintf(soql, sizeof soql, "SELECT Id FROM Contact WHERE Title = 'benchcomposite'");
+        long on_server_composite = devserver_count(&slow, soql);
         snprintf(n, sizeof n, "%lld", o.single_records);
         char *single_argv[] = {self_path, "engine-up", slow.url, DEVSERVER_TOKEN, dir, "single", n, "benchsingle", NULL};
         add(&up_single, run_child(single_argv), o.single_records);
         snprintf(soql, sizeof soql, "SELECT Id FROM Contact WHERE Title = 'benchsingle'");
         long on_server_single = devserver_count(&slow, soql);
         stop_server(&slow);
-        if (on_server_batch != o.up_records || on_server_single != o.single_records) {
+        if (on_server_batch != o.up_records || on_server_composite != o.up_records || on_server_single != o.single_records) {
             fprintf(stderr, "bench-sync: the server has %ld/%ld edited records, expected %lld/%lld\n", on_server_batch,
                     on_server_single, o.up_records, o.single_records);
             return 1;
@@ -1437,12 +1477,15 @@ int main(int argc, char **argv) {
         single_scaled = up_single.best * (double)o.up_records / (double)o.single_records;
         printf("  %-34s %lld records %8.3f s  (%.0f rec/s)  sync down before it: %.3f s\n", up_batch.name, o.up_records,
                up_batch.best, o.up_records / up_batch.best, atof(strstr(rb.out, "down_seconds=") + 13));
+        printf("  %-34s %lld records %8.3f s  (%.0f rec/s)\n", up_composite.name, o.up_records, up_composite.best,
+               o.up_records / up_composite.best);
         printf("  %-34s %lld records %8.3f s  (%.1f ms/record)%s\n", up_single.name, o.single_records, up_single.best,
                up_single.best * 1000 / o.single_records, o.single_records == o.up_records ? "" : "  MEASURED ON FEWER RECORDS");
         if (o.single_records != o.up_records)
             printf("  single scaled linearly to %lld records: %.1f s (= %.3f s x %lld / %lld; not measured at full size)\n",
                    o.up_records, single_scaled, up_single.best, o.up_records, o.single_records);
-        printf("  server check: %ld + %ld edited records found on the server\n", on_server_batch, on_server_single);
+        printf("  server check: %ld + %ld + %ld edited records found on the server\n", on_server_batch, on_server_composite,
+               on_server_single);
     }
 
     /* ---- 6. reSync, cleanResyncGhosts and queries at --scale-records M ---- */
@@ -1564,6 +1607,8 @@ int main(int argc, char **argv) {
         double floor_s = (double)((o.up_records + 199) / 200) * o.latency / 1000.0;
         printf("%-58s %-22s\n", "  latency floor (requests x latency)",
                (snprintf(value, sizeof value, "%.2f s (collection = %.2fx)", floor_s, up_batch.best / floor_s), value));
+        printf("%-58s %-22s\n", "  parent_children (composite requests)",
+               (snprintf(value, sizeof value, "%.2f s (%.2fx collection)", up_composite.best, up_composite.best / up_batch.best), value));
         printf("%-58s %-22s\n", o.single_records == o.up_records ? "  single" : "  single (scaled from a smaller run)",
                (snprintf(value, sizeof value, "%.1f s", single_scaled), value));
         printf("%-58s %-22s %-16s %s\n", "  single / collection", (snprintf(value, sizeof value, "%.1fx", single_scaled / up_batch.best), value),
