@@ -14,11 +14,14 @@
  *      engine's statement: id and dirty flag on the Id index) and the INSERT, then the sync
  *      state's existence check and UPDATE of its row, then COMMIT. As the engine, a second
  *      connection runs a PASSIVE checkpoint every 4 transactions on another thread
- *      (--no-background-checkpoint: the writer's autocheckpoint only).
+ *      (--no-background-checkpoint: the writer's autocheckpoint only). --pages-per-transaction K:
+ *      K pages a transaction (the state updated once in each), as the engine's writer does when
+ *      pages fetched ahead wait for it.
  *   Plaintext only: the engine's cipher VFS is reachable through the engine alone, so there is
  *   no encrypted limit (compare an encrypted engine with this plaintext limit knowingly).
  *
  * Usage: bench-sync-limit URL TOKEN DIR [--cafile PEM] [--soql QUERY] [--no-background-checkpoint]
+ *                        [--pages-per-transaction K]
  * Prints: records=N pages=P seconds=T prepare_seconds=S hwm_kb=K (T: first BEGIN to last COMMIT). */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -294,17 +297,23 @@ static sqlite3 *open_like_engine(const char *path) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench-sync-limit URL TOKEN DIR [--cafile PEM] [--soql QUERY] [--no-background-checkpoint]\n");
+        fprintf(stderr, "usage: bench-sync-limit URL TOKEN DIR [--cafile PEM] [--soql QUERY] [--no-background-checkpoint]\n"
+                        "                        [--pages-per-transaction K]\n");
         return 2;
     }
     const char *base = argv[1], *token = argv[2], *dir = argv[3], *cafile = NULL, *soql = DEFAULT_SOQL;
+    /* K pages a transaction: 1 as a sync down whose writer keeps up with the server, 5 (10,000
+     * records) as one whose writer is behind and takes every page fetched ahead at once. */
+    int per_transaction = 1;
     int background_checkpoint = 1;
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "--cafile") && i + 1 < argc) cafile = argv[++i];
         else if (!strcmp(argv[i], "--soql") && i + 1 < argc) soql = argv[++i];
         else if (!strcmp(argv[i], "--no-background-checkpoint")) background_checkpoint = 0;
+        else if (!strcmp(argv[i], "--pages-per-transaction") && i + 1 < argc) per_transaction = atoi(argv[++i]);
         else die("unknown argument", argv[i]);
     }
+    if (per_transaction < 1) die("--pages-per-transaction", "must be 1 or more");
     char path[4096];
     long long sync_id = engine_create(dir, soql, path, sizeof path);
 
@@ -357,7 +366,7 @@ int main(int argc, char **argv) {
     long long first = 0;
     for (int p = 0; p < rows.pages; p++) {
         long long now = now_ms();
-        exec_or_die(db, "BEGIN IMMEDIATE");
+        if (p % per_transaction == 0) exec_or_die(db, "BEGIN IMMEDIATE");
         for (long long k = first; k < rows.page_end[p]; k++) {
             const row *r = &rows.rows[k];
             bind_value(lookup, 1, r, 0);
@@ -374,6 +383,7 @@ int main(int argc, char **argv) {
             sqlite3_reset(insert);
         }
         first = rows.page_end[p];
+        if ((p + 1) % per_transaction != 0 && p + 1 < rows.pages) continue;
         sqlite3_bind_int64(state_exists, 1, sync_id);
         if (sqlite3_step(state_exists) != SQLITE_ROW) die("sync state", "row gone");
         sqlite3_reset(state_exists);
