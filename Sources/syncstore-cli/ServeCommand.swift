@@ -19,7 +19,8 @@ struct ServeCommand: AsyncParsableCommand {
           syncstore-cli serve --seed Contact=1000,Account=100
           syncstore-cli serve --port 8080 --token dev --db server.db
           syncstore-cli serve --tls self-signed      # HTTPS; prints its CA file
-          syncstore-cli serve --twophase --twophase-seed 20   # also the two-phase protocol
+          syncstore-cli serve --twophase --twophase-seed 20   # also two-phase
+          syncstore-cli serve --datasync --datasync-seed todo=300   # also Datasync
         """ + "\n\n" + DevServerOptions.discussion)
 
     @OptionGroup var server: DevServerOptions

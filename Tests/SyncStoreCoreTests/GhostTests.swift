@@ -56,6 +56,9 @@ final class GhostTests: StoreTestCase {
 
         // Nothing more to clean: a second run removes nothing.
         XCTAssertEqual(try clean(manager, id: id)["removed"] as? Int, 0)
+        // The cleaning left no transaction open: a change of key (which leaves WAL mode) works.
+        try store.changeKey(to: key == nil ? try StoreKey("new key", kdfIter: 1000) : nil)
+        XCTAssertEqual(try count(store), 2500 - 699 + 1)
     }
 
     func testGhostsAreCleanedInAPlaintextStore() throws { try ghostsAreCleaned(key: nil) }

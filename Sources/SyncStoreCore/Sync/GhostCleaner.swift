@@ -46,6 +46,9 @@ struct GhostCleaner {
             AND NOT \(LocalFlags.dirtyCondition)
             """)
         var ghosts: [Int64] = []
+        // Reset after each use: a cached statement left on a row keeps the connection's read
+        // transaction open after the commit (a change of key then cannot leave WAL mode).
+        defer { check.reset() }
         for id in candidates {
             check.reset()
             try check.bind([.int(id), .int(state.id)])
