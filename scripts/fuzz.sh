@@ -52,10 +52,15 @@ module CSyncStoreCipher {
 }
 MAP
     local includes=(-I "$OUT/modules" -I Sources/CSQLite -I Sources/CJansson -I Sources/CCurl -I Sources/CSyncStoreABI)
+    # The codec's C files (cipher_vfs.c and what it calls), one object each.
+    local cipher_objs=() c
+    for c in Sources/CSyncStoreCipher/*.c; do cipher_objs+=("$OUT/$(basename "${c%.c}").o"); done
     if stale "$OUT/cipher_vfs.o" Sources/CSyncStoreCipher "$0"; then
         echo "== fuzz build: page codec"
-        "$CLANG" -c -O2 -g -fsanitize=fuzzer-no-link,address,undefined -I Sources/CSyncStoreCipher/include \
-            Sources/CSyncStoreCipher/cipher_vfs.c -o "$OUT/cipher_vfs.o"
+        for c in Sources/CSyncStoreCipher/*.c; do
+            "$CLANG" -c -O2 -g -fsanitize=fuzzer-no-link,address,undefined -I Sources/CSyncStoreCipher/include \
+                "$c" -o "$OUT/$(basename "${c%.c}").o"
+        done
     fi
     # The core and the support module it imports: each one module (Sources/<name>) compiled once
     # with coverage and ASan; -enable-testing lets the targets reach internal parsers with
@@ -79,12 +84,12 @@ MAP
             echo "== fuzz build: $t"
             swiftc -O -parse-as-library -sanitize=fuzzer,address "${includes[@]}" -module-name "fuzz_$t" \
                 "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$FUZZ/targets/$t.swift" \
-                "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSupport.o" "$OUT/cipher_vfs.o" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
+                "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSupport.o" "${cipher_objs[@]}" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         elif [ -f "$FUZZ/targets/$t.c" ]; then
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.c" "$OUT/cipher_vfs.o" || continue
             echo "== fuzz build: $t"
             "$CLANG" -O1 -g -fsanitize=fuzzer,address,undefined -I Sources/CSyncStoreCipher/include \
-                "$FUZZ/targets/$t.c" "$OUT/cipher_vfs.o" -lsqlite3 -lcrypto -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
+                "$FUZZ/targets/$t.c" "${cipher_objs[@]}" -lsqlite3 -lcrypto -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         else
             echo "no fuzz target '$t' (bash scripts/fuzz.sh --list)" >&2; exit 2
         fi
