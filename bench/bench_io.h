@@ -1,10 +1,25 @@
-/* What the C benchmarks share besides statistics: a growing buffer for libcurl's answers and the
- * process's peak RSS. */
+/* What the C benchmarks share besides statistics: clocks, a growing buffer for libcurl's answers
+ * and the process's peak RSS. */
 #ifndef SYNCSTORE_BENCH_IO_H
 #define SYNCSTORE_BENCH_IO_H
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Seconds on the monotonic clock (for durations). */
+static inline double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wall-clock epoch milliseconds (for stored timestamps). */
+static inline long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 typedef struct { char *data; size_t len, cap; } buffer;
 

@@ -111,12 +111,6 @@
 #define UP_INDEXES "[{\"path\":\"Id\",\"type\":\"string\"},{\"path\":\"LastName\",\"type\":\"string\"},{\"path\":\"Email\",\"type\":\"string\"}," \
                    "{\"path\":\"__local__\",\"type\":\"string\"}]"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void fail(const char *what, const char *detail) {
     fprintf(stderr, "bench-sync: %s: %s\n", what, detail ? detail : "");
     exit(1);
@@ -1164,6 +1158,28 @@ static void print_stalls(const char *what, const char *out) {
     }
 }
 
+/* One sync child (argv[1..]: its mode and arguments, after the server URL) with readers on the
+ * first 1000 records' Ids, against a server started with seed and faults; the child's output
+ * (its reader latencies) into out. */
+static void run_with_readers(const options *o, const char *seed, const char *faults, const char *ids_file, series *s,
+                             long long records, char **child_args, char *out, size_t out_size) {
+    static devserver server;
+    start_server(&server, o->devserver, seed, faults, NULL, NULL);
+    json_t *ids = server_ids(&server, 1000);
+    write_ids(ids_file, ids, 0, 1000);
+    json_decref(ids);
+    char *argv[12] = {self_path, child_args[0], server.url, DEVSERVER_TOKEN};
+    for (int i = 1; child_args[i] && i + 3 < 11; i++) argv[i + 3] = child_args[i];
+    setenv(READ_IDS_ENV, ids_file, 1);
+    child_result r = run_child(argv);
+    unsetenv(READ_IDS_ENV);
+    add(s, r, records);
+    snprintf(out, out_size, "%s", r.out);
+    stop_server(&server);
+    print_series(s);
+    printf("    %s", r.out);
+}
+
 /* Exact indexed queries (the first 1000 records' Ids, one read per ms) from a thread and from
  * another process during a sync down of M records and a sync up of U. */
 static stall_results bench_stalls(const options *o) {
@@ -1172,44 +1188,21 @@ static stall_results bench_stalls(const options *o) {
     char seed[128], dir[2048], ids_file[2048];
     snprintf(ids_file, sizeof ids_file, "%s/read-ids.txt", o->work);
     snprintf(dir, sizeof dir, "%s/engine-stall", o->work);
-    static devserver srv, slow;
     series down = {"sync down with readers", 0, 0, 0, 0, 0}, up = {"sync up with readers", 0, 0, 0, 0, 0};
     if (o->stall_records > 0) {
         snprintf(seed, sizeof seed, "Account=1000,Contact=%lld", o->stall_records);
-        start_server(&srv, o->devserver, seed, NULL, NULL, NULL);
-        json_t *ids = server_ids(&srv, 1000);
-        write_ids(ids_file, ids, 0, 1000);
-        json_decref(ids);
-        setenv(READ_IDS_ENV, ids_file, 1);
-        char *argv[] = {self_path, "engine-down", srv.url, DEVSERVER_TOKEN, dir, "-", SOQL, NULL};
-        child_result r = run_child(argv);
-        unsetenv(READ_IDS_ENV);
-        add(&down, r, o->stall_records);
-        snprintf(d.down, sizeof d.down, "%s", r.out);
+        char *args[] = {"engine-down", dir, "-", SOQL, NULL};
+        run_with_readers(o, seed, NULL, ids_file, &down, o->stall_records, args, d.down, sizeof d.down);
         d.down_records = o->stall_records;
-        stop_server(&srv);
-        print_series(&down);
-        printf("    %s", r.out);
     }
     if (o->stall_up_records > 0) {
         char faults[64], n[32];
         snprintf(faults, sizeof faults, "latency=%dms", o->latency);
         snprintf(seed, sizeof seed, "Account=100,Contact=%lld", o->stall_up_records);
-        start_server(&slow, o->devserver, seed, faults, NULL, NULL);
-        json_t *ids = server_ids(&slow, 1000);
-        write_ids(ids_file, ids, 0, 1000);
-        json_decref(ids);
         snprintf(n, sizeof n, "%lld", o->stall_up_records);
-        setenv(READ_IDS_ENV, ids_file, 1);
-        char *argv[] = {self_path, "engine-up", slow.url, DEVSERVER_TOKEN, dir, "collection", n, "benchstall", NULL};
-        child_result r = run_child(argv);
-        unsetenv(READ_IDS_ENV);
-        add(&up, r, o->stall_up_records);
-        snprintf(d.up, sizeof d.up, "%s", r.out);
+        char *args[] = {"engine-up", dir, "collection", n, "benchstall", NULL};
+        run_with_readers(o, seed, faults, ids_file, &up, o->stall_up_records, args, d.up, sizeof d.up);
         d.up_records = o->stall_up_records;
-        stop_server(&slow);
-        print_series(&up);
-        printf("    %s", r.out);
     }
     char command[4200];
     snprintf(command, sizeof command, "rm -rf '%s' '%s'", dir, ids_file);

@@ -43,18 +43,6 @@
 #define MAX_COLUMNS 16
 #define MAX_PAGES 100000
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void die(const char *what, const char *detail) {
     fprintf(stderr, "bench-sync-limit: %s: %s\n", what, detail ? detail : "");
     exit(1);
