@@ -137,6 +137,40 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once'"), 1)
     }
 
+    // Whether a soup holds creates in flight is kept in the store file, not in one store
+    // object: a marked entry written through another object (as another process would) makes
+    // the next sync down scan again and adopt the record, instead of bringing it down as a
+    // second entry.
+    func testMarkedEntryWrittenElsewhereIsAdoptedBySyncDown() throws {
+        let server = try DevServerProcess(["--faults", "POST /services/data/*/composite/sobjects drop=after times=1"])
+        let manager = try self.manager(server)
+        try createLocally(["Elsewhere"])
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .failed)
+        guard var marked = try entries("contacts").first, marked[LocalFlags.pendingCreate] != nil else {
+            throw TestFailure("the create was not marked as sent")
+        }
+        let entryId = marked.removeValue(forKey: "_soupEntryId") as? Int ?? 0
+        try store.removeEntries(soup: "contacts", ids: [Int64(entryId)])
+        // A sync down that brings nothing scans the soup, finds it clean and records that.
+        try warmConnection(manager, soup: "contacts")
+        XCTAssertTrue(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
+        let other = try SmartStore(path: dbPath)
+        XCTAssertTrue(CreateMarkLedger.isKnownClean(other, soup: "contacts"), "a new store object reads what the file knows")
+        _ = try other.upsert(soup: "contacts", entriesJSON: try jsonText([marked]))
+        XCTAssertFalse(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
+        _ = try syncDownContacts(manager)
+        let local = try entries("contacts")
+        XCTAssertEqual(local.filter { $0["LastName"] as? String == "Elsewhere" }.count, 1, "the record came down as a second entry: \(local)")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Elsewhere'"), 1)
+        // A sync up makes every soup unknown again before it marks anything.
+        try warmConnection(manager, soup: "contacts")
+        XCTAssertTrue(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertFalse(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
+    }
+
     // A create the server commits only after the client gave up on it (the sync was stopped
     // while the request waited at the server): a sync down that starts before the commit and
     // brings the record must write it into the entry that created it, not into a second entry

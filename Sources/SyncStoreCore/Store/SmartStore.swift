@@ -47,8 +47,6 @@ public final class SmartStore: @unchecked Sendable {
     private var openOwners: Set<Int> = []
     /// Creates a sync up just completed (see RecentCreates).
     let recentCreates = RecentCreates()
-    /// Soups known to hold no create in flight: their sync downs skip the lost-creates scan.
-    let createMarks = CreateMarkTracker()
     let cursors = CursorTable()
 
     /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
@@ -506,10 +504,11 @@ public final class SmartStore: @unchecked Sendable {
         for (i, entry) in list.enumerated() where !entry.isObject {
             throw StoreError.argument("Entry \(i) is not a JSON object; soup entries must be objects")
         }
-        if list.contains(where: { $0[LocalFlags.pendingCreate] != nil }) { createMarks.forget() }
+        let carriesMarks = list.contains(where: { $0[LocalFlags.pendingCreate] != nil })
         let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
         return try write { db in
             let info = try self.requireSoup(name)
+            if carriesMarks { try CreateMarkLedger.forget(db) }
             return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
                 writer.hostWrite = self.recentCreates
                 var out: TextBuffer? = TextBuffer(capacity: 64 + list.count * 256)

@@ -68,6 +68,7 @@ enum SoupCatalog {
                 slot INTEGER NOT NULL,
                 PRIMARY KEY (soupName, path));
             """)
+        try CreateMarkLedger.createTables(db)
     }
 
     static func loadAll(_ db: Connection) throws -> [String: SoupInfo] {

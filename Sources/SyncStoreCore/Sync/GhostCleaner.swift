@@ -5,8 +5,9 @@ import SyncStoreSupport
 /// whose ids the server no longer lists for the target, are deleted in one transaction.
 /// The server's ids are streamed page by page into a scratch database beside the store (on disk,
 /// encrypted with the store's key when the store is), so memory stays flat however many there
-/// are; the ghosts are then found with one query per soup and deleted after checking, inside the
-/// deleting transaction, that each is still clean and still this sync's.
+/// are; a thread of the scratch's own inserts each page while the next is fetched. The ghosts
+/// are then found with one query per soup and deleted after checking, inside the deleting
+/// transaction, that each is still clean and still this sync's.
 struct GhostCleaner {
     let ctx: SyncContext
     let state: SyncState
@@ -23,6 +24,7 @@ struct GhostCleaner {
         }) else {
             throw StoreError.argument("This sync's target cannot list remote ids, so ghosts cannot be found")
         }
+        try scratch.finishAdding()
         var found: [(SoupInfo, [Int64])] = []
         for soupName in scratch.soups {
             let info = try ctx.store.requireSoup(soupName)
@@ -60,13 +62,23 @@ struct GhostCleaner {
 
 /// A scratch database beside the store (`<store file>-ghosts`) holding the server's ids, attached
 /// to a connection of its own to the store; removed when the cleaning ends (and replaced if a
-/// crash left one).
-final class GhostScratch {
+/// crash left one). Pages of ids are inserted on a thread of their own, at most
+/// `maxQueued` pages behind the fetch, so the fetch does not wait for the inserts.
+final class GhostScratch: @unchecked Sendable {
     static let suffix = "-ghosts"
+    static let maxQueued = 4
     private let connection: Connection
     private let path: String
     private var insert: Statement?
     private(set) var soups: [String] = []
+
+    private let condition = ConditionLock()
+    // Guarded by `condition`.
+    private var queue: [(soup: String, ids: [String])] = []
+    private var failure: Error?
+    private var closing = false
+    private var inserter: pthread_t?
+    private var inserterStarted = false
 
     init(file: DatabaseFile) throws {
         path = file.path + GhostScratch.suffix
@@ -85,9 +97,67 @@ final class GhostScratch {
         }
     }
 
+    /// Queues one page of `soup`'s ids; waits while `maxQueued` pages are queued. Throws what
+    /// made an earlier page's insert fail.
     func add(soup: String, ids: [String]) throws {
         if !soups.contains(soup) { soups.append(soup) }
         guard !ids.isEmpty else { return }
+        if !inserterStarted {
+            inserterStarted = true
+            inserter = startThread { [self] in drain() }
+        }
+        guard inserter != nil else { return try insertPage(soup: soup, ids: ids) } // no thread: inline
+        try condition.withLock {
+            while queue.count >= GhostScratch.maxQueued && failure == nil { _ = condition.wait() }
+            if let failure { throw failure }
+            queue.append((soup, ids))
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until every queued page is inserted; throws what made an insert fail.
+    func finishAdding() throws {
+        stopInserter(discarding: false)
+        if let failure = condition.withLock({ failure }) { throw failure }
+    }
+
+    private func stopInserter(discarding: Bool) {
+        condition.withLock {
+            if discarding { queue.removeAll() }
+            closing = true
+            condition.broadcast()
+        }
+        if let inserter {
+            pthread_join(inserter, nil)
+            self.inserter = nil
+        }
+    }
+
+    private func drain() {
+        while true {
+            let next = condition.withLock { () -> (soup: String, ids: [String])? in
+                while queue.isEmpty && !closing { _ = condition.wait() }
+                return queue.first
+            }
+            guard let next else { return }
+            do {
+                try insertPage(soup: next.soup, ids: next.ids)
+            } catch {
+                condition.withLock {
+                    failure = error
+                    queue.removeAll()
+                    condition.broadcast()
+                }
+                return
+            }
+            condition.withLock {
+                queue.removeFirst()
+                condition.broadcast()
+            }
+        }
+    }
+
+    private func insertPage(soup: String, ids: [String]) throws {
         let insert = try self.insert ?? connection.prepare("INSERT OR IGNORE INTO ghosts.remote_ids VALUES (?, ?)")
         self.insert = insert
         try connection.execute("BEGIN")
@@ -104,23 +174,28 @@ final class GhostScratch {
         }
     }
 
-    /// Entries of `info` this sync wrote, not dirty, whose id the server did not list.
+    /// Entries of `info` this sync wrote, not dirty, whose id the server did not list. The
+    /// entries whose id the server did not list come first, from the id alone (the soup's index
+    /// on it, when it has one): only those few have their JSON read.
     func ghosts(of info: SoupInfo, idFieldName: String, syncId: Int64) throws -> [Int64] {
         let idExpr = info.expression(for: idFieldName, qualifier: "e")
         let statement = try connection.prepare("""
-            SELECT e.id FROM main.\(info.table) AS e
+            WITH unlisted AS MATERIALIZED (
+                SELECT e.id FROM main.\(info.table) AS e
+                WHERE \(idExpr) IS NULL OR NOT EXISTS (SELECT 1 FROM ghosts.remote_ids AS r
+                                                    WHERE r.soup_name = ? AND r.remote_id = CAST(\(idExpr) AS TEXT)))
+            SELECT e.id FROM unlisted JOIN main.\(info.table) AS e USING (id)
             WHERE \(SoupPath.jsonExtract(LocalFlags.syncId, soupColumn: "e.soup")) = ? \
             AND NOT \(LocalFlags.dirtyCondition(soupColumn: "e.soup"))
-            AND (\(idExpr) IS NULL OR NOT EXISTS (SELECT 1 FROM ghosts.remote_ids AS r
-                                                  WHERE r.soup_name = ? AND r.remote_id = CAST(\(idExpr) AS TEXT)))
             """)
-        try statement.bind([.int(syncId), .text(info.name)])
+        try statement.bind([.text(info.name), .int(syncId)])
         var ids: [Int64] = []
         while try statement.step() { ids.append(statement.int64(0)) }
         return ids
     }
 
     func remove() {
+        stopInserter(discarding: true)
         insert = nil
         _ = try? connection.execute("DETACH DATABASE ghosts")
         connection.close()

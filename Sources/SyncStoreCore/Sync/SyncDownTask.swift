@@ -15,14 +15,16 @@ struct SyncDownTask {
     /// Runs to the end; throws on failure or stop (STATE). `state` is updated as pages land.
     func run(_ state: inout SyncState, since: Int64?) throws {
         var lostCreates: LostCreates? = nil
-        let marks = ctx.store.createMarks
-        if target is CommonKeysTarget, !(target is CustomDownTarget), !marks.isKnownClean(ctx.soupName) {
+        if target is CommonKeysTarget, !(target is CustomDownTarget),
+           !CreateMarkLedger.isKnownClean(ctx.store, soup: ctx.soupName) {
             let upTarget = try SyncUpTarget.parse(SyncDownTask.upTargetJSON(target), customTargets: CustomTargetRegistry())
             let task = SyncUpTask(ctx: ctx, target: upTarget, options: options, states: states, emit: { _ in })
             let info = try ctx.store.requireSoup(ctx.soupName)
-            let generation = marks.beginScan()
+            let generation = CreateMarkLedger.beginScan(ctx.store)
             let pending = try task.adoptLostCreates(info: info)
-            if pending.isEmpty { marks.scannedClean(ctx.soupName, generation: generation) }
+            if pending.isEmpty, let generation {
+                try CreateMarkLedger.scannedClean(ctx.store, soup: ctx.soupName, generation: generation)
+            }
             else { lostCreates = LostCreates(task: task, info: info, pending: pending) }
         }
         let first = try target.firstPage(ctx, since: since)

@@ -257,7 +257,7 @@ public final class SyncManager: @unchecked Sendable {
             let ctx = try context(for: state, cancel: cancel)
             let (options, _) = try SyncOptions.parse(state.optionsJSON)
             // A sync up marks the creates it sends, in any soup of its target.
-            if state.kind == .syncUp { ctx.store.createMarks.forget() }
+            if state.kind == .syncUp { try ctx.store.write { db in try CreateMarkLedger.forget(db) } }
             switch state.kind {
             case .syncDown where TwoPhaseTarget.isTwoPhase(state.targetJSON), .syncUp where TwoPhaseTarget.isTwoPhase(state.targetJSON):
                 let targetDoc = try JSONDocument.parse(state.targetJSON, what: "twophase target")
