@@ -81,7 +81,7 @@ if [ "$kind" = asan ]; then
     "$bundle"
 else
     # The concurrency and sync suites; a suite name that matched nothing would pass silently.
-    for suite in ConcurrencyTests SharedFileTests SyncRunTests SyncFaultTests; do
+    for suite in ConcurrencyTests SharedFileTests SyncRunTests SyncFaultTests GhostTests; do
         "$bundle" "SyncStoreCoreTests.$suite" 2>&1 | tee "build-tsan/$suite.log"
         grep -q "Executed [1-9]" "build-tsan/$suite.log" || { echo "no test ran in $suite"; exit 1; }
     done

@@ -29,7 +29,8 @@
 # The long chaos run: bash scripts/test.sh chaos --long [pytest args]. By default 2000 SIGKILLs of a
 # crash host (CHAOS_KILLS), 1000 more on an encrypted store (CHAOS_ENC_KILLS), 1000 SIGKILLs during
 # key changes (CHAOS_REKEY_KILLS), 1000 fault rounds with 3 clients (CHAOS_ROUNDS, CHAOS_CLIENTS),
-# 100 in-flight edit trials (CHAOS_INFLIGHT_TRIALS) and 300 callback runs (CHAOS_CALLBACK_RUNS),
+# 100 in-flight edit trials (CHAOS_INFLIGHT_TRIALS), 300 callback runs (CHAOS_CALLBACK_RUNS), and
+# 200 kills and 200 fault rounds each for Datasync and two-phase (CHAOS_DS_*, CHAOS_TP_*),
 # CHAOS_RUNS times (default 1), each with a fresh random seed unless CHAOS_SEED is set; every run
 # prints its seed and counts and writes them to build/chaos/summary-<seed>.json. Stops at the first
 # failing run (rerun it with CHAOS_SEED=<seed>). Tests/chaos/README.md has every knob.
@@ -123,6 +124,8 @@ stage_chaos() {
     export CHAOS_REKEY_KILLS="${CHAOS_REKEY_KILLS:-1000}" CHAOS_ROUNDS="${CHAOS_ROUNDS:-1000}"
     export CHAOS_CLIENTS="${CHAOS_CLIENTS:-3}" CHAOS_INFLIGHT_TRIALS="${CHAOS_INFLIGHT_TRIALS:-100}"
     export CHAOS_CALLBACK_RUNS="${CHAOS_CALLBACK_RUNS:-300}"
+    export CHAOS_DS_KILLS="${CHAOS_DS_KILLS:-200}" CHAOS_DS_ROUNDS="${CHAOS_DS_ROUNDS:-200}"
+    export CHAOS_TP_KILLS="${CHAOS_TP_KILLS:-200}" CHAOS_TP_ROUNDS="${CHAOS_TP_ROUNDS:-200}"
     mkdir -p build/chaos
     local runs="${CHAOS_RUNS:-1}" fixed_seed="${CHAOS_SEED:-}" run seed
     for ((run = 1; run <= runs; run++)); do

@@ -158,6 +158,23 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(try remote(server).first { $0["id"] as? String == "seed-todo-000001" }?["title"] as? String, "renamed twice")
     }
 
+    // A PUT replaces the whole row: an update limited by updateFieldlist must still carry the
+    // other fields, or the server erases them (docs/sync.md#datasync).
+    func testUpdateFieldlistDoesNotEraseTheOtherFields() throws {
+        let server = try self.server(["--datasync-seed", "todo=1"])
+        let manager = try self.manager(server)
+        XCTAssertEqual(try run(manager) { try manager.syncDown(targetJSON: Self.down, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }.status, .done)
+        try edit(try XCTUnwrap(try localEntry("seed-todo-000001")), ["title": "renamed"])
+        let target = #"{"type":"datasync","table":"todo","updateFieldlist":["title"]}"#
+        let up = try run(manager) { try manager.syncUp(targetJSON: target, soupName: "todo", optionsJSON: Self.leave, name: nil, callback: nil) }
+        XCTAssertEqual(up.status, .done, up.error)
+        XCTAssertEqual(up.conflicts + up.errors, 0, up.error)
+        let row = try XCTUnwrap(try remote(server).first { $0["id"] as? String == "seed-todo-000001" })
+        XCTAssertEqual(row["title"] as? String, "renamed")
+        XCTAssertEqual(row["rank"] as? Int, 1, "the update erased a field it did not list: \(row)")
+        XCTAssertEqual(row["complete"] as? Bool, true, "the update erased a field it did not list: \(row)")
+    }
+
     // A create sent by an earlier run whose answer never came (the process died): the entry
     // kept its id, so the next run's POST meets the row (409 with what was sent) and adopts it.
     func testCreateRetriedByALaterRunAdoptsItsRow() throws {

@@ -10,8 +10,9 @@ import SyncStoreSupport
 ///   (with the `__sync_create_sent__` mark, which keeps the id should a host write drop it)
 ///   before the first attempt. The request is repeatable: a retry meets the first attempt's
 ///   row as a 409, and a 409 whose entity holds what was sent is our own create.
-/// - update: `PUT /tables/{t}/{id}` with `If-Match: "<version>"` (LEAVE_IF_CHANGED; OVERWRITE
-///   sends none: forced). A 412 whose entity holds what was sent is our own earlier write.
+/// - update: `PUT /tables/{t}/{id}` with every data field of the entry (a PUT replaces the row)
+///   and `If-Match: "<version>"` (LEAVE_IF_CHANGED; OVERWRITE sends none: forced). A 412 whose
+///   entity holds what was sent is our own earlier write.
 /// - delete: `DELETE /tables/{t}/{id}` with `If-Match` as above; 404 and 410 count as deleted.
 /// - 409/412 otherwise: a conflict. `__last_error__` gets `[{"errorCode": "CONFLICT",
 ///   "message", "serverRecord": <entity>}]`, the entry stays dirty, the state counts it.
@@ -95,8 +96,11 @@ struct DatasyncUpTask {
     // MARK: sending
 
     /// The entity's data: the target's fields without the system properties.
+    /// What a create or update sends. A PUT replaces the whole row, so an update sends every
+    /// data field of the entry: a field left out (by `updateFieldlist` or `fieldlist`) would be
+    /// erased on the server. If-Match makes the entry's copy of the other fields the server's.
     private func fields(_ entry: JSON, creating: Bool) -> [(String, JSON)] {
-        base.target.fields(of: entry, creating: creating, options: base.options)
+        (creating ? base.target.fields(of: entry, creating: true, options: base.options) : base.target.allFields(of: entry))
             .filter { !DatasyncTable.systemFields.contains($0.0.lowercased()) }
     }
 

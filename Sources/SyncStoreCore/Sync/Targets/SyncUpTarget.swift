@@ -61,6 +61,13 @@ struct SyncUpTarget {
                 return (name, value)
             }
         }
+        return allFields(of: record)
+    }
+
+    /// Every data field of the record: no soup or sync members, no id or modification date, no
+    /// server-computed or relationship fields, no nulls.
+    func allFields(of record: JSON) -> [(String, JSON)] {
+        let skip: Set<String> = [idFieldName.lowercased(), modificationDateFieldName.lowercased()]
         return record.members.filter { name, value in
             !value.isNull && !name.hasPrefix("_soup") && !name.hasPrefix("__") && !skip.contains(name.lowercased())
                 && !SyncUpTarget.readOnly.contains(name.lowercased()) && !value.isObject
