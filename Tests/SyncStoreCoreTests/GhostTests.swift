@@ -89,6 +89,35 @@ final class GhostTests: StoreTestCase {
         XCTAssertEqual(try count(store), 290)
         XCTAssertNotEqual(access(dbPath + "-ghosts", F_OK), 0)
     }
+
+    // A cleaning stopped while the ids come in (pages queued for the scratch's inserting
+    // thread) ends STOPPED, deletes nothing and leaves no scratch behind.
+    func testAStoppedCleaningDeletesNothing() throws {
+        let server = try DevServerProcess(["--seed", "Contact=3000", "--admin"])
+        let store = try self.store
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id FROM Contact","maxBatchSize":200}"#,
+                                      soupName: "contacts", optionsJSON: nil, name: "down", callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        let page = try server.call("GET", "query?q=SELECT+Id+FROM+Contact+LIMIT+10") as? [String: Any]
+        for remoteId in ((page?["records"] as? [[String: Any]]) ?? []).compactMap({ $0["Id"] as? String }) {
+            _ = try server.call("DELETE", "sobjects/Contact/\(remoteId)")
+        }
+        // Pages of 200 ids (the batch size header), each slow after the first few.
+        try server.setFaults("GET */query* latency=150 after=3")
+        let report = ReportBox()
+        try manager.cleanResyncGhosts(id: id, callback: { json in
+            if let r = (try? parseJSON(json)) as? [String: Any], r["status"] as? String != "RUNNING" { report.set(r) }
+        })
+        usleep(700_000)
+        manager.stop()
+        for _ in 0..<600 where report.value == nil { usleep(50_000) }
+        XCTAssertEqual(report.value?["status"] as? String, "STOPPED", "\(report.value ?? [:])")
+        XCTAssertEqual(try count(store), 3000, "a stopped cleaning deleted entries")
+        XCTAssertNotEqual(access(dbPath + "-ghosts", F_OK), 0, "the scratch database is removed")
+    }
 }
 
 private final class ReportBox: @unchecked Sendable {

@@ -137,7 +137,10 @@ final class GhostScratch: @unchecked Sendable {
         while true {
             let next = condition.withLock { () -> (soup: String, ids: [String])? in
                 while queue.isEmpty && !closing { _ = condition.wait() }
-                return queue.first
+                guard !queue.isEmpty else { return nil } // closing, and nothing left
+                let page = queue.removeFirst()
+                condition.broadcast()
+                return page
             }
             guard let next else { return }
             do {
@@ -149,10 +152,6 @@ final class GhostScratch: @unchecked Sendable {
                     condition.broadcast()
                 }
                 return
-            }
-            condition.withLock {
-                queue.removeFirst()
-                condition.broadcast()
             }
         }
     }
