@@ -10,6 +10,10 @@
 ///   scan, so a mark written during it leaves the soup unknown.
 enum CreateMarkLedger {
     static func createTables(_ db: Connection) throws {
+        // Checked first: the INSERT below would take the write lock at every open.
+        if try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name IN ('sync_mark_generation', 'sync_clean_soups')") == 2 {
+            return
+        }
         try db.execute("""
             CREATE TABLE IF NOT EXISTS sync_mark_generation (
                 id INTEGER PRIMARY KEY CHECK (id = 0),
