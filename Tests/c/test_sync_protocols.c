@@ -248,6 +248,36 @@ static void test_datasync_round_trip(void) {
     CHECK(find_in(local, "id", "seed-todo-000011") == NULL);
     json_decref(local);
 
+    /* A local edit of a row another client changed since: under LEAVE_IF_CHANGED a conflict the
+     * state reports, the entry left dirty with the server's copy; OVERWRITE then forces it. */
+    json_decref(devserver_call(&server, "PUT", "/tables/todo/seed-todo-000020", "{\"id\":\"seed-todo-000020\",\"title\":\"theirs\",\"rank\":20}", &status));
+    CHECK(status == 200);
+    mark_dirty(store, "seed-todo-000020", "__locally_updated__", "title", "ours");
+    state = run_sync(store, UP, DATASYNC, LEAVE, NULL, &e);
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    CHECK(state_int(state, "conflicts") == 1 && state_int(state, "errorCode") == SYNCSTORE_ERR_CONFLICT);
+    recorder_free(&e.r);
+    local = local_entries(store);
+    json_t *mine = find_in(local, "id", "seed-todo-000020");
+    CHECK(mine && !is_false(json_object_get(mine, "__local__")));
+    CHECK(mine && json_integer_value(json_array_get(json_object_get(state, "conflictEntryIds"), 0)) ==
+                      json_integer_value(json_object_get(mine, "_soupEntryId")));
+    json_t *last_error = mine ? json_loads(str_or_empty(json_object_get(mine, "__last_error__")), 0, NULL) : NULL;
+    json_t *first_error = json_array_get(last_error, 0);
+    CHECK(strcmp(str_or_empty(json_object_get(first_error, "errorCode")), "CONFLICT") == 0);
+    CHECK(strcmp(str_or_empty(json_object_get(json_object_get(first_error, "serverRecord"), "title")), "theirs") == 0);
+    json_decref(last_error);
+    json_decref(local);
+    json_decref(state);
+    state = run_sync(store, UP, DATASYNC, NULL, NULL, &e);
+    CHECK(strcmp(status_of(state), "DONE") == 0 && state_int(state, "conflicts") == 0 && state_int(state, "errorCode") == 0);
+    recorder_free(&e.r);
+    json_decref(state);
+    rows = datasync_rows(&server);
+    json_t *forced = find_in(rows, "id", "seed-todo-000020");
+    CHECK(forced && strcmp(str_or_empty(json_object_get(forced, "title")), "ours") == 0);
+    json_decref(rows);
+
     syncstore_error err;
     EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
     devserver_stop(&server);
