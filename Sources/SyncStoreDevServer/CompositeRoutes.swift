@@ -4,6 +4,8 @@ import Foundation
 extension API {
     static let maxCollection = 200
     static let maxComposite = 25
+    /// Of a composite request's subrequests, at most this many are sObject Collections or queries.
+    static let maxCompositeCollections = 5
 
     private struct Rollback: Error {}
 
@@ -290,6 +292,9 @@ extension API {
             }
             guard seenRefs.insert(ref).inserted else { throw APIError(400, "INVALID_INPUT", "Duplicate referenceId provided in the request: \(ref)") }
         }
+        guard subs.filter({ API.isCollectionOrQuery($0["url"]?.stringValue ?? "") }).count <= API.maxCompositeCollections else {
+            throw APIError(400, "LIMIT_EXCEEDED", "Limit Exceeded. Max number of sObject Collections and query subrequests: \(API.maxCompositeCollections)")
+        }
         var outputs: [(String, APIResponse)] = []
         var bodies: [String: JSON] = [:]
         var failed = false
@@ -333,6 +338,15 @@ extension API {
         }
         w.raw("]}")
         return APIResponse(status: 200, body: w.bytes)
+    }
+
+    /// `composite/sobjects...`, `query`, `queryAll` (and their next pages): the subrequests an org
+    /// counts against `maxCompositeCollections`.
+    static func isCollectionOrQuery(_ url: String) -> Bool {
+        let path = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let s = path.split(separator: "/")
+        guard s.count >= 4, s[0] == "services", s[1] == "data" else { return false }
+        return s[3] == "query" || s[3] == "queryAll" || (s[3] == "composite" && s.count >= 5 && s[4] == "sobjects")
     }
 
     private func runSub(_ sub: JSON, bodies: [String: JSON], version: String) -> APIResponse {

@@ -385,6 +385,107 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE AccountId = '\(parentId)'"), 2)
     }
 
+    // parent_children sent one subrequest per child, 24 children a composite request (137 s for
+    // 100k children at 20 ms latency). Children now go in sObject Collections subrequests: a
+    // parent with 40, then 62 dirty children (creates, updates, a delete) is one request each
+    // time, and the children the server refuses (a create without the LastName a Contact
+    // requires, an update of a record that does not exist) fail alone.
+    func testParentChildrenSendsChildrenInCollections() throws {
+        let log = root + "/server.log"
+        let (server, manager) = try parentChildrenSetup(log: log)
+        func kid(_ name: String) throws -> [String: Any]? { try entries("kids").first { $0["LastName"] as? String == name } }
+        var kids: [[String: Any]] = (0..<40).map { i -> [String: Any] in ["AccountId": "local_1", "LastName": "Kid-\(i)", "__local__": true, "__locally_created__": true] }
+        kids[7]["LastName"] = nil
+        _ = try store.upsert(soup: "kids", entriesJSON: try jsonText(kids))
+        let first = try run(manager) { try manager.syncUp(targetJSON: parentChildrenTarget, soupName: "accounts", optionsJSON: nil, name: "pc-up", callback: nil) }
+        XCTAssertEqual(first.status, .done, first.error)
+        XCTAssertEqual(first.errors, 1)
+        XCTAssertEqual(try compositeRequests(log), 1, "a parent with 40 children took more than one composite request")
+        let parentId = try entries("accounts").first?["Id"] as? String ?? ""
+        XCTAssertTrue(parentId.hasPrefix("001"), parentId)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE AccountId = '\(parentId)'"), 39)
+        let refused = try entries("kids").filter { $0["LastName"] == nil }
+        XCTAssertEqual(refused.count, 1)
+        XCTAssertEqual(refused.first?["__local__"] as? Bool, true)
+        XCTAssertTrue((refused.first?["__last_error__"] as? String ?? "").contains("REQUIRED_FIELD_MISSING"), "\(refused)")
+        XCTAssertEqual(refused.first?["AccountId"] as? String, parentId, "the refused child was not relinked to the parent's server id")
+        XCTAssertEqual(try entries("kids", "{kids:__local__} = 'false' and {kids:Id} like '003%'").count, 39)
+
+        // 30 children edited, one deleted, 30 new (one naming a record the server does not have):
+        // with the refused one, 62 dirty children of a synced parent.
+        var edits: [[String: Any]] = []
+        for i in 0..<30 where i != 7 {
+            guard var entry = try kid("Kid-\(i)") else { continue }
+            entry["LastName"] = "Edited-\(i)"
+            entry["__local__"] = true
+            entry["__locally_updated__"] = true
+            edits.append(entry)
+        }
+        if var gone = try kid("Kid-39") {
+            gone["__local__"] = true
+            gone["__locally_deleted__"] = true
+            edits.append(gone)
+        }
+        edits += (0..<30).map { i -> [String: Any] in ["AccountId": parentId, "LastName": "New-\(i)", "__local__": true, "__locally_created__": true] }
+        edits.append(["Id": "003000000000000AAA", "AccountId": parentId, "LastName": "Ghost", "__local__": true, "__locally_updated__": true])
+        _ = try store.upsert(soup: "kids", entriesJSON: try jsonText(edits))
+        XCTAssertEqual(try entries("kids", "{kids:__local__} = 'true'").count, 62)
+        let second = try run(manager) { try manager.reSync(name: "pc-up", callback: nil) }
+        XCTAssertEqual(second.status, .done, second.error)
+        XCTAssertEqual(second.errors, 2)
+        XCTAssertEqual(try compositeRequests(log), 2, "62 dirty children took more than one composite request")
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE AccountId = '\(parentId)' AND LastName LIKE 'Edited-%'"), 29)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE AccountId = '\(parentId)' AND LastName LIKE 'New-%'"), 30)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Kid-39'"), 0, "the deleted child is still on the server")
+        XCTAssertNil(try kid("Kid-39"))
+        XCTAssertTrue((try kid("Ghost")?["__last_error__"] as? String ?? "").contains("INVALID_CROSS_REFERENCE_KEY"))
+        XCTAssertEqual(try entries("kids", "{kids:__local__} = 'true'").count, 2)
+        XCTAssertEqual(try entries("kids", "{kids:__local__} = 'false' and {kids:Id} like '003%'").count, 38 + 30)
+    }
+
+    // A collection subrequest the server refuses as a whole (400: here one child's value it reads
+    // as a reference) would fail all its children, and again at every run while that child stays
+    // dirty; they go again one subrequest each, so only that child fails.
+    func testParentChildrenCollectionRefusedAsAWholeIsSentChildByChild() throws {
+        let log = root + "/server.log"
+        let (server, manager) = try parentChildrenSetup(log: log)
+        let kids: [[String: Any]] = (0..<5).map { i -> [String: Any] in
+            ["AccountId": "local_1", "LastName": i == 2 ? "Kid @{nothing.id}" : "Kid-\(i)", "__local__": true, "__locally_created__": true]
+        }
+        _ = try store.upsert(soup: "kids", entriesJSON: try jsonText(kids))
+        let up = try run(manager) { try manager.syncUp(targetJSON: parentChildrenTarget, soupName: "accounts", optionsJSON: nil, name: nil, callback: nil) }
+        XCTAssertEqual(up.status, .done, up.error)
+        XCTAssertEqual(up.errors, 1)
+        XCTAssertEqual(try compositeRequests(log), 2)
+        let parentId = try entries("accounts").first?["Id"] as? String ?? ""
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE AccountId = '\(parentId)' AND LastName LIKE 'Kid-%'"), 4)
+        let dirty = try entries("kids", "{kids:__local__} = 'true'")
+        XCTAssertEqual(dirty.count, 1)
+        XCTAssertEqual(dirty.first?["LastName"] as? String, "Kid @{nothing.id}")
+        XCTAssertTrue((dirty.first?["__last_error__"] as? String ?? "").contains("PROCESSING_HALTED"), "\(dirty)")
+    }
+
+    /// A server logging its requests, soups `accounts` (one Account created offline, `local_1`) and
+    /// `kids` (Contacts naming it by AccountId), and a sync manager on them.
+    func parentChildrenSetup(log: String) throws -> (DevServerProcess, SyncManager) {
+        let server = try DevServerProcess(["--verbose"], logPath: log)
+        let store = try self.store
+        try store.registerSoup("accounts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"Name","type":"string"},{"path":"__local__","type":"string"}]"#)
+        try store.registerSoup("kids", specsJSON: #"[{"path":"Id","type":"string"},{"path":"AccountId","type":"string"},{"path":"LastName","type":"string"},{"path":"__local__","type":"string"}]"#)
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        _ = try store.upsert(soup: "accounts", entriesJSON: #"[{"Id":"local_1","Name":"Collections Co","__local__":true,"__locally_created__":true}]"#)
+        return (server, manager)
+    }
+
+    let parentChildrenTarget = #"{"type":"parent_children","parent":{"sobjectType":"Account","soupName":"accounts"},"children":{"sobjectType":"Contact","soupName":"kids","parentIdFieldName":"AccountId"},"parentCreateFieldlist":["Name"],"childrenCreateFieldlist":["LastName","AccountId"],"childrenUpdateFieldlist":["LastName"]}"#
+
+    /// `POST composite` requests the server has logged so far (--verbose).
+    func compositeRequests(_ log: String) throws -> Int {
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.contains("POST /services/data/") && $0.contains("/composite -> ") }.count
+    }
+
     // Failure 3: adoption after a lost create works on the server's clock, not ours: with the
     // server ten minutes behind, 200 lost creates are adopted (no duplicate), with a handful of
     // requests rather than two per record.

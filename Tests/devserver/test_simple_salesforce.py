@@ -242,6 +242,38 @@ def test_composite_with_references(sf):
     assert sf.query("SELECT COUNT() FROM Account WHERE Name = 'Rollback Co'")["totalSize"] == 0
 
 
+def test_composite_collection_subrequests(sf):
+    """sObject Collections inside /composite: a created parent's @{ref.id} resolved in the records,
+    the per-record results as the subrequest's body, and at most 5 collection or query subrequests."""
+    v = "/services/data/v60.0"
+    res = sf.restful("composite", method="POST", json={"allOrNone": False, "compositeRequest": [
+        {"method": "POST", "url": f"{v}/sobjects/Account", "referenceId": "parent", "body": {"Name": "Collection Parent Co"}},
+        {"method": "POST", "url": f"{v}/composite/sobjects", "referenceId": "kids", "body": {"allOrNone": False, "records": [
+            {"attributes": {"type": "Contact"}, "LastName": "Kid One", "AccountId": "@{parent.id}"},
+            {"attributes": {"type": "Contact"}, "AccountId": "@{parent.id}"},
+            {"attributes": {"type": "Contact"}, "LastName": "Kid Three", "AccountId": "@{parent.id}"}]}},
+    ]})["compositeResponse"]
+    assert [r["httpStatusCode"] for r in res] == [201, 200]
+    kids = res[1]["body"]
+    assert [k["success"] for k in kids] == [True, False, True]
+    assert kids[1]["errors"][0]["statusCode"] == "REQUIRED_FIELD_MISSING"
+    parent = res[0]["body"]["id"]
+    got = sf.query(f"SELECT Id, LastName FROM Contact WHERE AccountId = '{parent}' ORDER BY LastName")["records"]
+    assert [(r["Id"], r["LastName"]) for r in got] == [(kids[0]["id"], "Kid One"), (kids[2]["id"], "Kid Three")]
+
+    query = {"method": "GET", "url": f"{v}/query?q=SELECT+Id+FROM+Account+LIMIT+1"}
+    delete = {"method": "DELETE", "url": f"{v}/composite/sobjects?ids={kids[0]['id']}&allOrNone=false", "referenceId": "del"}
+    single = {"method": "GET", "url": f"{v}/sobjects/Contact/{kids[2]['id']}", "referenceId": "one"}
+    five = [dict(query, referenceId=f"q{i}") for i in range(4)] + [delete, single]
+    res = sf.restful("composite", method="POST", json={"compositeRequest": five})["compositeResponse"]
+    assert [r["httpStatusCode"] for r in res] == [200] * 6 and res[4]["body"][0]["success"] is True
+    with pytest.raises(SalesforceMalformedRequest) as e:
+        sf.restful("composite", method="POST", json={"compositeRequest": [dict(query, referenceId=f"q{i}") for i in range(5)] + [
+            dict(delete, url=f"{v}/composite/sobjects?ids={kids[2]['id']}")]})
+    assert e.value.content[0]["errorCode"] == "LIMIT_EXCEEDED"
+    assert sf.query(f"SELECT COUNT() FROM Contact WHERE Id = '{kids[2]['id']}'")["totalSize"] == 1
+
+
 def test_error_shapes(sf):
     with pytest.raises(SalesforceMalformedRequest) as e:
         sf.query("SELECT Id FROM Contact WHERE")

@@ -7,13 +7,21 @@ import SyncStoreSupport
 ///   "childrenCreateFieldlist"?, "childrenUpdateFieldlist"?}`.
 /// Children point at their parent through parentIdFieldName holding the parent's id (a temporary
 /// local id for a parent created offline). Each parent with itself or a child dirty goes in one
-/// composite request (at most 25 subrequests; more children continue in further requests); a
-/// created parent's children reference it as `@{parent.id}`. Outcomes of a parent and its
-/// children, and the rewrite of temporary parent ids in children, commit in one transaction.
+/// composite request: the parent's own subrequest first, then its children in sObject Collections
+/// subrequests (creates, updates, deletes; 200 records each, 5 a request as Salesforce allows;
+/// more children continue in further requests; the children of a collection the server refuses as
+/// a whole go again one subrequest each); a created parent's children reference it as
+/// `@{parent.id}`. Outcomes of a parent and its children, and the rewrite of temporary parent
+/// ids in children, commit in one transaction.
 /// Creates are marked before the request as in SyncUpTask, so after a lost answer a re-run
 /// adopts the parent and children the first request made instead of creating them twice.
 struct ParentChildrenUpTask {
+    /// Salesforce: at most 5 of a composite request's subrequests are sObject Collections or
+    /// queries, each collection at most 200 records.
+    static let maxCollections = 5
+    static let maxCollectionRecords = 200
     static let maxSubrequests = 25
+    typealias Subrequest = (method: String, url: String, referenceId: String, body: JSONDocument?)
     let ctx: SyncContext
     let options: SyncOptions
     let states: SyncStateStore
@@ -117,61 +125,83 @@ struct ParentChildrenUpTask {
         })
         let version = ctx.rest.current.apiVersion
         let base = "/services/data/\(version)/sobjects"
-        var start = 0
+        let collections = "/services/data/\(version)/composite/sobjects"
         if parent.action == .localDelete { parentOutcome = .deleted }
-        repeat {
-            var requests: [(String, String, String, JSONDocument?)] = []   // method, url, referenceId, body
-            if !parentSent {
-                switch parent.action {
-                case .create:
-                    requests.append(("POST", "\(base)/\(RemoteURL.encode(parent.type))", "parent", parentTask.body(parent, creating: true, withType: false, withId: false)))
-                case .update:
-                    requests.append(("PATCH", "\(base)/\(RemoteURL.encode(parent.type))/\(RemoteURL.encode(parent.serverId ?? ""))", "parent",
-                                     parentTask.body(parent, creating: false, withType: false, withId: false)))
-                case .delete:
-                    requests.append(("DELETE", "\(base)/\(RemoteURL.encode(parent.type))/\(RemoteURL.encode(parent.serverId ?? ""))", "parent", nil))
-                case .localDelete:
-                    break
-                }
+        // Children go up in sObject Collections subrequests, one action each, at most 200 records
+        // a subrequest and 5 such subrequests a composite request.
+        var chunks: [(action: SyncUpTask.Action, slots: [Int])] = []
+        for action in [SyncUpTask.Action.create, .update, .delete] {
+            let slots = children.indices.filter { children[$0].action == action && childTask.pending(childOutcomes, $0) }
+            for first in stride(from: 0, to: slots.count, by: ParentChildrenUpTask.maxCollectionRecords) {
+                chunks.append((action, Array(slots[first..<min(slots.count, first + ParentChildrenUpTask.maxCollectionRecords)])))
             }
+        }
+        // Nothing on the server to delete: a create never sent.
+        for i in children.indices where children[i].action == .localDelete && childTask.pending(childOutcomes, i) { childOutcomes[i] = .deleted }
+        var nextChunk = 0
+        // Children of a collection subrequest refused as a whole, sent again one subrequest each.
+        var singles: [Int] = []
+        var nextSingle = 0
+        repeat {
+            var requests: [Subrequest] = []
+            if !parentSent, let request = recordRequest(parent, parentTask, ref: "parent", base: base, parentRef: nil) { requests.append(request) }
             let parentRef: String? = { if case .created(let id) = parentOutcome { return id }; return parent.action == .create && !parentSent ? "@{parent.id}" : parent.serverId }()
-            var childSlots: [Int] = []
-            while start < children.count && requests.count < ParentChildrenUpTask.maxSubrequests {
-                let child = children[start]
-                let ref = "child\(start)"
-                guard childTask.pending(childOutcomes, start) else {
-                    start += 1
-                    continue
-                }
-                switch child.action {
+            var sent: [Int] = []   // chunks, as subrequests "children<chunk>"
+            while nextChunk < chunks.count && sent.count < ParentChildrenUpTask.maxCollections {
+                let (action, slots) = chunks[nextChunk]
+                let ref = "children\(nextChunk)"
+                switch action {
                 case .create:
-                    let body = childTask.body(child, creating: true, withType: false, withId: false)
-                    if let parentRef { body.root.set(parentIdFieldName, owned: JSONMake.string(parentRef)) }
-                    requests.append(("POST", "\(base)/\(RemoteURL.encode(child.type))", ref, body))
+                    let records = slots.map { slot -> JSONDocument in
+                        let record = childTask.body(children[slot], creating: true, withType: true, withId: false)
+                        if let parentRef { record.root.set(parentIdFieldName, owned: JSONMake.string(parentRef)) }
+                        return record
+                    }
+                    requests.append(("POST", collections, ref, collectionBody(records)))
                 case .update:
-                    requests.append(("PATCH", "\(base)/\(RemoteURL.encode(child.type))/\(RemoteURL.encode(child.serverId ?? ""))", ref,
-                                     childTask.body(child, creating: false, withType: false, withId: false)))
-                case .delete:
-                    requests.append(("DELETE", "\(base)/\(RemoteURL.encode(child.type))/\(RemoteURL.encode(child.serverId ?? ""))", ref, nil))
-                case .localDelete:
-                    childOutcomes[start] = .deleted
-                    start += 1
-                    continue
+                    requests.append(("PATCH", collections, ref,
+                                     collectionBody(slots.map { childTask.body(children[$0], creating: false, withType: true, withId: true) })))
+                case .delete, .localDelete:
+                    let ids = slots.map { RemoteURL.encode(children[$0].serverId ?? "") }.joined(separator: ",")
+                    requests.append(("DELETE", "\(collections)?ids=\(ids)&allOrNone=false", ref, nil))
                 }
-                childSlots.append(start)
-                start += 1
+                sent.append(nextChunk)
+                nextChunk += 1
+            }
+            var sentSingles: [Int] = []
+            while nextSingle < singles.count && requests.count < ParentChildrenUpTask.maxSubrequests {
+                let slot = singles[nextSingle]
+                nextSingle += 1
+                guard let request = recordRequest(children[slot], childTask, ref: "child\(slot)", base: base, parentRef: parentRef) else { continue }
+                requests.append(request)
+                sentSingles.append(slot)
             }
             if !requests.isEmpty {
                 let results = try composite(requests)
+                var parentFailed = false
                 if !parentSent {
                     parentOutcome = outcome(results["parent"], action: parent.action)
                     parentSent = true
-                    if case .created(let id) = parentOutcome { parent.serverId = id }
+                    switch parentOutcome {
+                    case .created(let id): parent.serverId = id
+                    case .failed: parentFailed = parent.action == .create
+                    default: break
+                    }
                 }
-                for slot in childSlots { childOutcomes[slot] = outcome(results["child\(slot)"], action: children[slot].action) }
-                if case .failed = parentOutcome, parent.action == .create { break }
+                for chunk in sent {
+                    let result = results["children\(chunk)"]
+                    // Refused as a whole (400: one record it cannot take, such as a value the
+                    // server reads as a reference): each child gets its own outcome next request.
+                    if !parentFailed, result?.0 == 400 {
+                        singles += chunks[chunk].slots
+                        continue
+                    }
+                    collectionOutcomes(result, chunks[chunk].action, chunks[chunk].slots, &childOutcomes)
+                }
+                for slot in sentSingles { childOutcomes[slot] = outcome(results["child\(slot)"], action: children[slot].action) }
+                if parentFailed { break }
             }
-        } while start < children.count
+        } while nextChunk < chunks.count || nextSingle < singles.count
         let newParentId: String? = { if case .created(let id) = parentOutcome { return id }; return parent.adopted }()
         let latest = ctx.rest.serverNow.map { $0 + 1_000 }
         let parentWritten = parentDirty ? parentTask.writtenRecords([parent], [parentOutcome]) : []
@@ -213,8 +243,36 @@ struct ParentChildrenUpTask {
         }
     }
 
-    /// One `POST composite` (allOrNone false); results by referenceId.
-    private func composite(_ requests: [(String, String, String, JSONDocument?)]) throws -> [String: (Int, String)] {
+    /// The subrequest that writes one record through `sobjects/{type}` (nil for a local delete);
+    /// `parentRef`: the parent id a child's create names.
+    private func recordRequest(_ item: SyncUpTask.Item, _ task: SyncUpTask, ref: String, base: String, parentRef: String?) -> Subrequest? {
+        let url = "\(base)/\(RemoteURL.encode(item.type))"
+        switch item.action {
+        case .create:
+            let body = task.body(item, creating: true, withType: false, withId: false)
+            if let parentRef { body.root.set(parentIdFieldName, owned: JSONMake.string(parentRef)) }
+            return ("POST", url, ref, body)
+        case .update:
+            return ("PATCH", "\(url)/\(RemoteURL.encode(item.serverId ?? ""))", ref, task.body(item, creating: false, withType: false, withId: false))
+        case .delete:
+            return ("DELETE", "\(url)/\(RemoteURL.encode(item.serverId ?? ""))", ref, nil)
+        case .localDelete:
+            return nil
+        }
+    }
+
+    /// `{"allOrNone": false, "records": [...]}`: a collection subrequest's body.
+    private func collectionBody(_ records: [JSONDocument]) -> JSONDocument {
+        let body = JSONDocument.object()
+        body.root.set("allOrNone", owned: JSONMake.bool(false))
+        let list = JSONDocument.array()
+        for record in records { list.root.append(owned: record.root.retained()) }
+        body.root.set("records", owned: list.root.retained())
+        return body
+    }
+
+    /// One `POST composite` (allOrNone false); status and body of each subrequest by referenceId.
+    private func composite(_ requests: [Subrequest]) throws -> [String: (Int, JSONDocument?)] {
         let body = JSONDocument.object()
         body.root.set("allOrNone", owned: JSONMake.bool(false))
         let list = JSONDocument.array()
@@ -228,28 +286,52 @@ struct ParentChildrenUpTask {
         }
         body.root.set("compositeRequest", owned: list.root.retained())
         let doc = try ctx.rest.json("POST", "composite", body: Array(body.root.dump().utf8), cancel: ctx.cancel)
-        var results: [String: (Int, String)] = [:]
+        var results: [String: (Int, JSONDocument?)] = [:]
         for result in doc.root["compositeResponse"]?.elements ?? [] {
             guard let ref = result["referenceId"]?.string else { continue }
-            results[ref] = (Int(result["httpStatusCode"]?.int64 ?? 0), result["body"]?.dump() ?? "null")
+            results[ref] = (Int(result["httpStatusCode"]?.int64 ?? 0), result["body"]?.retained().map { JSONDocument(owning: $0) })
         }
         return results
     }
 
-    private func outcome(_ result: (Int, String)?, action: SyncUpTask.Action) -> SyncUpTask.Outcome {
+    private func outcome(_ result: (Int, JSONDocument?)?, action: SyncUpTask.Action) -> SyncUpTask.Outcome {
         guard let (status, body) = result else {
             return .failed(parentTask.errorJSON("NO_RESULT", "The server gave no result for this record"))
         }
         if (200..<300).contains(status) {
             switch action {
             case .create:
-                if let doc = try? JSONDocument.parse(body), let id = doc.root["id"]?.string { return .created(id) }
+                if let id = body?.root["id"]?.string { return .created(id) }
                 return .failed(parentTask.errorJSON("NO_ID", "The server answered the create without an id"))
             case .update: return .updated
             case .delete, .localDelete: return .deleted
             }
         }
         if status == 404 && action == .delete { return .deleted }
-        return .failed(body)
+        return .failed(body?.root.dump() ?? "null")
+    }
+
+    /// The children of one collection subrequest take their outcomes from its per-record results,
+    /// by position. An answer that is not one result per record (the subrequest failed as a
+    /// whole, such as a create that names a parent whose create failed) is every child's error.
+    private func collectionOutcomes(_ result: (Int, JSONDocument?)?, _ action: SyncUpTask.Action, _ slots: [Int],
+                                    _ outcomes: inout [SyncUpTask.Outcome]) {
+        let error: String
+        if let (status, body) = result {
+            if (200..<300).contains(status), let body, body.root.isArray, body.root.count == slots.count {
+                for (position, slot) in slots.enumerated() {
+                    outcomes[slot] = action == .create || action == .update
+                        ? childTask.collectionOutcome(body, position, created: action == .create)
+                        : childTask.deleteOutcome(body, position)
+                }
+                return
+            }
+            error = (200..<300).contains(status)
+                ? childTask.errorJSON("NO_RESULT", "The server answered \(body?.root.count ?? 0) results for \(slots.count) records")
+                : body?.root.dump() ?? "null"
+        } else {
+            error = childTask.errorJSON("NO_RESULT", "The server gave no result for these records")
+        }
+        for slot in slots { outcomes[slot] = .failed(error) }
     }
 }

@@ -544,17 +544,16 @@ struct SyncUpTask {
             let response = try ctx.rest.send("DELETE", "composite/sobjects?ids=\(ids)&allOrNone=false", cancel: ctx.cancel)
             guard response.isSuccess else { throw RestClient.error(for: response, method: "DELETE", path: "composite/sobjects") }
             let results = try response.json(what: "collection response")
-            for (position, i) in deletes.enumerated() {
-                let result = outcome(results, position, created: false)
-                if case .failed(let e) = result, e.contains("ENTITY_IS_DELETED") || e.contains("NOT_FOUND") {
-                    outcomes[i] = .deleted
-                } else if case .updated = result {
-                    outcomes[i] = .deleted
-                } else {
-                    outcomes[i] = result
-                }
-            }
+            for (position, i) in deletes.enumerated() { outcomes[i] = deleteOutcome(results, position) }
         }
+    }
+
+    /// A collection delete's result: a record already gone counts as deleted.
+    func deleteOutcome(_ results: JSONDocument, _ position: Int) -> Outcome {
+        let result = collectionOutcome(results, position, created: false)
+        if case .failed(let e) = result, e.contains("ENTITY_IS_DELETED") || e.contains("NOT_FOUND") { return .deleted }
+        if case .updated = result { return .deleted }
+        return result
     }
 
     /// Creates or updates `indices` in one collections request. A request the server refuses as a
@@ -565,7 +564,7 @@ struct SyncUpTask {
                             _ outcomes: inout [Outcome]) throws {
         let records = indices.map { body(items[$0], creating: creating, withType: true, withId: !creating) }
         if let results = try collectionCall(method, path, records: records) {
-            for (position, i) in indices.enumerated() { outcomes[i] = outcome(results, position, created: creating) }
+            for (position, i) in indices.enumerated() { outcomes[i] = collectionOutcome(results, position, created: creating) }
         } else {
             for i in indices { outcomes[i] = try pushSingle(items[i]) }
         }
@@ -589,7 +588,8 @@ struct SyncUpTask {
         return results
     }
 
-    private func outcome(_ results: JSONDocument, _ position: Int, created: Bool) -> Outcome {
+    /// A collection create's or update's result at `position` of the per-record results.
+    func collectionOutcome(_ results: JSONDocument, _ position: Int, created: Bool) -> Outcome {
         guard let result = results.root[position] else { return .failed(errorJSON("NO_RESULT", "The server gave no result for this record")) }
         if result["success"]?.bool == true {
             if created, let id = result["id"]?.string { return .created(id) }
