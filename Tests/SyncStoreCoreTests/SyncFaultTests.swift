@@ -137,6 +137,29 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Once'"), 1)
     }
 
+    // The server's clock set back between the last answer the client saw and a create whose
+    // answer is lost: the mark's server time (estimated from that answer) is after the
+    // record's CreatedDate, so the search must also start from the client time converted with
+    // today's offset, or the retry creates the record a second time.
+    func testLostCreateIsFoundAfterTheServerClockWasSetBack() throws {
+        let server = try DevServerProcess(["--admin"])
+        let manager = try self.manager(server)
+        var remote = server.remote
+        remote.createSettleMs = 500
+        manager.setRemote(remote)
+        _ = try syncDownContacts(manager) // the client now knows the server's clock
+        let clock = try RestClient(config: server.remote).send("PUT", "/__devserver/clock", body: Array("-600".utf8))
+        XCTAssertTrue(clock.isSuccess || clock.status == 204, clock.text)
+        try server.setFaults("POST /services/data/*/composite/sobjects drop=after times=1")
+        try createLocally(["Backwards"])
+        let up = try run(manager) { try manager.syncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up", callback: nil) }
+        XCTAssertEqual(up.status, .failed)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Backwards'"), 1, "the first attempt was not committed: the test did not set up the case")
+        let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
+        XCTAssertEqual(again.status, .done, again.error)
+        XCTAssertEqual(try server.count("SELECT Id FROM Contact WHERE LastName = 'Backwards'"), 1, "created twice")
+    }
+
     // Whether a soup holds creates in flight is kept in the store file, not in one store
     // object: a marked entry written through another object (as another process would) makes
     // the next sync down scan again and adopt the record, instead of bringing it down as a

@@ -8,7 +8,8 @@ import SyncStoreSupport
 /// Before a create is sent its entry gets a mark (`__sync_create_sent__`) holding the time on
 /// the server's clock when the server's time is known in this process (from the Date header
 /// of a recent answer), and the time on ours. A record the create made has a CreatedDate at or
-/// after the marked server time, whatever our own clock says; one SOQL query per type lists
+/// after the marked server time (unless the server's clock was set back since: see
+/// `windowStart`); one SOQL query per type lists
 /// the records created since the earliest mark of a batch with the fields that were sent, and a
 /// record whose fields all equal an entry's and that no local entry holds is that entry's. When
 /// a sync down ran in between, the record may already be in the soup as a clean copy stored
@@ -133,13 +134,18 @@ struct LostCreateFinder {
         return stamp.map { $0 >= windowStart(item, clockOffset: clockOffset) } ?? true
     }
 
-    /// Where the search for an entry's record starts, on the server's clock.
+    /// Where the search for an entry's record starts, on the server's clock: the earlier of the
+    /// marked server time and the marked client time converted with today's clock offset. The
+    /// server time in a mark is an estimate from the last answer before the create; when the
+    /// server's clock was set back between that answer and the create (the chaos suite's clock
+    /// offsets, an NTP step), the record is stamped before it, and only the client time finds it.
     private static func windowStart(_ item: SyncUpTask.Item, clockOffset: Int64?) -> Int64 {
         let mark = item.entry.root[LocalFlags.pendingCreate]
-        if let server = mark?["server"]?.int64 { return server - LostCreateFinder.serverMarkSlackMs }
         // Older marks are a bare client time.
         let client = mark?["client"]?.int64 ?? mark?.int64 ?? 0
-        return client + (clockOffset ?? 0) - LostCreateFinder.clientMarkSlackMs
+        let fromClient = client + (clockOffset ?? 0) - LostCreateFinder.clientMarkSlackMs
+        guard let server = mark?["server"]?.int64 else { return fromClient }
+        return min(server - LostCreateFinder.serverMarkSlackMs, fromClient)
     }
 
     /// Records of `type` created since `since` (server clock), with `fields`, all pages.
