@@ -47,22 +47,28 @@ static inline void record_state(const char *state_json, void *context) {
     pthread_mutex_unlock(&r->lock);
 }
 
-/* Opens store `name` under `root` with a "contacts" soup of the given indexes and, when a
- * server is given, its remote (remote_extra: more members for the remote JSON, or NULL). */
-static inline syncstore_store *open_sync_store(const char *root, const char *name, const char *indexes,
+/* Opens store `name` under `root` with soup `soup` of the given indexes and, when a server is
+ * given, its remote (remote_extra: more members for the remote JSON, or NULL). */
+static inline syncstore_store *open_soup_store(const char *root, const char *name, const char *soup, const char *indexes,
                                                const devserver *server, const char *remote_extra) {
     syncstore_error err;
     syncstore_store *store = NULL;
     char config[128];
     snprintf(config, sizeof config, "{\"storeName\":\"%s\"}", name);
     EXPECT(syncstore_open(root, config, &store, &err), SYNCSTORE_OK, &err);
-    EXPECT(syncstore_register_soup(store, "contacts", indexes, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_register_soup(store, soup, indexes, &err), SYNCSTORE_OK, &err);
     if (server) {
         char *remote = devserver_remote_json(server, remote_extra);
         EXPECT(syncstore_set_remote(store, remote, &err), SYNCSTORE_OK, &err);
         free(remote);
     }
     return store;
+}
+
+/* open_soup_store with the "contacts" soup. */
+static inline syncstore_store *open_sync_store(const char *root, const char *name, const char *indexes,
+                                               const devserver *server, const char *remote_extra) {
+    return open_soup_store(root, name, "contacts", indexes, server, remote_extra);
 }
 
 /* Waits for a sync and returns its final state (caller decrefs). */

@@ -41,16 +41,7 @@ static void check_events(events *e, const char *what) {
 }
 
 static syncstore_store *open_todo_store(const char *name, const devserver *server) {
-    syncstore_error err;
-    syncstore_store *store = NULL;
-    char config[128];
-    snprintf(config, sizeof config, "{\"storeName\":\"%s\"}", name);
-    EXPECT(syncstore_open(root, config, &store, &err), SYNCSTORE_OK, &err);
-    EXPECT(syncstore_register_soup(store, "todo", TODO_INDEXES, &err), SYNCSTORE_OK, &err);
-    char *remote = devserver_remote_json(server, "\"retryBaseDelayMs\":20");
-    EXPECT(syncstore_set_remote(store, remote, &err), SYNCSTORE_OK, &err);
-    free(remote);
-    return store;
+    return open_soup_store(root, name, "todo", TODO_INDEXES, server, "\"retryBaseDelayMs\":20");
 }
 
 static void upsert_todo(syncstore_store *store, json_t *entries) {
@@ -131,6 +122,15 @@ static json_t *resync(syncstore_store *store, const char *name, events *e) {
 
 static long long state_int(json_t *state, const char *key) { return json_integer_value(json_object_get(state, key)); }
 
+/* A sync up that ended DONE with no conflict and no error, its callbacks in order; frees both. */
+static void check_clean_up(json_t *state, events *e, const char *what) {
+    CHECK(strcmp(status_of(state), "DONE") == 0);
+    CHECK(state_int(state, "conflicts") == 0 && state_int(state, "errors") == 0 && state_int(state, "errorCode") == 0);
+    check_events(e, what);
+    recorder_free(&e->r);
+    json_decref(state);
+}
+
 /* ---- Datasync ---- */
 
 /* Every row of the server's table, soft-deleted ones included, following nextLink. */
@@ -193,12 +193,7 @@ static void test_datasync_round_trip(void) {
     mark_dirty(store, "seed-todo-000004", "__locally_deleted__", NULL, NULL);
     upsert_todo(store, json_pack("[{s:s,s:i,s:b,s:b,s:b}]", "title", "made here", "rank", 1000, "complete", 0,
                                  "__local__", 1, "__locally_created__", 1));
-    state = run_sync(store, UP, DATASYNC, LEAVE, NULL, &e);
-    CHECK(strcmp(status_of(state), "DONE") == 0);
-    CHECK(state_int(state, "conflicts") == 0 && state_int(state, "errors") == 0 && state_int(state, "errorCode") == 0);
-    check_events(&e, "datasync sync up");
-    recorder_free(&e.r);
-    json_decref(state);
+    check_clean_up(run_sync(store, UP, DATASYNC, LEAVE, NULL, &e), &e, "datasync sync up");
 
     json_t *rows = datasync_rows(&server);
     CHECK(json_array_size(rows) == 61); /* the soft-deleted row stays, the create made one */
@@ -350,12 +345,7 @@ static void test_twophase_round_trip(void) {
     mark_dirty(store, ids[0], "__locally_updated__", "title", "edited here");
     mark_dirty(store, ids[1], "__locally_deleted__", NULL, NULL);
     upsert_todo(store, json_pack("[{s:s,s:b,s:b}]", "title", "made here", "__local__", 1, "__locally_created__", 1));
-    state = run_sync(store, UP, TWOPHASE, NULL, NULL, &e);
-    CHECK(strcmp(status_of(state), "DONE") == 0);
-    CHECK(state_int(state, "conflicts") == 0 && state_int(state, "errors") == 0 && state_int(state, "errorCode") == 0);
-    check_events(&e, "twophase sync up");
-    recorder_free(&e.r);
-    json_decref(state);
+    check_clean_up(run_sync(store, UP, TWOPHASE, NULL, NULL, &e), &e, "twophase sync up");
 
     rows = twophase_rows(&server);
     local = local_entries(store);
