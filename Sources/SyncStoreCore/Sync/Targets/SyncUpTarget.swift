@@ -54,7 +54,7 @@ struct SyncUpTarget {
     /// modification-date fields and without nulls.
     func fields(of record: JSON, creating: Bool, options: SyncOptions) -> [(String, JSON)] {
         let list = (creating ? createFieldlist : updateFieldlist) ?? options.fieldlist
-        let skip: Set<String> = [idFieldName.lowercased(), modificationDateFieldName.lowercased()]
+        let skip = serverKeyFields
         if let list {
             return list.compactMap { name in
                 guard !skip.contains(name.lowercased()), let value = record[name], !value.isNull else { return nil }
@@ -64,10 +64,13 @@ struct SyncUpTarget {
         return allFields(of: record)
     }
 
+    /// The id and modification-date fields (lowercased): the server sets them, a body never sends them.
+    private var serverKeyFields: Set<String> { [idFieldName.lowercased(), modificationDateFieldName.lowercased()] }
+
     /// Every data field of the record: no soup or sync members, no id or modification date, no
     /// server-computed or relationship fields, no nulls.
     func allFields(of record: JSON) -> [(String, JSON)] {
-        let skip: Set<String> = [idFieldName.lowercased(), modificationDateFieldName.lowercased()]
+        let skip = serverKeyFields
         return record.members.filter { name, value in
             !value.isNull && !name.hasPrefix("_soup") && !name.hasPrefix("__") && !skip.contains(name.lowercased())
                 && !SyncUpTarget.readOnly.contains(name.lowercased()) && !value.isObject
