@@ -96,8 +96,9 @@ extern "C" {
 #define SYNCSTORE_ERR_AUTH 6
 /** The server answered with an error: any HTTP error status but 401 (AUTH), 404 included, or an
  *  answer that is not what the API sends. The sync state's "error" names the request, the
- *  status and the server's error text (or its body), cut to about 4 KB. Retryable when the
- *  server said so (5xx). */
+ *  status and the server's error text, cut to about 4 KB; a body that is not the API's error
+ *  JSON (a proxy's HTML page) only by a plain-text summary of at most 200 characters, never its
+ *  markup (docs/errors.md). Retryable when the server said so (5xx). */
 #define SYNCSTORE_ERR_SERVER 7
 /** A write conflicts with the stored state (e.g. several entries match an external id). */
 #define SYNCSTORE_ERR_CONFLICT 8
@@ -403,7 +404,8 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * "progress" (0-100), "totalSize" (-1 unknown, as at the start of every run), "maxTimeStamp" (epoch ms, -1 initially),
  * "startTime", "endTime", "error" ("" when none), "errorCode" (SYNCSTORE_ERR_*, 0 when none),
  * "conflicts"; sync up also "errors", "conflictEntryIds", "errorEntryIds"}.
- * Server text in "error" and in entries' "__last_error__" is cut to about 4 KB (the cut says so).
+ * Server text in "error" and in entries' "__last_error__" is cut to about 4 KB (the cut says so);
+ * an error body that is not the API's JSON appears only as a short plain-text summary.
  *
  * Partial success. A sync up whose run reached the end but left records dirty ends DONE with
  * "conflicts" (LEAVE_IF_CHANGED: the server copy changed since the local one was synced) and

@@ -25,7 +25,7 @@ public struct DevServerOptions: ParsableArguments {
         FAULT SPEC (--faults, or PUT /__devserver/faults with --admin):
           SPEC := PART (';' PART)*      PART := seed=N | RULE
           RULE := [METHOD] [PATH-GLOB] ITEM...   (space separated)
-          ITEM := latency=MS[-MS] | status=CODE | drop=before|after|mid
+          ITEM := latency=MS[-MS] | status=CODE | html=CODE | drop=before|after|mid
                 | unauthorized | expire-tokens | repeat-locator
                 | rate=P | times=N | after=N
 

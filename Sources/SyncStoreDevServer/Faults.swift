@@ -5,19 +5,21 @@ import Foundation
 ///     SPEC   := PART (';' PART)*
 ///     PART   := 'seed=' INT | RULE
 ///     RULE   := [METHOD] [PATH-GLOB] ITEM+          (whitespace separated)
-///     ITEM   := latency=MS[-MS] | status=CODE | drop=before|after|mid | unauthorized | expire-tokens
-///             | repeat-locator | rate=P | times=N | after=N
+///     ITEM   := latency=MS[-MS] | status=CODE | html=CODE | drop=before|after|mid | unauthorized
+///             | expire-tokens | repeat-locator | rate=P | times=N | after=N
 ///
 /// METHOD is GET/POST/PATCH/PUT/DELETE (default: any). PATH-GLOB starts with '/' or '*',
 /// '*' matches any run of characters including '/', matched against the path without query
 /// (default: every path). A rule fires with probability `rate` (default 1), skipping its first
 /// `after` matches, at most `times` times. Latency of all firing rules adds up; the first firing
 /// rule with an action decides the action. Randomness comes from `seed` (default 1), so a
-/// sequential client sees the same faults on every run. `repeat-locator` only applies to GET
+/// sequential client sees the same faults on every run. `html=CODE` answers CODE with a web
+/// server's HTML error page (about 3 KB, text/html), as a proxy or load balancer does. `repeat-locator` only applies to GET
 /// `query`/`queryAll` requests (first pages and locator pages); other requests pass it by.
 struct FaultRule: CustomStringConvertible {
     enum Action: Equatable {
         case status(Int)
+        case htmlPage(Int)
         case dropBefore, dropAfter, dropMid
         case unauthorized
         case expireTokens
@@ -42,6 +44,7 @@ struct FaultRule: CustomStringConvertible {
         if let (lo, hi) = latency { parts.append(lo == hi ? "latency=\(lo)ms" : "latency=\(lo)-\(hi)ms") }
         switch action {
         case .status(let c)?: parts.append("status=\(c)")
+        case .htmlPage(let c)?: parts.append("html=\(c)")
         case .dropBefore?: parts.append("drop=before")
         case .dropAfter?: parts.append("drop=after")
         case .dropMid?: parts.append("drop=mid")
@@ -118,6 +121,9 @@ final class Faults: @unchecked Sendable {
                 case "status":
                     guard let v = value, let code = Int(v), (400...599).contains(code) else { throw bad() }
                     try setAction(.status(code))
+                case "html":
+                    guard let v = value, let code = Int(v), (400...599).contains(code) else { throw bad() }
+                    try setAction(.htmlPage(code))
                 case "drop":
                     switch value?.lowercased() {
                     case "before": try setAction(.dropBefore)

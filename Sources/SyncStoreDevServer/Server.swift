@@ -74,6 +74,8 @@ struct DevResponder: HTTPResponder {
             var r = APIResponse(error: APIError(code, errorCode, "Injected fault: HTTP \(code) for \(method) \(path)"))
             if code == 503 || code == 429 { r.headers.append(("Retry-After", "1")) }
             return makeResponse(r)
+        case .htmlPage(let code)?:
+            return makeResponse(APIResponse(status: code, headers: [("Content-Type", "text/html")], body: Array(DevResponder.errorPage(code).utf8)))
         case .unauthorized?:
             return makeResponse(APIResponse(error: .invalidSession))
         case .expireTokens?:
@@ -116,6 +118,23 @@ struct DevResponder: HTTPResponder {
         default:
             return makeResponse(resp)
         }
+    }
+
+    /// A web server's error page (the `html=CODE` fault): a title, a heading, a script and
+    /// styles, padded to about 3 KB, as proxies and load balancers answer.
+    static func errorPage(_ code: Int) -> String {
+        let reasons = [500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Temporarily Unavailable",
+                       504: "Gateway Time-out", 404: "Not Found", 403: "Forbidden", 429: "Too Many Requests"]
+        let reason = reasons[code] ?? "Error"
+        let filler = String(repeating: "<p class=\"pad\">Please try again later. &nbsp;Reference&#58; #\(code)</p>\n", count: 40)
+        return """
+        <!DOCTYPE html>
+        <html><head><meta charset="utf-8"><title>\(code)</title>
+        <style>body { font-family: sans-serif; } .pad { color: #888; }</style>
+        <script>window.__errorPage = { status: \(code) };</script></head>
+        <body><center><h1>\(code) \(reason)</h1></center><hr><center>nginx</center>
+        \(filler)</body></html>
+        """
     }
 
     private func drop(_ context: DevContext) async throws -> Response {

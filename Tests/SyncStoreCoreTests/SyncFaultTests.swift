@@ -736,17 +736,84 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertThrowsError(try manager.reSync(id: id + 1000, callback: nil)) { XCTAssertEqual(($0 as? StoreError)?.code, .notFound) }
     }
 
-    // An error body that is not the API's JSON (a proxy's page) is quoted in the message, cut
-    // to the bound.
-    func testErrorBodiesThatAreNotTheAPIsAreQuoted() {
-        let page = RestClient.error(for: HTTPResponse(status: 502, body: Array("<html>Bad gateway</html>".utf8)), method: "GET", path: "query")
+    // An error body that is not the API's JSON (a proxy's HTML page, plain text) is summed up in
+    // a short plain text (the page's title or first heading), never quoted with its markup.
+    func testErrorBodiesThatAreNotTheAPIsAreSummedUpWithoutMarkup() {
+        let padding = String(repeating: "<p class=\"x\">Please try again later &amp; retry.</p>\n", count: 60)
+        let nginx = "<html><head><title>500</title><style>p { color: red }</style><script>var a = '<b>';</script></head>"
+            + "<body><center><h1>500 Internal Server Error</h1></center><hr><center>nginx</center>\(padding)</body></html>"
+        let page = RestClient.error(for: HTTPResponse(status: 500, body: Array(nginx.utf8), contentType: "text/html"), method: "GET", path: "query")
         XCTAssertEqual(page.code, .server)
         XCTAssertTrue(page.retryable)
-        XCTAssertTrue(page.message.contains("HTTP 502: <html>Bad gateway</html>"), page.message)
-        let huge = RestClient.error(for: HTTPResponse(status: 404, body: Array(String(repeating: "x", count: 100_000).utf8)), method: "GET", path: "query")
-        XCTAssertEqual(huge.code, .server)
-        XCTAssertFalse(huge.retryable)
-        XCTAssertLessThanOrEqual(huge.message.utf8.count, MessageLimit.bytes + 100)
+        XCTAssertEqual(page.message, "GET query: HTTP 500: 500 Internal Server Error")
+        let titled = RestClient.error(for: HTTPResponse(status: 502, body: Array("<!DOCTYPE html>\n<html><head><title>Bad Gateway &#8212; proxy</title></head><body>x</body></html>".utf8)), method: "GET", path: "query")
+        XCTAssertEqual(titled.message, "GET query: HTTP 502: Bad Gateway \u{2014} proxy")
+        let bare = RestClient.error(for: HTTPResponse(status: 503, body: Array("<html><body><!-- x --><p>Service\n  down &lt;maintenance&gt;</p></body></html>".utf8)), method: "GET", path: "q")
+        XCTAssertEqual(bare.message, "GET q: HTTP 503: Service down maintenance")
+        let text = RestClient.error(for: HTTPResponse(status: 404, body: Array(("Not\tfound:\n" + String(repeating: "x", count: 100_000)).utf8)), method: "GET", path: "query")
+        XCTAssertEqual(text.code, .server)
+        XCTAssertFalse(text.retryable)
+        XCTAssertTrue(text.message.hasPrefix("GET query: HTTP 404: Not found: xxx"), text.message)
+        XCTAssertLessThanOrEqual(text.message.count, 240)
+        let problem = RestClient.error(for: HTTPResponse(status: 400, body: Array(#"{"type":"about:blank","title":"Bad Request","status":400,"detail":"The id is not valid"}"#.utf8)), method: "PUT", path: "tables/todo/1")
+        XCTAssertEqual(problem.message, "PUT tables/todo/1: HTTP 400 Bad Request: The id is not valid")
+    }
+
+    // A server answering every protocol's requests with a web server's HTML error page (the dev
+    // server's html= fault): each run ends FAILED with SERVER and a message, and each entry a
+    // sync up could not send an __last_error__, naming the status and the page's heading, never
+    // its markup.
+    func testHTMLErrorPagesNeverReachMessages() throws {
+        let server = try DevServerProcess(["--seed", "Contact=3", "--datasync", "--twophase", "--admin"])
+        let manager = try self.manager(server)
+        var remote = server.remote
+        remote.maxAttempts = 1
+        manager.setRemote(remote)
+        try syncDownContacts(manager)
+        func checkMessage(_ text: String, _ what: String) {
+            XCTAssertTrue(text.contains("HTTP 500") && text.contains("500 Internal Server Error"), "\(what): \(text)")
+            XCTAssertFalse(text.contains("<") || text.contains(">") || text.contains("nginx"), "\(what): \(text)")
+            XCTAssertLessThan(text.utf8.count, 400, "\(what): \(text)")
+        }
+        try server.setFaults("* html=500")
+        let down = try run(manager) {
+            try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT LastName FROM Contact"}"#, soupName: "contacts", optionsJSON: nil, name: nil, callback: nil)
+        }
+        XCTAssertEqual(down.status, .failed)
+        XCTAssertEqual(down.errorCode, ErrorCode.server.rawValue)
+        checkMessage(down.error, "soql sync down")
+
+        // Sync up, one request per record and in collections: each entry's __last_error__.
+        guard var entry = try entries("contacts").first else { throw TestFailure("no entry") }
+        entry["LastName"] = "Edited"
+        entry["__local__"] = true
+        entry["__locally_updated__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: try jsonText(entry))
+        for target in [#"{"type":"single"}"#, "{}"] {
+            let up = try run(manager) { try manager.syncUp(targetJSON: target, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: nil, callback: nil) }
+            let dirty = try entries("contacts", "{contacts:__local__} = 'true'")
+            XCTAssertEqual(dirty.count, 1, target)
+            let lastError = dirty.first?["__last_error__"] as? String ?? up.error
+            checkMessage(lastError, "sync up \(target)")
+        }
+
+        // Datasync and two-phase.
+        for (soup, key) in [("todo", "id")] where !(try store.soupExists(soup)) {
+            try store.registerSoup(soup, specsJSON: #"[{"path":"\#(key)","type":"string"},{"path":"__local__","type":"string"}]"#)
+        }
+        for target in [#"{"type":"datasync","table":"todo"}"#, #"{"type":"twophase","tables":[{"name":"todo","idKey":"id"}]}"#] {
+            let pull = try run(manager) { try manager.syncDown(targetJSON: target, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }
+            XCTAssertEqual(pull.status, .failed, target)
+            XCTAssertEqual(pull.errorCode, ErrorCode.server.rawValue, target)
+            checkMessage(pull.error, "sync down \(target)")
+        }
+        _ = try store.upsert(soup: "todo", entriesJSON: #"{"id":"local-1","title":"new","__local__":true,"__locally_created__":true}"#)
+        for target in [#"{"type":"datasync","table":"todo"}"#, #"{"type":"twophase","tables":[{"name":"todo","idKey":"id"}]}"#] {
+            let push = try run(manager) { try manager.syncUp(targetJSON: target, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }
+            let dirty = try entries("todo", "{todo:__local__} = 'true'")
+            XCTAssertEqual(dirty.count, 1, target)
+            checkMessage(dirty.first?["__last_error__"] as? String ?? push.error, "sync up \(target)")
+        }
     }
 
     // The header's one account of lost answers ("Faults"): an update whose answer is lost is

@@ -111,8 +111,9 @@ final class RestClient: @unchecked Sendable {
         return StoreError(.server, text, retryable: response.status >= 500)
     }
 
-    /// "HTTP 400 INVALID_FIELD: No such column 'Foo'" from the API's `[{"message","errorCode"}]`;
-    /// any other body (a proxy's HTML page, plain text) is quoted as it came, cut to the bound.
+    /// "HTTP 400 INVALID_FIELD: No such column 'Foo'" from the API's `[{"message","errorCode"}]`
+    /// (or OAuth's `error`, a problem-details object's `title` and `detail`); any other body (a
+    /// proxy's HTML page, plain text) by a short plain-text summary, never as it came.
     static func describe(_ response: HTTPResponse) -> String {
         var text = "HTTP \(response.status)"
         var described = false
@@ -121,11 +122,15 @@ final class RestClient: @unchecked Sendable {
             return try JSONDocument.parse(bytes: base, length: raw.count)
         }) {
             let first = doc.root.isArray ? doc.root[0] : doc.root
-            if let code = first?["errorCode"]?.string ?? first?["error"]?.string { text += " \(code)"; described = true }
-            if let message = first?["message"]?.string ?? first?["error_description"]?.string { text += ": \(message)"; described = true }
+            if let code = first?["errorCode"]?.string ?? first?["error"]?.string ?? first?["title"]?.string {
+                text += " \(code)"; described = true
+            }
+            if let message = first?["message"]?.string ?? first?["error_description"]?.string ?? first?["detail"]?.string {
+                text += ": \(message)"; described = true
+            }
         }
-        if !described && !response.body.isEmpty {
-            text += ": " + String(decoding: response.body.prefix(MessageLimit.bytes), as: UTF8.self)
+        if !described, let summary = ErrorBodySummary.summary(response.body, contentType: response.contentType) {
+            text += ": " + summary
         }
         return MessageLimit.bound(text)
     }

@@ -111,3 +111,25 @@ test('without SYNCSTORE_LIB the repository build/lib library loads, from any dir
     assert.equal(result.status, 0, result.stderr);
     assert.match(result.stdout, /^\d+\.\d+\.\d+/);
   });
+
+test('an HTML error page reaches JS as a short message without markup', { timeout: 60000 }, async (t) => {
+  // A proxy's or web server's HTML page (the dev server's html= fault): the run rejects with a
+  // SERVER error whose message names the status and the page's heading (docs/errors.md).
+  const root = tempRoot(t);
+  const broken = await startDevServer(t, ['--seed', 'Contact=5', '--faults', '* html=500']);
+  const store = await sync.openStore({ storeName: 'html', root });
+  t.after(() => store.close());
+  await store.registerSoup('contacts', [{ path: 'Id', type: 'string' }]);
+  await store.setRemote({ ...broken.remote, maxAttempts: 1 });
+  const run = store.syncDown(TARGET, 'contacts');
+  await assert.rejects(run.done, (error) => {
+    assert.equal(error.state.status, 'FAILED');
+    assert.equal(error.state.errorCode, 7);
+    for (const message of [error.message, error.state.error]) {
+      assert.match(message, /HTTP 500.*500 Internal Server Error/);
+      assert.doesNotMatch(message, /[<>]|nginx/);
+      assert.ok(message.length < 300, message);
+    }
+    return true;
+  });
+});

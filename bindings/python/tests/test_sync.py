@@ -139,3 +139,23 @@ def test_stop_a_running_sync_and_restart(tmp_path: Path) -> None:
             assert store.resync("slow").wait(120)["status"] == "DONE"
     finally:
         slow.stop()
+
+
+def test_an_html_error_page_is_summed_up_without_markup(tmp_path: Path) -> None:
+    # A proxy's or web server's HTML error page: the run fails SERVER, retryable, and its message
+    # names the status and the page's heading, never its markup (docs/errors.md).
+    broken = DevServer("--seed", "Contact=5", "--faults", "* html=500")
+    try:
+        with syncstore.Store(tmp_path) as store:
+            store.register_soup("contacts", INDEXES)
+            store.set_remote(dict(broken.remote, maxAttempts=1))
+            run = store.sync_down({"type": "soql", "query": QUERY}, "contacts")
+            state = run.wait(60)
+            assert state["status"] == "FAILED"
+            assert isinstance(run.error, syncstore.ServerError)
+            message = state["error"]
+            assert "HTTP 500" in message and "500 Internal Server Error" in message, message
+            assert "<" not in message and ">" not in message and "nginx" not in message, message
+            assert len(message) < 300, message
+    finally:
+        broken.stop()
