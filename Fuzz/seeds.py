@@ -157,6 +157,11 @@ rest('single_up', 8, ans(200, '{"totalSize":1,"done":true,"records":[{"Id":"001A
 rest('composite_up', 9, ans(200, '{"compositeResponse":[{"body":{"id":"001N","success":true,"errors":[]},"httpHeaders":{},"httpStatusCode":201,"referenceId":"refParent"},{"body":[{"errorCode":"REQUIRED_FIELD_MISSING","message":"x"}],"httpHeaders":{},"httpStatusCode":400,"referenceId":"refChild0"}]}'))
 rest('upsert_external', 10, ans(200, '[{"id":"001N","success":true,"created":true,"errors":[]},{"success":false,"errors":[{"statusCode":"DUPLICATE_VALUE","message":"dup"}]}]'))
 rest('token_refused', 7, ans(401, err), ans(400, '{"error":"invalid_grant","error_description":"expired access/refresh token"}'))
+# byte0 >= 128: the sync down runs again with every key of the answers spelled with \u escapes
+deep = '{"Id":"001D","Name":"deep","LastModifiedDate":"2026-01-02T03:04:05.000+0000","x":' + '[' * 2040 + '1' + ']' * 2040 + '}'
+rest('soql_escaped', 132, ans(200, qpage))
+rest('soql_escaped_deep', 132, ans(200, '{"totalSize":2,"done":true,"records":[{"Id":"001A","Name":"ok"},' + deep + ']}'))
+rest('parent_children_escaped', 138, ans(200, '{"totalSize":1,"done":true,"records":[{"Id":"001A","Name":"P","LastModifiedDate":"2026-01-02T03:04:05.000+0000","Contacts":{"totalSize":1,"done":true,"records":[{"Id":"003A","LastName":"C","AccountId":"001A","LastModifiedDate":"2026-01-02T03:04:05.000+0000"}]}}]}'))
 dict_('rest_answers', json_tokens + ['\n--8<--\n', '\x00', '\x01', '\x02', '\x03', '\x04', '\x06', '\x09', '"records"', '"totalSize"', '"done"', '"nextRecordsUrl"', '"/services/data/v62.0/query/01g-2"', '"Id"', '"Name"', '"LastModifiedDate"', '"2026-01-02T03:04:05.000+0000"', '"attributes"', '"type"', '"id"', '"success"', '"errors"', '"statusCode"', '"message"', '"errorCode"', '"fields"', '"created"', '"compositeResponse"', '"body"', '"httpStatusCode"', '"referenceId"', '"httpHeaders"', '"refParent"', '"refChild0"', '"access_token"', '"instance_url"', '"error"', '"error_description"', '"recentItems"', '"searchRecords"', '"primingRecords"', '"relayToken"', '"objectId"', '"systemModstamp"', '"Contacts"', '"AccountId"', '"LastName"', '"name"', '"layoutType"'])
 
 # codec: byte0 % 6 = mode

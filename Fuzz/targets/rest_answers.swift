@@ -4,7 +4,10 @@
 // parent_children (composite), the same with external ids); the rest is answers separated by
 // "\n--8<--\n", each a status selector byte then the body. The first request may get a 401, so
 // the token refresh answer is parsed too. Every run must end (DONE or FAILED, never INTERNAL,
-// within the wait), and afterwards every entry of the soups reads back as JSON.
+// within the wait), and afterwards every entry of the soups reads back as JSON within the JSON
+// rule's depth. A first byte of 128 or more also runs a sync down a second time with every
+// object key of the answers spelled with \u escapes: the same answers, so the same outcome
+// (status and entries stored).
 import Glibc
 @testable import SyncStoreCore
 
@@ -71,20 +74,62 @@ private func answers(_ bytes: ArraySlice<UInt8>) -> [(Int, [UInt8])] {
     }
 }
 
-/// Every stored entry of `soup` parses as JSON (an entry the engine cannot read back is data lost).
-private func checkReadable(_ soup: String) {
+/// Every stored entry of `soup` parses as JSON (an entry the engine cannot read back is data
+/// lost) and nests no deeper than the JSON rule allows; answers the number of entries.
+@discardableResult
+private func checkReadable(_ soup: String) -> Int {
     guard let text = fuzzTry("read back \(soup)", { try store.runSmartQuery(specJSON: "{\"queryType\":\"smart\",\"pageSize\":100000,\"smartSql\":\"SELECT {\(soup):_soup} FROM {\(soup)}\"}") }) else {
         fuzzFail("the entries of '\(soup)' cannot be read back after a sync")
     }
     fuzzExpectJSON(text, "read back")
     store.closeCursors(owner: 0)
+    guard let page = fuzzTry("parse \(soup)", { try JSONDocument.parse(text.string, limitDepth: false) }),
+          let rows = page.root["currentPageOrderedEntries"]?.elements else { fuzzFail("the read back of '\(soup)' is not a query answer") }
+    for row in rows {
+        let entry = row[0]?.dump() ?? ""
+        var bytes = Array(entry.utf8)
+        if JSONRules.firstTooDeep(&bytes, count: bytes.count, limit: JSONRules.maxDepth) != nil {
+            fuzzFail("an entry of '\(soup)' nests deeper than \(JSONRules.maxDepth) levels: \(entry.prefix(200))")
+        }
+    }
+    return rows.count
 }
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzRestAnswers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size > 0 else { return 0 }
-    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    let run = runs[Int(bytes[0]) % runs.count]
+/// `body` with every object key's ASCII characters written as \u escapes (a key is a string
+/// followed by a colon); other bytes as they are, so text that is not JSON stays not JSON.
+private func escapingKeys(_ body: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = []
+    var i = 0
+    while i < body.count {
+        guard body[i] == UInt8(ascii: "\"") else { out.append(body[i]); i += 1; continue }
+        var end = i + 1
+        while end < body.count, body[end] != UInt8(ascii: "\"") { end += body[end] == UInt8(ascii: "\\") ? 2 : 1 }
+        guard end < body.count else { out.append(contentsOf: body[i...]); break }
+        var next = end + 1
+        while next < body.count, [0x20, 0x0A, 0x0D, 0x09].contains(body[next]) { next += 1 }
+        let isKey = next < body.count && body[next] == UInt8(ascii: ":")
+        out.append(UInt8(ascii: "\""))
+        var k = i + 1
+        while k < end {
+            let c = body[k]
+            if c == UInt8(ascii: "\\") {
+                out.append(contentsOf: body[k..<min(k + 2, end)]); k += 2
+            } else if isKey && c < 0x80 {
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: Array("\\u00".utf8) + [hex[Int(c >> 4)], hex[Int(c & 15)]])
+                k += 1
+            } else {
+                out.append(c); k += 1
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+        i = end + 1
+    }
+    return out
+}
+
+/// Runs `run` against `answers` from a reset store; its end state and the entries stored.
+private func runOnce(_ run: Run, _ answers: [(Int, [UInt8])]) -> (SyncState, Int) {
     let manager = manager  // made first: it registers the soup of sync states
     fuzzSetup("reset") {
         try store.clearSoup(fuzzSoup)
@@ -96,7 +141,7 @@ public func fuzzRestAnswers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             _ = try store.upsert(soup: "contacts", entriesJSON: dirtyContacts)
         }
     }
-    server.load(answers(bytes[1...]))
+    server.load(answers)
     let id = fuzzTry("start the sync") { () -> Int64 in
         switch run {
         case .down(let target): return try manager.syncDown(targetJSON: target, soupName: fuzzSoup, optionsJSON: nil, name: nil, callback: nil)
@@ -107,7 +152,20 @@ public func fuzzRestAnswers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let state = fuzzTry("wait", { try manager.wait(id: id, timeoutMs: 20_000) }) else { fuzzFail("wait failed") }
     if !state.isTerminal { fuzzFail("a sync run did not end within 20 s (status \(state.status))") }
     if state.errorCode == ErrorCode.internal.rawValue { fuzzFail("a sync run ended INTERNAL: \(state.error)") }
-    checkReadable(fuzzSoup)
-    checkReadable("contacts")
+    return (state, checkReadable(fuzzSoup) + checkReadable("contacts"))
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRestAnswers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size > 0 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let run = runs[Int(bytes[0]) % runs.count]
+    let given = answers(bytes[1...])
+    let (state, stored) = runOnce(run, given)
+    guard bytes[0] >= 128, case .down = run else { return 0 }
+    let (again, storedAgain) = runOnce(run, given.map { ($0.0, escapingKeys($0.1)) })
+    if again.status != state.status || storedAgain != stored {
+        fuzzFail("the answers with escaped keys ended \(again.status) with \(storedAgain) entries, as written \(state.status) with \(stored): \(again.error.prefix(300)) / \(state.error.prefix(300))")
+    }
     return 0
 }

@@ -175,6 +175,46 @@ final class JSONRulesTests: StoreTestCase {
         XCTAssertTrue(smart.contains("[[1]]"), smart)
     }
 
+    // The same page spelled with \u escapes in its keys ("records", "Id", the nested keys) is
+    // the same page: a record deeper than the limit fails the run by its Id, nothing stored;
+    // so does one a custom target's fetch_page answers, up to jansson's own limit.
+    func testDeepRecordsAreRefusedWhateverTheKeysSpelling() throws {
+        func escaped(_ key: String) -> String { key.unicodeScalars.map { "\\u" + String(repeating: "0", count: 4 - String($0.value, radix: 16).count) + String($0.value, radix: 16) }.joined() }
+        let store = try self.store
+        try store.registerSoup("c", specsJSON: #"[{"path":"Id","type":"string"}]"#)
+        // Escapes in the page's keys, in the records' own keys, in the nested keys, or all.
+        let spellings: [(page: Bool, own: Bool, nested: Bool)] = [(true, false, false), (false, true, false), (false, false, true), (true, true, true)]
+        for depth in [JSONRules.maxDepth + 1, 2001, 2045] {
+            for spelling in spellings {
+                var deep = record("deep\(depth)", depth: depth), good = record("ok\(depth)")
+                if spelling.own {
+                    deep = deep.replacingOccurrences(of: #""Id""#, with: "\"\(escaped("Id"))\"")
+                    good = good.replacingOccurrences(of: #""Id""#, with: "\"\(escaped("Id"))\"")
+                }
+                if spelling.nested { deep = deep.replacingOccurrences(of: #""d""#, with: "\"\(escaped("d"))\"") }
+                let key = { (k: String) in spelling.page ? escaped(k) : k }
+                let text = #"{"\#(key("totalSize"))":2,"\#(key("records"))":[\#(good),\#(deep)],"\#(key("done"))":true}"#
+                XCTAssertNoThrow(try JSONDocument.parse(text, limitDepth: false), "the page is valid JSON")
+                let state = try syncDown([Array(text.utf8)])
+                XCTAssertEqual(state.status, .failed, "\(depth) \(spelling)")
+                XCTAssertEqual(state.errorCode, ErrorCode.server.rawValue, state.error)
+                XCTAssertTrue(state.error.contains("'deep\(depth)'") && state.error.contains("1000"), state.error)
+                XCTAssertEqual(try storedIds(), [], "nothing of the page is stored")
+            }
+        }
+        let manager = try store.syncManager()
+        for depth in [JSONRules.maxDepth + 1, 2001, 2046, 2047] {
+            let pageText = #"{"records":[{"Id":"fine"},\#(record("deep\(depth)", depth: depth))]}"#
+            try manager.registerCustomTarget("deep\(depth)", CustomTargetCallbacks(fetchPage: { _, _, _ in pageText }))
+            let id = try manager.syncDown(targetJSON: #"{"type":"deep\#(depth)"}"#, soupName: "c", optionsJSON: nil, name: nil, callback: nil)
+            let state = try manager.wait(id: id, timeoutMs: 30_000)
+            XCTAssertEqual(state.status, .failed, "\(depth)")
+            XCTAssertEqual(state.errorCode, ErrorCode.argument.rawValue, state.error)
+            XCTAssertTrue(state.error.contains("1000") || state.error.contains("depth"), state.error)
+            XCTAssertEqual(try storedIds(), [], "nothing of the page is stored")
+        }
+    }
+
     // A store written by an earlier version holding entries SQLite (too deep) or jansson (U+0000
     // key) cannot read: it opens, answers queries over unindexed paths and Smart SQL, and such an
     // entry can be replaced by an upsert; what must parse it names it by _soupEntryId.
