@@ -512,6 +512,29 @@ static void test_second_process(void) {
     devserver_stop(&server);
 }
 
+/* A proxy's HTML error page: the run fails SERVER (retryable) and "error" names the status and the
+ * page's heading, never its markup (docs/errors.md). */
+static void test_html_error_page(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=5", "--faults", "* html=502", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_sync_store(root, "html", CONTACT_INDEXES, &server, "\"maxAttempts\":1");
+    syncstore_error err;
+    int64_t id = 0;
+    EXPECT(syncstore_sync_down(store, "{\"type\":\"soql\",\"query\":\"SELECT LastName FROM Contact\"}",
+                               "contacts", NULL, NULL, NULL, NULL, &id, &err), SYNCSTORE_OK, &err);
+    json_t *state = wait_state(store, id);
+    const char *message = json_string_value(json_object_get(state, "error"));
+    CHECK(strcmp(status_of(state), "FAILED") == 0);
+    CHECK(json_integer_value(json_object_get(state, "errorCode")) == SYNCSTORE_ERR_SERVER);
+    CHECK(message && strstr(message, "HTTP 502: 502 Bad Gateway"));
+    CHECK(message && !strchr(message, '<') && !strchr(message, '>') && strlen(message) < 300);
+    if (message && strchr(message, '<')) fprintf(stderr, "message: %.300s\n", message);
+    json_decref(state);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    devserver_stop(&server);
+}
+
 int main(int argc, char **argv) {
     if (argc == 6 && !strcmp(argv[1], "--second-process")) return second_process(argv[2], argv[3], atoll(argv[4]), atoi(argv[5]));
     if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
@@ -534,5 +557,7 @@ int main(int argc, char **argv) {
     test_tls();
     fprintf(stderr, "-- test_second_process\n");
     test_second_process();
+    fprintf(stderr, "-- test_html_error_page\n");
+    test_html_error_page();
     return check_finish();
 }
