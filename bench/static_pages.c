@@ -1,4 +1,4 @@
-/* Static page server for bench-sync (issue 21): serves query pages from memory, so a sync down
+/* Static page server for bench-sync: serves query pages from memory, so a sync down
  * from it measures the client alone, without the dev server's CPU in the figure.
  *
  * Recording: a GET it does not hold yet is forwarded to --upstream (libcurl, the request's

@@ -1,4 +1,4 @@
-/* Sync benchmarks (issue 4; not part of the tests), each with its baselines in the same run.
+/* Sync benchmarks (not part of the tests), each with its baselines in the same run.
  *
  * 1. Sync down N Contacts (9 fields; soup with 3 string indexes: Id, LastName, Email) from a
  *    syncstore-devserver started here on 127.0.0.1 (--seed Account=1000,Contact=N):
@@ -23,7 +23,7 @@
  *    in composite requests) and "single" (one request per record). The per-record run pushes
  *    S records (default 1,000) and is scaled to U linearly unless S = U; the output says which.
  *
- * 1L. The storage limit (issue 21), over plain HTTP at N records, in alternating rounds:
+ * 1L. The storage limit, over plain HTTP at N records, in alternating rounds:
  *      limit         bench-sync-limit: the store created by the engine (same soup, same indexes,
  *                    its sync state row), closed, then written with sqlite3 alone: rows prepared
  *                    in memory before the clock, one transaction per page with the by-Id lookup,
@@ -191,7 +191,7 @@ static char *soql_target(const char *soql) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Issue 21 children: readers during a sync, reSync, cleanResyncGhosts, queries on a big soup
+ * At scale: readers during a sync, reSync, cleanResyncGhosts, queries on a big soup
  * ------------------------------------------------------------------------------------------- */
 
 #define READ_IDS_ENV "SYNCSTORE_BENCH_READ_IDS"   /* file of record Ids, one a line: readers run */
@@ -863,7 +863,7 @@ typedef struct {
     const char *key;  /* --key: the engine's stores are encrypted */
     int kdf_iter;     /* --kdf-iter (0: the library's default) */
     int encryption;   /* --encryption: section 4 only */
-    /* Issue 21 (0: off): the limit at a second size, reSync/ghosts/queries, reads during syncs */
+    /* 0: off. The limit at a second size, reSync/ghosts/queries, reads during syncs */
     long long limit_records, scale_records, stall_records, stall_up_records;
     int limit_rounds;
 } options;
@@ -916,7 +916,7 @@ static const char *verdict(int ok) { return ok ? "MET" : "MISSED"; }
  * 4. --encryption: plaintext vs encrypted engine stores, same server, alternating rounds
  * ------------------------------------------------------------------------------------------- */
 
-/* ---- Issue 21: the storage limit, the static page server, a sync at 1M, reads during syncs ---- */
+/* ---- The storage limit, the static page server, a sync at 1M, reads during syncs ---- */
 
 /* The number after "name=" in a child's output (0 when absent). */
 static double field(const char *out, const char *name) {

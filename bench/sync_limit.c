@@ -1,4 +1,4 @@
-/* Storage limit for bench-sync (issue 21): what SQLite alone can write of a sync down, in the
+/* Storage limit for bench-sync: what SQLite alone can write of a sync down, in the
  * engine's own layout, with every row prepared before the clock starts.
  *
  *   1. The store is created by the engine (syncstore_open, syncstore_register_soup with the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sync benchmarks of issue 4 (not part of the tests): sync down N Contacts with the engine vs a C
+# Sync benchmarks (not part of the tests): sync down N Contacts with the engine vs a C
 # baseline (curl + jansson + SQLite by hand) and a Python baseline (simple-salesforce query_all +
 # sqlite3), peak RSS at 1M records, and sync up batched vs per-record with injected latency.
 # Builds what it needs: the release libsyncstore (CMake, build/), the release devserver
@@ -8,7 +8,7 @@
 #   scripts/bench-sync.sh [bench-sync options]
 #   e.g. scripts/bench-sync.sh --records 100000 --rounds 3 --rss-records 1000000 \
 #            --up-records 10000 --single-records 1000 --latency 20
-# Issue 21: the storage limit (SQLite alone in the engine's layout) and a static page server run
+# The storage limit (SQLite alone in the engine's layout) and a static page server run
 # by default at --records; the 1M figures are behind flags, all of them in one run with
 #   scripts/bench-sync.sh --rounds 3 --limit-records 1000000 --limit-rounds 3 --scale-records 1000000 \
 #       --up-records 100000 --single-records 1000 --stall-records 1000000 --stall-up-records 100000

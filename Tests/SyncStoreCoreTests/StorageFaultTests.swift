@@ -1,4 +1,4 @@
-// Storage faults (header: Atomicity, Runs; issue 16 items 4-5): a disk that fills up, media
+// Storage faults (header: Atomicity, Runs): a disk that fills up, media
 // that are read-only, a damaged page. Each failing call says STORAGE with a message that says
 // what happened, commits nothing by halves, and the store works again once the cause is gone.
 // Disk full and read-only media are real: a tmpfs of a few MB mounted in the test's directory
@@ -199,7 +199,7 @@ final class StorageFaultTests: StoreTestCase {
         try registry.close(handle)
     }
 
-    // Issue 16, item 4a: a sync up whose disk fills as it finishes. Its terminal callback said
+    // A sync up whose disk fills as it finishes. Its terminal callback said
     // FAILED (STORAGE) while wait and the status said RUNNING until the next run. Now all three
     // say FAILED; the state is saved at close once space is back, or, if the process ends
     // first, the next open makes it STOPPED and restart_syncs runs it again.

@@ -684,7 +684,7 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertTrue(custom.error.contains("a second time"), custom.error)
     }
 
-    // Issue 16, item 4b: a server's 404 (here an API version the server lacks) was NOT_FOUND,
+    // A server's 404 (here an API version the server lacks) was NOT_FOUND,
     // the code of the host's own soups, entries and syncs: a host took a wrong version for a
     // missing sync. Every error status of the server is SERVER, with the request, the status
     // and the server's text in the state; 401 alone is AUTH, and a token endpoint that is down
@@ -886,7 +886,7 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(json?["conflictEntryIds"] as? [Int], [local[0]["_soupEntryId"] as? Int ?? -1])
     }
 
-    // Issue 17, item 4: an entry that lost attributes.type (a whole-entry upsert replaced it) made
+    // An entry that lost attributes.type (a whole-entry upsert replaced it) made
     // the LEAVE_IF_CHANGED check send a retrieve for type "" and the whole run failed; the valid
     // create in the same run was not sent. And a local copy without the server's modification
     // date was always a conflict. Now the entry fails alone, naming why, the others go up, and a
@@ -931,7 +931,7 @@ final class SyncFaultTests: StoreTestCase {
         }
     }
 
-    // Issue 17, item 12: a run that failed before it learned its size (the server was gone)
+    // A run that failed before it learned its size (the server was gone)
     // reported the previous run's totalSize as its own record count.
     func testFailedRunDoesNotReportThePreviousRunsSize() throws {
         let server = try DevServerProcess(["--seed", "Contact=3"])
@@ -944,7 +944,7 @@ final class SyncFaultTests: StoreTestCase {
         XCTAssertEqual(failed.totalSize, -1, "the failed run reports the previous run's size")
     }
 
-    // Issue 17, item 4: a collections request the server refuses as a whole (400: one record it
+    // A collections request the server refuses as a whole (400: one record it
     // cannot read fails the request) failed the run; now its records are sent one by one, so
     // each gets its own outcome.
     func testCollectionRefusedAsAWholeIsSentRecordByRecord() throws {

@@ -1,4 +1,4 @@
-/* Lifetime and threads through the C ABI (issue 26): which thread runs callbacks and what they
+/* Lifetime and threads through the C ABI (the header's "Callbacks, threads and close"): which thread runs callbacks and what they
  * may call, calls racing the last close, open racing close, remove/register soup racing
  * readers, and cursors across alter_soup. Syncs use a custom target (no server needed). Each
  * race is looped with several threads so that it happens, not by luck. */

@@ -57,7 +57,7 @@ static int queue_child(const char *store_root, const char *remote) {
     for (;;) pause();
 }
 
-/* Issue 16, item 4c: syncs queued when the host was killed came back NEW (a new sync) or with
+/* Runs after a kill: syncs queued when the host was killed came back NEW (a new sync) or with
  * their previous end (a reSync), and restart_syncs skipped them. Now every run that was
  * requested and never finished is STOPPED after the kill, and restart_syncs runs it. */
 static void test_killed_host_resumes_queued_syncs(void) {
@@ -168,7 +168,7 @@ static void fill_at_the_end(const char *state_json, void *context) {
         c->filler = fill_disk(c->disk);
 }
 
-/* Issue 16, item 4a through the ABI, and item 5: a full disk and read-only media. */
+/* A disk that fills as a sync up finishes, through the ABI; a full disk and read-only media. */
 static void test_small_disk(void) {
     char disk[1024];
     snprintf(disk, sizeof disk, "%s/disk", root);

@@ -1,4 +1,4 @@
-/* Stress harness for lifetime and threads through the C ABI (issue 26), written as a
+/* Stress harness for lifetime and threads through the C ABI (the header's "Callbacks, threads and close"), written as a
  * multi-threaded host would use the library, for plain, ThreadSanitizer and AddressSanitizer
  * builds (their flags come from the build, not from here). For a set time, at once:
  *   - open/close churn on one store name from several threads, each round maybe starting a

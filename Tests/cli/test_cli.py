@@ -606,7 +606,7 @@ def test_readers_racing_changes_of_key_get_data_auth_or_busy_never_storage(tmp_p
     assert count(root) == 30
 
 
-# ---- The first hour (issue 17): a fresh root, soups, installable form, errors a newcomer meets.
+# ---- The first hour: a fresh root, soups, installable form, errors a newcomer meets.
 
 def serve_text(*args):
     """`syncstore-cli serve` in text mode: the process and its announcement lines up to `Try:`."""

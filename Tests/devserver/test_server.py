@@ -93,7 +93,7 @@ def test_bad_schema_fails_fast(tmp_path):
 
 
 def test_start_failures_have_their_exit_codes(start_server, tmp_path):
-    """Issue 17, item 9 (the standalone server as `syncstore-cli serve`): every start failure
+    """The standalone server as `syncstore-cli serve`: every start failure
     exited 1 and a busy port printed a raw NIO error naming no port."""
     busy = start_server().url.rsplit(":", 1)[1]
     r = subprocess.run([binary_path(), "--port", busy], capture_output=True, text=True, timeout=60)
