@@ -138,13 +138,22 @@ final class DatasyncTables {
         return try s.step() ? row(s) : nil
     }
 
-    /// The request's entity: a JSON object; its user fields (system properties dropped).
-    private func body(_ req: APIRequest) throws -> (id: String?, fields: JSON)? {
+    /// The request's entity: a JSON object; its user fields (system properties dropped) and its
+    /// `deleted` (false when absent or null; nil when not a boolean: the entity is unreadable).
+    private func body(_ req: APIRequest) throws -> (id: String?, fields: JSON, deleted: Bool)? {
         guard let json = try? JSON.parse(req.body), let pairs = json.objectValue else { return nil }
         var id: String?
         if let v = json["id"] { id = v.stringValue ?? (v.isNull ? nil : "") }
-        return (id, .object(pairs.filter { !DatasyncTables.systemKeys.contains($0.0.lowercased()) }))
+        var deleted = false
+        if let v = pairs.first(where: { $0.0.lowercased() == "deleted" })?.1, !v.isNull {
+            guard let flag = v.boolValue else { return nil }
+            deleted = flag
+        }
+        return (id, .object(pairs.filter { !DatasyncTables.systemKeys.contains($0.0.lowercased()) }), deleted)
     }
+
+    /// `__includedeleted=true`: soft-deleted entities are in view (listed, read, replaced).
+    private func includesDeleted(_ req: APIRequest) -> Bool { req.query["__includedeleted"]?.lowercased() == "true" }
 
     /// An `If-Match` the entity does not satisfy (none, or `*`, always is).
     private func preconditionFails(_ req: APIRequest, _ row: Row) -> Bool {
@@ -161,13 +170,13 @@ final class DatasyncTables {
 
     private func read(_ req: APIRequest, _ table: String, _ id: String) throws -> APIResponse {
         guard let row = try find(table, id) else { return problem(404, "No entity \(id) in \(table)") }
-        if row.deleted && req.query["__includedeleted"]?.lowercased() != "true" { return problem(410, "Entity \(id) in \(table) is deleted") }
+        if row.deleted && !includesDeleted(req) { return problem(410, "Entity \(id) in \(table) is deleted") }
         return answer(200, row)
     }
 
     private func create(_ req: APIRequest, _ table: String) throws -> APIResponse {
         guard let parsed = try body(req) else { return problem(400, "The body must be a JSON object (the entity)") }
-        let (given, fields) = parsed
+        let (given, fields, _) = parsed
         if let given, given.isEmpty || given.utf8.count > 255 { return problem(400, "\"id\" must be a non-empty string of at most 255 bytes") }
         let id = given ?? UUID().uuidString.lowercased()
         // Client ids make a retried create safe: the second attempt meets the first one's row.
@@ -183,22 +192,26 @@ final class DatasyncTables {
         return r
     }
 
+    /// As CommunityToolkit Datasync's TableController.ReplaceAsync: a soft-deleted entity is 410
+    /// (before any If-Match) unless the query has `__includedeleted=true`; then it is replaced
+    /// like any other, the body's `deleted` included, so `"deleted": false` (or none) undeletes it.
     private func replace(_ req: APIRequest, _ table: String, _ id: String) throws -> APIResponse {
-        guard let parsed = try body(req) else { return problem(400, "The body must be a JSON object (the entity)") }
-        let (given, fields) = parsed
+        guard let parsed = try body(req) else { return problem(400, "The body must be a JSON object (the entity; \"deleted\" a boolean)") }
+        let (given, fields, deleted) = parsed
         if let given, given != id { return problem(400, "The body's id '\(given)' is not the id in the path '\(id)'") }
         guard let row = try find(table, id) else { return problem(404, "No entity \(id) in \(table)") }
+        if row.deleted && !includesDeleted(req) { return problem(410, "Entity \(id) in \(table) is deleted") }
         if preconditionFails(req, row) { return answer(412, row) }
-        if row.deleted { return problem(410, "Entity \(id) in \(table) is deleted") }
-        try write(table, id, data: fields.text, deleted: false)
+        try write(table, id, data: fields.text, deleted: deleted)
         guard let updated = try find(table, id) else { return problem(500, "The entity could not be read back") }
         return answer(200, updated)
     }
 
     private func delete(_ req: APIRequest, _ table: String, _ id: String) throws -> APIResponse {
         guard let row = try find(table, id) else { return problem(404, "No entity \(id) in \(table)") }
-        if preconditionFails(req, row) { return answer(412, row) }
+        // Already deleted: 410 whatever the If-Match (TableController.DeleteAsync checks it first).
         if row.deleted { return problem(410, "Entity \(id) in \(table) is deleted") }
+        if preconditionFails(req, row) { return answer(412, row) }
         try write(table, id, data: row.data, deleted: true)
         return APIResponse(status: 204, body: [])
     }
@@ -219,7 +232,7 @@ final class DatasyncTables {
         let q = req.query
         var conditions = ["tbl = ?1"]
         var binds: [SQLValue] = [.text(table)]
-        if q["__includedeleted"]?.lowercased() != "true" { conditions.append("deleted = 0") }
+        if !includesDeleted(req) { conditions.append("deleted = 0") }
         if let filter = q["$filter"], !filter.trimmingCharacters(in: .whitespaces).isEmpty {
             do {
                 let compiled = try DatasyncFilter.compile(filter, firstBind: binds.count + 1)

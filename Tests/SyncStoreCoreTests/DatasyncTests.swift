@@ -240,6 +240,60 @@ final class DatasyncTests: StoreTestCase {
         XCTAssertEqual(try localEntry("seed-todo-000001")?["__local__"] as? Bool, false)
     }
 
+    // An edit to a row another client soft-deleted (and a create meeting a soft-deleted row of
+    // its id): LEAVE_IF_CHANGED keeps each an ENTITY_IS_DELETED conflict, run after run; OVERWRITE
+    // (the local copy wins) brings the rows back with the entries' values (a replace with
+    // __includedeleted=true and "deleted": false), each entry clean with the returned entity, the
+    // undelete's lost answer retried; a pull then keeps them.
+    func testOverwriteBringsBackRowsSoftDeletedOnTheServer() throws {
+        let server = try self.server(["--datasync-seed", "todo=2/1"])
+        let manager = try self.manager(server)
+        XCTAssertEqual(try run(manager) { try manager.syncDown(targetJSON: Self.down, soupName: "todo", optionsJSON: Self.leave, name: "pull", callback: nil) }.status, .done)
+        _ = try server.call("POST", "/tables/todo", body: #"{"id":"old-1","title":"before"}"#)
+        for id in ["seed-todo-000001", "old-1"] { _ = try server.call("DELETE", "/tables/todo/\(id)") } // another client
+        try edit(try XCTUnwrap(try localEntry("seed-todo-000001")), ["title": "mine", "rank": 100])
+        try upsert("todo", #"[{"id":"old-1","title":"made here","__local__":true,"__locally_created__":true}]"#)
+
+        for _ in 0..<2 {
+            let leave = try run(manager) { try manager.syncUp(targetJSON: Self.up, soupName: "todo", optionsJSON: Self.leave, name: nil, callback: nil) }
+            XCTAssertEqual(leave.status, .done, leave.error)
+            XCTAssertEqual(leave.conflicts, 2, leave.error)
+            for id in ["seed-todo-000001", "old-1"] {
+                let entry = try XCTUnwrap(try localEntry(id))
+                XCTAssertEqual(entry["__local__"] as? Bool, true)
+                let error = try parseJSON(try XCTUnwrap(entry["__last_error__"] as? String)) as? [[String: Any]]
+                XCTAssertEqual(error?.first?["errorCode"] as? String, "ENTITY_IS_DELETED", id)
+            }
+            XCTAssertEqual(try remote(server, includeDeleted: false).map { $0["id"] as? String }, ["seed-todo-000002"])
+        }
+
+        // The undelete's answer is lost once: its retry replaces the row, live by then, again.
+        let rule = try RestClient(config: server.remote).send("PUT", "/__devserver/faults", body: Array("PUT /tables/todo/seed-todo-000001 drop=after after=1 times=1".utf8))
+        XCTAssertEqual(rule.status, 200)
+        let forced = try run(manager) { try manager.syncUp(targetJSON: Self.up, soupName: "todo", optionsJSON: nil, name: nil, callback: nil) }
+        XCTAssertEqual(forced.status, .done, forced.error)
+        XCTAssertEqual(forced.conflicts + forced.errors, 0, forced.error)
+        let fired = try RestClient(config: server.remote).send("GET", "/__devserver/faults")
+        XCTAssertTrue(String(decoding: fired.body, as: UTF8.self).contains("fired 1)"), "the undelete's answer was not dropped")
+        let rows = try remote(server, includeDeleted: false)
+        XCTAssertEqual(Set(rows.compactMap { $0["id"] as? String }), ["seed-todo-000001", "seed-todo-000002", "old-1"])
+        for (id, title) in [("seed-todo-000001", "mine"), ("old-1", "made here")] {
+            let row = try XCTUnwrap(rows.first { $0["id"] as? String == id })
+            XCTAssertEqual(row["title"] as? String, title)
+            XCTAssertEqual(row["deleted"] as? Bool, false)
+            let entry = try XCTUnwrap(try localEntry(id))
+            XCTAssertEqual(entry["__local__"] as? Bool, false, id)
+            XCTAssertNil(entry["__last_error__"] as? String, id)
+            XCTAssertEqual(entry["version"] as? String, row["version"] as? String, id)
+            XCTAssertEqual(entry["updatedAt"] as? String, row["updatedAt"] as? String, id)
+            XCTAssertEqual(entry["deleted"] as? Bool, false, id)
+        }
+        XCTAssertEqual(rows.first { $0["id"] as? String == "seed-todo-000001" }?["rank"] as? Int, 100)
+        XCTAssertEqual(try run(manager) { try manager.reSync(name: "pull", callback: nil) }.status, .done)
+        XCTAssertEqual(try local().count, 3)
+        XCTAssertEqual(try local().filter { $0["__local__"] as? Bool != false }.count, 0)
+    }
+
     // A host edit made while its push is in flight stays dirty (with the version the push
     // produced), and goes up in the next run without a false conflict.
     func testEditDuringPushStaysDirty() throws {

@@ -17,10 +17,13 @@ UP = {"type": "datasync", "table": TABLE, "createFieldlist": ["key", "owner", "v
 
 
 class Client:
-    """One store; `log` keeps, per key, the last value written locally (None once deleted)."""
+    """One store; `log` keeps, per key, the last value written locally (None once deleted),
+    `wrote` every (key, value) written locally. A client edits and deletes its own rows and,
+    with `others` set, those of the other clients too (an edit may meet a row another client
+    soft-deleted: pushed with OVERWRITE, it brings the row back)."""
 
-    def __init__(self, root, n, url, rng, journal=None):
-        self.n, self.rng, self.seq, self.journal = n, rng, rng.randrange(1 << 40), journal
+    def __init__(self, root, n, url, rng, journal=None, others=False):
+        self.n, self.rng, self.seq, self.journal, self.others = n, rng, rng.randrange(1 << 40), journal, others
         self.store = syncstore.Store(str(root), {"storeName": f"ds{n}"})
         if not self.store.soup_exists(SOUP):
             self.store.register_soup(SOUP, [{"path": "id", "type": "string"}, {"path": "key", "type": "string"},
@@ -28,6 +31,7 @@ class Client:
         self.store.set_remote({"instanceUrl": url, "accessToken": TOKEN, "retryBaseDelayMs": 10,
                                "connectTimeoutMs": 5000, "stallTimeoutMs": 20000})
         self.log = {}
+        self.wrote = set()
         # key -> another value accepted at the end (the crash host's last, maybe unmade, write)
         self.also = {}
 
@@ -48,14 +52,20 @@ class Client:
         return f"c{self.n}-{self.seq}"
 
     def local_ops(self):
-        mine = [e for e in self.entries() if e.get("owner") == f"c{self.n}" and not e.get("__locally_deleted__")]
+        live = [e for e in self.entries() if not e.get("__locally_deleted__")]
+        mine = [e for e in live if e.get("owner") == f"c{self.n}"]
         for _ in range(self.rng.randint(1, 3)):
             key = uuid.UUID(int=self.rng.getrandbits(128), version=4).hex
             v = self.value()
             self.note(key, v, None)
             self.store.upsert(SOUP, [{"key": key, "owner": f"c{self.n}", "v": v, "__local__": True, "__locally_created__": True}])
             self.log[key] = v
-        for e in self.rng.sample(mine, min(len(mine), self.rng.randint(0, 3))):
+            self.wrote.add((key, v))
+        picks = self.rng.sample(mine, min(len(mine), self.rng.randint(0, 3)))
+        if self.others:
+            theirs = [e for e in live if e.get("owner") != f"c{self.n}"]
+            picks += self.rng.sample(theirs, min(len(theirs), self.rng.randint(0, 2)))
+        for e in picks:
             prev = e["v"]
             if self.rng.random() < 0.2:
                 e.update({"__local__": True, "__locally_deleted__": True})
@@ -67,6 +77,7 @@ class Client:
                     e["__locally_updated__"] = True
                 self.note(e["key"], e["v"], prev)
                 self.log[e["key"]] = e["v"]
+                self.wrote.add((e["key"], e["v"]))
             self.store.upsert(SOUP, [e])
 
     def sync(self, kind, timeout_s=120):

@@ -1,11 +1,17 @@
 """Chaos slice for the Datasync targets (docs/sync.md#datasync) against the dev server's
 --datasync /tables routes: a host SIGKILLed at random points, then fault rounds with 3 clients
-syncing at once. Each client creates, edits and deletes only its own rows (field `v`, values
-`c<N>-<seq>` with a growing seq) and syncs every row down. Checks: no key twice on the server
-(0 duplicates), after convergence every client's last write is on the server and in every
-client's store (0 lost edits), the 3 stores equal the server's live rows.
+syncing at once (sync up OVERWRITE, sync down LEAVE_IF_CHANGED). Each client creates rows and
+edits and deletes its own rows and the other clients' (field `v`, values `c<N>-<seq>` with a
+growing seq), and syncs every row down; between the local writes and the syncs of each round the
+server soft-deletes a few rows (another writer), mostly ones a client has just edited, so pushes
+meet rows soft-deleted meanwhile (OVERWRITE brings them back).
+Checks: no key twice on the server (0 duplicates); after convergence no dirty entry, the stores
+equal the server's live rows, and every key only its owner wrote holds that client's last write
+(0 lost edits); a key several writers touched holds one of their writes or is deleted.
 
-Knobs: CHAOS_DS_KILLS (12), CHAOS_DS_ROUNDS (10), CHAOS_CLIENTS (3), CHAOS_SEED."""
+Knobs: CHAOS_DS_KILLS (12), CHAOS_DS_ROUNDS (10), CHAOS_DS_SERVER_DELETES (2: most rows the
+server soft-deletes per round among those just edited, plus maybe one at random), CHAOS_CLIENTS
+(3), CHAOS_SEED."""
 import json
 import os
 import random
@@ -56,7 +62,9 @@ def duplicates(rows):
     return len(keys) - len(set(keys))
 
 
-def converge(server, clients):
+def converge(server, clients, server_deleted=()):
+    """Plain sync up + down until no entry is dirty, then the checks. `server_deleted`: keys the
+    server deleted itself (a writer besides the clients)."""
     server.call("DELETE", "/__devserver/faults")
     for _ in range(3):
         for c in clients:
@@ -68,15 +76,24 @@ def converge(server, clients):
     rows = server.rows()
     live = {r["key"]: r["v"] for r in rows if not r["deleted"]}
     problems = []
+    writers = {}
     for c in clients:
-        dirty = [e["key"] for e in c.entries() if e.get("__local__")]
+        for key in c.log:
+            writers.setdefault(key, set()).add(c.n)
+    wrote = set().union(*(c.wrote for c in clients))
+    for c in clients:
+        dirty = [(e["key"], e.get("__last_error__")) for e in c.entries() if e.get("__local__")]
         if dirty:
             problems.append(f"client {c.n}: {len(dirty)} entries still dirty: {dirty[:3]}")
         local = {e["key"]: e["v"] for e in c.entries()}
         if local != live:
             problems.append(f"client {c.n}: store differs from the server ({len(local)} vs {len(live)} rows)")
         for key, v in c.log.items():
-            if live.get(key) != v and (key not in c.also or live.get(key) != c.also[key]):
+            if len(writers[key]) > 1 or key in server_deleted:
+                # Several writers, each pushing with OVERWRITE: the last push wins.
+                if key in live and (key, live[key]) not in wrote:
+                    problems.append(f"key {key} is {live[key]!r} on the server, which no client wrote")
+            elif live.get(key) != v and (key not in c.also or live.get(key) != c.also[key]):
                 problems.append(f"client {c.n}: key {key} is {live.get(key)!r} on the server, last written {v!r}")
     return rows, problems
 
@@ -86,18 +103,44 @@ def test_datasync_fault_rounds(tmp_path):
     rng = random.Random(seed)
     server = Server(tmp_path)
     try:
-        clients = [Client(tmp_path / f"c{n}", n, server.url, random.Random(rng.random())) for n in range(env_int("CHAOS_CLIENTS", 3))]
+        clients = [Client(tmp_path / f"c{n}", n, server.url, random.Random(rng.random()), others=True)
+                   for n in range(env_int("CHAOS_CLIENTS", 3))]
+        # Keys the server soft-deleted itself; keys seen deleted on the server, and how many of
+        # those a later OVERWRITE push brought back.
+        server_deleted, seen_deleted, undeleted = set(), set(), 0
         specs = ["POST /tables/* drop=after rate=0.4", "PUT /tables/* drop=after rate=0.4", "DELETE /tables/* drop=after rate=0.5",
                  "* /tables/* status=503 rate=0.2", "GET /tables/* drop=mid rate=0.2", "* /tables/* drop=before rate=0.15"]
         started, failed = time.time(), 0
+        def observe(rows):
+            """Counts the keys seen deleted on the server that are live again."""
+            nonlocal seen_deleted, undeleted
+            live = {r["key"] for r in rows if not r["deleted"]}
+            undeleted += len(seen_deleted & live)
+            seen_deleted = (seen_deleted | {r["key"] for r in rows if r["deleted"]}) - live
+
         for round_ in range(env_int("CHAOS_DS_ROUNDS", 10)):
             spec = f"seed={rng.randrange(1 << 30)}; " + "; ".join(rng.sample(specs, 2)) + "; * /tables/* latency=0-15"
+            for c in clients:
+                c.local_ops()
+            # Another writer soft-deletes rows, faults off: some a client has just edited (its
+            # OVERWRITE push meets a 410 and must bring the row back), maybe one at random.
+            rows = server.rows()
+            observe(rows)
+            live = [r for r in rows if not r["deleted"]]
+            edited = {e["key"] for c in clients for e in c.entries() if e.get("__locally_updated__") and not e.get("__locally_deleted__")}
+            candidates = [r for r in live if r["key"] in edited]
+            targets = rng.sample(candidates, min(len(candidates), rng.randint(0, env_int("CHAOS_DS_SERVER_DELETES", 2))))
+            if live and rng.random() < 0.5:
+                targets.append(rng.choice(live))
+            for r in {t["id"]: t for t in targets}.values():
+                server.call("DELETE", f"/tables/{TABLE}/{r['id']}")
+                server_deleted.add(r["key"])
+                seen_deleted.add(r["key"])
             server.faults(spec)
             server.call("PUT", "/__devserver/clock", str(rng.randint(-600, 600)).encode())
 
             def work(c):
                 nonlocal failed
-                c.local_ops()
                 for kind in ("up", "down"):
                     if c.sync(kind)["status"] != "DONE":
                         failed += 1
@@ -109,14 +152,19 @@ def test_datasync_fault_rounds(tmp_path):
                 t.join()
             server.call("DELETE", "/__devserver/faults")  # the check's own reads
             rows = server.rows()
+            observe(rows)
             assert duplicates(rows) == 0, f"seed {seed}: round {round_}: a key made twice on the server ({spec})"
-        rows, problems = converge(server, clients)
+        rows, problems = converge(server, clients, server_deleted)
+        observe(rows)
         assert duplicates(rows) == 0, f"seed {seed}: a key made twice"
         assert not problems, f"seed {seed}: " + "; ".join(problems[:10])
         Summary.add("datasync_rounds", env_int("CHAOS_DS_ROUNDS", 10))
         Summary.add("datasync_failed_runs", failed)
         Summary.set("datasync_rows", len(rows))
-        print(f"datasync fault rounds: seed {seed}, {len(rows)} rows, {failed} failed runs, {time.time() - started:.1f} s")
+        Summary.add("datasync_server_deletes", len(server_deleted))
+        Summary.add("datasync_undeleted", undeleted)
+        print(f"datasync fault rounds: seed {seed}, {len(rows)} rows, {failed} failed runs, {len(server_deleted)} server deletes, "
+              f"{undeleted} rows brought back by OVERWRITE, {time.time() - started:.1f} s")
     finally:
         server.stop()
 

@@ -80,9 +80,26 @@ def test_create_conflict_if_match_soft_delete(start_server):
     gone = s.get(f"{url}/n1", params={"__includedeleted": "true"}).json()
     assert gone["deleted"] is True and gone["updatedAt"] > forced.json()["updatedAt"]
     assert s.delete(f"{url}/n1").status_code == 410
+    assert s.delete(f"{url}/n1", headers={"If-Match": '"nope"'}).status_code == 410, "410 comes before If-Match"
     assert [i["id"] for i in s.get(url).json()["items"]] == [generated["id"]]
     listed = s.get(url, params={"__includedeleted": "true", "$filter": "deleted eq true"}).json()
     assert [i["id"] for i in listed["items"]] == ["n1"]
+
+    # A replace of a soft-deleted entity (TableController.ReplaceAsync): 410, before If-Match,
+    # unless the query has __includedeleted=true; then it replaces it, its "deleted" included.
+    assert s.put(f"{url}/n1", json={"id": "n1", "text": "back"}).status_code == 410
+    assert s.put(f"{url}/n1", json={"id": "n1", "text": "back"}, headers={"If-Match": '"nope"'}).status_code == 410
+    stale = s.put(f"{url}/n1", params={"__includedeleted": "true"}, json={"id": "n1", "text": "back"}, headers={"If-Match": '"nope"'})
+    assert stale.status_code == 412 and stale.json()["deleted"] is True
+    assert s.put(f"{url}/n1", params={"__includedeleted": "true"}, json={"id": "n1", "deleted": "no"}).status_code == 400
+    back = s.put(f"{url}/n1", params={"__includedeleted": "true"}, json={"id": "n1", "text": "back", "deleted": False})
+    assert back.status_code == 200, back.text
+    assert back.json()["deleted"] is False and back.json()["text"] == "back" and back.json()["updatedAt"] > gone["updatedAt"]
+    assert s.get(f"{url}/n1").json()["text"] == "back"
+    assert sorted(i["id"] for i in s.get(url).json()["items"]) == sorted([generated["id"], "n1"])
+    again = s.put(f"{url}/n1", json={"id": "n1", "text": "gone again", "deleted": True})
+    assert again.status_code == 200 and again.json()["deleted"] is True
+    assert s.get(f"{url}/n1").status_code == 410
 
 
 def test_faults_apply_to_tables(start_server):

@@ -13,6 +13,12 @@ import SyncStoreSupport
 /// - update: `PUT /tables/{t}/{id}` with every data field of the entry (a PUT replaces the row)
 ///   and `If-Match: "<version>"` (LEAVE_IF_CHANGED; OVERWRITE sends none: forced). A 412 whose
 ///   entity holds what was sent is our own earlier write.
+/// - update of a row soft-deleted on the server (410, or a 412 with `deleted: true`):
+///   LEAVE_IF_CHANGED makes it an `ENTITY_IS_DELETED` conflict; OVERWRITE (the local copy wins)
+///   brings it back: `PUT ...?__includedeleted=true` with `"deleted": false` (the protocol
+///   replaces a soft-deleted entity only with that query) and takes the returned entity. A create
+///   meeting a soft-deleted row of its id (409) goes the same way. A row gone for good (404) is
+///   created again under OVERWRITE.
 /// - delete: `DELETE /tables/{t}/{id}` with `If-Match` as above; 404 and 410 count as deleted.
 /// - 409/412 otherwise: a conflict. `__last_error__` gets `[{"errorCode": "CONFLICT",
 ///   "message", "serverRecord": <entity>}]`, the entry stays dirty, the state counts it.
@@ -104,10 +110,13 @@ struct DatasyncUpTask {
             .filter { !DatasyncTable.systemFields.contains($0.0.lowercased()) }
     }
 
-    private func body(_ id: String, _ fields: [(String, JSON)]) -> [UInt8] {
+    /// The entity sent; `undelete` adds `"deleted": false` (a replace that brings back a
+    /// soft-deleted row).
+    private func body(_ id: String, _ fields: [(String, JSON)], undelete: Bool = false) -> [UInt8] {
         let doc = JSONDocument.object()
         doc.root.set(DatasyncTable.idField, owned: JSONMake.string(id))
         for (name, value) in fields { doc.root.set(name, owned: value.retained()) }
+        if undelete { doc.root.set("deleted", owned: JSONMake.bool(false)) }
         return Array(doc.root.dump().utf8)
     }
 
@@ -134,14 +143,21 @@ struct DatasyncUpTask {
             case 412:
                 let server = try entity(response)
                 if let server, server.root["deleted"]?.bool != true, holds(server, sent) { return (.updated, server) }
+                // A server that checks If-Match before the soft delete: the same as its 410.
+                if server?.root["deleted"]?.bool == true { return (deletedConflict(server), nil) }
                 return (conflict("The server entity changed since it was synced (If-Match failed); the local change was not sent", server), nil)
             case 404 where force:
                 // Gone from the server for good: OVERWRITE makes it again, with the same id.
-                let (outcome, server) = try create(id, fields(item.entry.root, creating: true))
-                if case .created = outcome { return (.updated, server) }
-                return (outcome, server)
+                return try recreate(id, item)
+            case 410 where force:
+                // Soft-deleted by another client: OVERWRITE (the local copy wins) brings it back.
+                switch try undelete(id, sent) {
+                case .back(let server): return (.updated, server)
+                case .gone: return try recreate(id, item)
+                case .refused(let outcome): return (outcome, nil)
+                }
             case 404, 410:
-                return (conflict("The entity was deleted on the server; the local change was not sent", nil, code: "ENTITY_IS_DELETED"), nil)
+                return (deletedConflict(nil), nil)
             default:
                 return (.failed(base.errorText(response)), nil)
             }
@@ -162,6 +178,49 @@ struct DatasyncUpTask {
         }
     }
 
+    /// A create whose id's row is soft-deleted, under OVERWRITE.
+    private func undeleteCreated(_ id: String, _ sent: [(String, JSON)]) throws -> (Outcome, JSONDocument?) {
+        switch try undelete(id, sent) {
+        case .back(let server): return (.created(id), server)
+        // Purged between the two requests: the next run's POST makes it.
+        case .gone: return (.failed(base.errorJSON("NOT_FOUND", "The entity \(id) was purged from the server while its create was sent")), nil)
+        case .refused(let outcome): return (outcome, nil)
+        }
+    }
+
+    /// An update whose row is gone for good (404), under OVERWRITE: made again with the same id.
+    private func recreate(_ id: String, _ item: Item) throws -> (Outcome, JSONDocument?) {
+        let (outcome, server) = try create(id, fields(item.entry.root, creating: true))
+        if case .created = outcome { return (.updated, server) }
+        return (outcome, server)
+    }
+
+    private enum Undelete {
+        /// The row is live again with what was sent: the returned entity.
+        case back(JSONDocument?)
+        /// No row any more (hard-deleted meanwhile).
+        case gone
+        case refused(Outcome)
+    }
+
+    /// OVERWRITE over a row another client soft-deleted (its PUT answered 410): the protocol
+    /// replaces a soft-deleted entity only when the request has `__includedeleted=true`, and the
+    /// replace takes the body's `deleted`, so `"deleted": false` brings the row back with the
+    /// local values. Repeatable: a retry after a lost answer replaces the now live row again.
+    private func undelete(_ id: String, _ sent: [(String, JSON)]) throws -> Undelete {
+        let put = try send("PUT", entityPath(id) + "?__includedeleted=true", body: body(id, sent, undelete: true), headers: DatasyncTable.headers)
+        switch put.status {
+        case 200...299:
+            let server = try entity(put)
+            // A server that kept the row deleted (it ignores `deleted` in a replace): not back.
+            if server?.root["deleted"]?.bool == true { return .refused(deletedConflict(server)) }
+            return .back(server)
+        case 404: return .gone
+        case 409, 410, 412: return .refused(deletedConflict(try entity(put)))
+        default: return .refused(.failed(base.errorText(put)))
+        }
+    }
+
     /// POST with the client id; a 409 holding what was sent is this create's own earlier attempt.
     /// One holding what an earlier attempt sent (`earlier`) is that attempt's row, unchanged
     /// since: the entry's edits made after it go as a PUT on its version.
@@ -173,12 +232,19 @@ struct DatasyncUpTask {
             let server = try entity(response)
             let live = server.map { $0.root["deleted"]?.bool != true } ?? false
             if let server, live, holds(server, sent) { return (.created(id), server) }
+            if let server, !live {
+                // The id's row was soft-deleted (this create's own row, deleted by another client
+                // before the answer came, or an older one): OVERWRITE brings it back.
+                guard force else { return (deletedConflict(server), nil) }
+                return try undeleteCreated(id, sent)
+            }
             let ours = server.map { s in earlier.contains { holds(s, $0) } } ?? false
             if live, force || ours {
                 var headers = DatasyncTable.headers
                 if !force, let version = server?.root["version"]?.string { headers.append("If-Match: \"\(version)\"") }
                 let put = try send("PUT", entityPath(id), body: body(id, sent), headers: headers)
                 if put.isSuccess { return (.created(id), try entity(put)) }
+                if put.status == 410 { return force ? try undeleteCreated(id, sent) : (deletedConflict(nil), nil) }
                 // Our own PUT whose answer was lost holds what we sent.
                 if put.status == 412, let again = try entity(put), again.root["deleted"]?.bool != true, holds(again, sent) { return (.created(id), again) }
                 if put.status == 412 { return (conflict("The server entity changed since this entry's create made it; the local change was not sent", try entity(put)), nil) }
@@ -204,6 +270,11 @@ struct DatasyncUpTask {
     /// The server entity holds every value sent (numbers by value).
     private func holds(_ server: JSONDocument, _ sent: [(String, JSON)]) -> Bool {
         sent.allSatisfy { name, value in LostCreateFinder.same(server.root[name], value) }
+    }
+
+    /// The row is soft-deleted (or gone) on the server: the local change was not sent.
+    private func deletedConflict(_ server: JSONDocument?) -> Outcome {
+        conflict("The entity was deleted on the server; the local change was not sent", server, code: "ENTITY_IS_DELETED")
     }
 
     private func conflict(_ message: String, _ server: JSONDocument?, code: String = "CONFLICT") -> Outcome {
