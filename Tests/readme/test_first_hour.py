@@ -116,8 +116,8 @@ def fenced_blocks(text: str) -> List[Fenced]:
         closing = re.compile(rf" {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*")
         end = next((j for j in range(i + 1, len(lines)) if closing.fullmatch(lines[j])), None)
         body = lines[i + 1:end if end is not None else len(lines)]
-        inner = [i + 2 + k for k, line in enumerate(body)
-                 if (o := OPENING.fullmatch(line)) and o.group(2) and o.group(1)[0] == fence[0] and len(o.group(1)) >= len(fence)]
+        inner = [i + 2 + k for k, line in enumerate(body) if (o := OPENING.fullmatch(line)) and o.group(2)
+                 and o.group(1)[0] == fence[0] and len(o.group(1)) >= len(fence)]
         blocks.append(Fenced(language, "\n".join(body) + "\n", i + 1, end is not None, inner))
         i = (end if end is not None else len(lines)) + 1
     return blocks
