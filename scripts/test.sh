@@ -16,7 +16,9 @@
 #   node     the N-API addon and its Cordova / promise faces (bindings/node/test). ARGS: node --test's
 #   chaos    the chaos suite (Tests/chaos), its short run. ARGS: pytest's; --long first: the long run
 #            (below)
-#   readme   the README's first hour: its marked blocks, verbatim, on a fresh clone of HEAD (Tests/readme)
+#   readme   the README's first hour: its marked blocks, verbatim, on a fresh clone of HEAD (Tests/readme;
+#            the Datasync and two-phase blocks with this checkout's debug CLI); every fence closed,
+#            every json block parsed. Env: SYNCSTORE_FIRST_HOUR=all also the blocks that compile the CLI
 #   fuzz     the fuzz targets' slice: every seed and regression input replayed, then a short run of
 #            each target (FUZZ_CI_SECONDS, default 5; docs/fuzzing.md)
 #   sanitize the sanitizer slices: CTest, Python and Node on the ASan+UBSan library, CTest on the
@@ -47,7 +49,7 @@ while [ $# -gt 0 ]; do
     if [ "$1" = all ]; then stages+=("${all_stages[@]}"); else stages+=("$1"); fi
     shift
 done
-[ ${#stages[@]} -gt 0 ] || { [ $# -eq 0 ] || { sed -n 2,38p "$0"; exit 2; }; stages=("${all_stages[@]}"); }
+[ ${#stages[@]} -gt 0 ] || { [ $# -eq 0 ] || { sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 2; }; stages=("${all_stages[@]}"); }
 args=("$@")
 [ ${#args[@]} -eq 0 ] || [ ${#stages[@]} -eq 1 ] || { echo "ARGS go with one stage: scripts/test.sh STAGE [ARGS...]"; exit 2; }
 
@@ -138,6 +140,7 @@ stage_chaos() {
 
 stage_readme() {
     need_setup
+    need_swift    # the debug CLI the Datasync and two-phase blocks run (the quick start builds its own only with =all)
     .venv/bin/python -m pytest -q -s Tests/readme "$@"
 }
 
