@@ -264,8 +264,8 @@ final class TwoPhaseTests: StoreTestCase {
         let manager = try manager(server)
         try sync(manager, up: false)
         let ids = try local().compactMap { $0["id"] as? String }
-        XCTAssertEqual(ids.count, 4, "the sync down's gets")
         XCTAssertEqual(try local("budget").count, 4)
+        guard ids.count == 4 else { throw TestFailure("the sync down's gets: \(ids.count) of 4 rows") }
         var row = try serverRows(server)[ids[3]] ?? [:]
         row["title"] = "changed on the server"
         row["last_update"] = Timestamp.formatSpaced(Clock.nowMillis() + 5_000)
@@ -319,6 +319,7 @@ final class TwoPhaseTests: StoreTestCase {
         let manager = try manager(server)
         try sync(manager, up: false)
         let ids = try local().compactMap { $0["id"] as? String }
+        guard ids.count == 3 else { throw TestFailure("the sync down's gets: \(ids.count) of 3 rows") }
 
         // Within the run: the answer is lost once, the REST client sends the call again: 409.
         try upsert("todo", [["title": "first", "__local__": true, "__locally_created__": true]])
