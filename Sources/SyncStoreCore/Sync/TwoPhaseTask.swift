@@ -284,46 +284,83 @@ struct TwoPhaseTask {
     /// holds already: an earlier add whose answer was lost, as a retry of this very call after a
     /// lost answer is. Then the adds whose ids a new fetch lists go as updates of those rows (the
     /// same row is the same add; an edit made since goes with it) and the call is sent again.
-    /// Refused still, the other changes go without the adds, then each add alone: an add refused
-    /// on its own stays dirty with the server's reason, and blocks nothing else.
+    /// Refused still with nothing to explain it, the other changes go without the adds, then each
+    /// add alone: an add refused on its own stays dirty with the server's reason, and blocks
+    /// nothing else.
     private func synchronise(_ plans: inout [Plan]) throws -> [Answer] {
-        if case .answered(let answers) = try send(plans) { return answers }
+        // The call sent again after a lost answer is refused too, hence a few rounds.
+        for _ in 0..<3 {
+            switch try send(plans) {
+            case .answered(let answers): return answers
+            case .refused(let why):
+                guard plans.contains(where: { !$0.adds.isEmpty }) else { throw StoreError(.server, why) }
+                guard try moveHeldAdds(&plans) else { return try isolateAdds(plans) }
+            }
+        }
+        return try isolateAdds(plans)
+    }
+
+    /// Fetches the ids again; an add whose id the server lists goes as an update of that row.
+    /// Whether any did.
+    private func moveHeldAdds(_ plans: inout [Plan]) throws -> Bool {
         let fetched = try ctx.rest.json("GET", target.fetchPath, cancel: ctx.cancel)
         var moved = false
         for p in plans.indices where !plans[p].adds.isEmpty {
             let server = try serverStamps(fetched.root, plans[p].table)
-            let held = plans[p].adds.filter { i in plans[p].locals[i].key.map { server[$0] != nil } ?? false }
+            let held = Set(plans[p].adds.filter { i in plans[p].locals[i].key.map { server[$0] != nil } ?? false })
             guard !held.isEmpty else { continue }
             moved = true
             plans[p].adds.removeAll(where: held.contains)
-            plans[p].updates += held
+            plans[p].updates += held.sorted()
         }
-        if moved, case .answered(let answers) = try send(plans) { return answers }
-        // Still refused: the rest first (refused too, it fails the run: no add is in it).
-        var rest = plans
-        for p in rest.indices { rest[p].adds = [] }
+        return moved
+    }
+
+    /// A refusal no fetch explains: the changes but the adds in one call (refused too, it fails
+    /// the run), then each add alone. An add refused alone whose id the server lists then (its
+    /// own answer was lost) is that add; any other stays dirty with the server's reason.
+    private func isolateAdds(_ plans: [Plan]) throws -> [Answer] {
+        func only(_ pick: (inout Plan, Plan) -> Void) -> [Plan] {
+            plans.map { plan in
+                var out = Plan(table: plan.table, info: plan.info)
+                out.locals = plan.locals
+                pick(&out, plan)
+                return out
+            }
+        }
         var answers = Array(repeating: Answer(), count: plans.count)
-        if rest.contains(where: { $0.requests > 0 }) {
-            switch try send(rest) {
-            case .answered(let got): answers = got
+        func merge(_ call: [Plan]) throws {
+            guard call.contains(where: { $0.requests > 0 }) else { return }
+            switch try send(call) {
+            case .answered(let got): for p in answers.indices { answers[p].merge(got[p]) }
             case .refused(let why): throw StoreError(.server, why)
             }
         }
+        try merge(only { out, plan in
+            out.updates = plan.updates
+            out.deletes = plan.deletes
+            out.gets = plan.gets
+        })
+        var refused = only { _, _ in }
+        var reasons: [Int: [Int: String]] = [:]
         for p in plans.indices {
             for i in plans[p].adds {
-                var one = plans.map { plan -> Plan in
-                    var empty = Plan(table: plan.table, info: plan.info)
-                    empty.locals = plan.locals
-                    return empty
-                }
+                var one = only { _, _ in }
                 one[p].adds = [i]
                 switch try send(one) {
                 case .answered(let got): answers[p].merge(got[p])
                 case .refused(let why):
-                    if let key = plans[p].locals[i].key {
-                        answers[p].pushes[key] = .failed(SyncUpTask.errorJSON("DUPLICATE_VALUE", "The server refused this add (\(why)); it stays dirty"))
-                    }
+                    refused[p].adds.append(i)
+                    reasons[p, default: [:]][i] = why
                 }
+            }
+        }
+        guard refused.contains(where: { !$0.adds.isEmpty }) else { return answers }
+        if try moveHeldAdds(&refused) { try merge(refused.map { var plan = $0; plan.adds = []; return plan }) }
+        for p in refused.indices {
+            for i in refused[p].adds {
+                guard let key = plans[p].locals[i].key else { continue }
+                answers[p].pushes[key] = .failed(SyncUpTask.errorJSON("DUPLICATE_VALUE", "The server refused this add (\(reasons[p]?[i] ?? "409")); it stays dirty"))
             }
         }
         return answers
