@@ -76,6 +76,7 @@ public struct DevServerOptions: ParsableArguments {
     @Flag(help: "Also serve the two-phase protocol: GET /twophase/fetch and POST /twophase/synchronise (docs/sync.md#two-phase).") public var twophase = false
     @Option(help: "Two-phase tables: NAME[:IDKEY[:datetime|iso8601]], comma separated.") public var twophaseTables = TwoPhase.defaultTables
     @Option(help: "Two-phase: N rows in each empty table at start.") public var twophaseSeed: Int?
+    @Flag(help: "Two-phase: answer synchronise in the plain shape ({\"<table>\": [row]}, as the fetch) and refuse a call whose add names an id the server has (409, nothing applied), as a server written from the protocol's description; PUT /__devserver/twophase 'plain' or 'operations' switches at run time (--admin).") public var twophasePlain = false
     @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") public var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") public var verbose = false
 
@@ -97,7 +98,7 @@ public struct DevServerOptions: ParsableArguments {
             do { _ = try TwoPhase.parseTables(twophaseTables) } catch { throw ValidationError("\(error)") }
         }
         if let twophaseSeed, !(0...1_000_000).contains(twophaseSeed) { throw ValidationError("--twophase-seed must be 0...1000000") }
-        if !twophase && (twophaseSeed != nil || twophaseTables != TwoPhase.defaultTables) { throw ValidationError("--twophase-tables and --twophase-seed need --twophase") }
+        if !twophase && (twophaseSeed != nil || twophaseTables != TwoPhase.defaultTables || twophasePlain) { throw ValidationError("--twophase-tables, --twophase-seed and --twophase-plain need --twophase") }
         if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
             throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
         }
@@ -178,6 +179,7 @@ public enum DevServer {
             if let n = o.twophaseSeed {
                 notes.append("seeded \(try DevServerError.classify("--twophase-seed", .storage) { try tp.seed(n) }) two-phase rows")
             }
+            tp.setPlain(o.twophasePlain)
             twoPhase = tp
         }
         let userParts = o.user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)

@@ -155,6 +155,29 @@ struct DevResponder: HTTPResponder {
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: r.body)))
     }
 
+    /// `/__devserver/twophase` (with `--twophase`): GET shows the synchronise answer shape; PUT
+    /// (or POST) sets it, body `plain` (per table, the rows; 409 on a repeated add, as
+    /// `--twophase-plain`) or `operations` (the default), bare or as `{"answer": ...}`.
+    /// Answers `{"answer"}`.
+    private func twoPhase(method: String, body: [UInt8]) -> APIResponse {
+        guard let tp = api.twoPhase else { return APIResponse(error: .notFound) }
+        switch method {
+        case "GET":
+            break
+        case "PUT", "POST":
+            var text = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if let json = try? JSON.parse(body), let value = json["answer"]?.stringValue { text = value }
+            switch text {
+            case "plain": tp.setPlain(true)
+            case "operations": tp.setPlain(false)
+            default: return APIResponse(error: APIError(400, "INVALID_INPUT", "The two-phase answer shape is 'plain' or 'operations'"))
+            }
+        default:
+            return APIResponse(error: APIError.methodNotAllowed(method, allowed: ["GET", "PUT"]))
+        }
+        return APIResponse(status: 200, json: .object([("answer", .string(tp.plain ? "plain" : "operations"))]))
+    }
+
     /// `/__devserver/clock`: GET shows the offset and both clocks; PUT (or POST) sets the offset in
     /// seconds (body `-600` or `{"offsetSeconds": -600}`, at most one day either way); DELETE
     /// sets it back to 0. Answers `{"offsetSeconds", "serverTime", "realTime"}`.
@@ -208,6 +231,7 @@ struct DevResponder: HTTPResponder {
             }
         }
         if path == "/__devserver/clock" { return clock(method: method, body: body) }
+        if path == "/__devserver/twophase" { return twoPhase(method: method, body: body) }
         guard path == "/__devserver/faults" else { return APIResponse(error: .notFound) }
         let text: [(String, String)] = [("Content-Type", "text/plain; charset=utf-8")]
         switch method {

@@ -18,6 +18,12 @@ import SyncStoreSupport
 /// clock (`--clock-offset` applies). The whole call is one transaction, applied in the order
 /// add, update, delete, then get (so `get` sees the call's own writes). Same bearer token as the
 /// Salesforce routes; faults apply as to every route.
+///
+/// `--twophase-plain` (or `PUT /__devserver/twophase` `plain` with `--admin`) answers as a server
+/// written from the protocol's description would: like the fetch, per table an array of the full
+/// rows (those asked for in `get`, then the stored rows of what was added or updated; a row
+/// deleted meanwhile is left out), `{"<table>": [row]}`, and an `add` of an id it holds already
+/// refuses the whole call: 409 `DUPLICATE_VALUE`, nothing applied.
 final class TwoPhase: @unchecked Sendable {
     enum Format: String { case datetime, iso8601 }
 
@@ -35,6 +41,12 @@ final class TwoPhase: @unchecked Sendable {
     static let defaultTables = "todo:id:datetime,budget:bid:iso8601"
     let tables: [Table]
     private let store: Store
+    /// The plain answer shape and 409 on a repeated add (under the store's lock).
+    private var plainAnswers = false
+
+    /// `--twophase-plain`, or the admin switch: which answer shape phase 2 gives.
+    func setPlain(_ on: Bool) { store.locked { plainAnswers = on } }
+    var plain: Bool { store.locked { plainAnswers } }
 
     init(store: Store, spec: String) throws {
         self.store = store
@@ -210,6 +222,7 @@ final class TwoPhase: @unchecked Sendable {
         let updates = try section(body, "update", rows: true)
         let deletes = try section(body, "delete", rows: false)
         let gets = try section(body, "get", rows: false)
+        if plainAnswers { return try synchronisePlain(adds: adds, updates: updates, deletes: deletes, gets: gets) }
         // Results per operation, then per table in the order the tables first appear.
         func grouped(_ items: [(Table, JSON)]) -> JSON {
             var order: [String] = []
@@ -240,6 +253,41 @@ final class TwoPhase: @unchecked Sendable {
                 try load(op.table, op.id).map { (op.table, rowJSON(op.table, $0)) }
             }
             return .object([("add", grouped(added)), ("update", grouped(updated)), ("delete", grouped(deleted)), ("get", grouped(got))])
+        }
+    }
+
+    /// The plain shape: a repeated add refuses the whole call; the answer is per table the rows
+    /// of the ids sent in add, update and get, as stored after the call (a row deleted is left out).
+    private func synchronisePlain(adds: [Op], updates: [Op], deletes: [Op], gets: [Op]) throws -> JSON {
+        var seen = Set<String>()
+        for op in adds {
+            let exists = try load(op.table, op.id) != nil
+            guard !exists, seen.insert(op.table.name + "\u{0}" + op.id).inserted else {
+                throw APIError(409, "DUPLICATE_VALUE", "add: \(op.table.name) already has id \(op.id); nothing was applied")
+            }
+        }
+        return try store.db.savepoint {
+            for op in adds { _ = try write(op, creating: true) }
+            for op in updates { _ = try write(op, creating: false) }
+            for op in deletes {
+                let s = try store.db.prepare("DELETE FROM twophase_rows WHERE tbl = ?1 AND id = ?2")
+                try s.bind([.text(op.table.name), .text(op.id)])
+                try s.run()
+            }
+            var order: [String] = []
+            var ids: [String: [String]] = [:]
+            var listed = Set<String>()
+            for op in gets + adds + updates + deletes where ids[op.table.name] == nil {
+                order.append(op.table.name)
+                ids[op.table.name] = []
+            }
+            for op in gets + adds + updates where listed.insert(op.table.name + "\u{0}" + op.id).inserted {
+                ids[op.table.name, default: []].append(op.id)
+            }
+            return .object(try order.map { name in
+                let t = try table(name)
+                return (name, .array(try (ids[name] ?? []).compactMap { id in try load(t, id).map { rowJSON(t, $0) } }))
+            })
         }
     }
 

@@ -41,12 +41,12 @@ final class TwoPhaseTests: StoreTestCase {
         return page.items.compactMap { ($0 as? [Any])?.first as? Entry }
     }
 
-    /// The server's rows of `table` by id, through the protocol itself.
+    /// The server's rows of `table` by id, through the protocol itself (either answer shape).
     func serverRows(_ server: DevServerProcess, _ table: String = "todo", key: String = "id") throws -> [String: [String: Any]] {
         let fetched = try server.call("GET", "/twophase/fetch?tables=\(table)") as? [String: [[String: Any]]] ?? [:]
         let ids = (fetched[table] ?? []).compactMap { $0[key] as? String }
         let answer = try server.call("POST", "/twophase/synchronise", body: try jsonText(["get": [table: ids]])) as? [String: Any]
-        let rows = (answer?["get"] as? [String: [[String: Any]]])?[table] ?? []
+        let rows = ((answer?["get"] as? [String: [[String: Any]]]) ?? (answer as? [String: [[String: Any]]]))?[table] ?? []
         return Dictionary(rows.map { (($0[key] as? String) ?? "", $0) }, uniquingKeysWith: { a, _ in a })
     }
 
@@ -252,6 +252,130 @@ final class TwoPhaseTests: StoreTestCase {
         let response = try RestClient(config: server.remote).send(spec.isEmpty ? "DELETE" : "PUT", "/__devserver/faults",
                                                                     body: Array(spec.utf8))
         XCTAssertTrue(response.isSuccess, "faults: HTTP \(response.status) \(response.text)")
+    }
+
+    // A server written from the protocol's description answers phase 2 as its fetch does: per
+    // table, the full rows of the ids sent (gets, then what was added or updated, with its
+    // last_update); an id left out was deleted meanwhile. Rows come down, adds and updates end
+    // clean with the server's row, a delete is done, and the rows deleted while the call was in
+    // flight are: a clean entry deleted here, an edited one added again by the next run.
+    func testPlainAnswerShape() throws {
+        let server = try DevServerProcess(["--twophase", "--twophase-seed", "4", "--twophase-plain", "--admin"])
+        let manager = try manager(server)
+        try sync(manager, up: false)
+        let ids = try local().compactMap { $0["id"] as? String }
+        XCTAssertEqual(try local("budget").count, 4)
+        guard ids.count == 4 else { throw TestFailure("the sync down's gets: \(ids.count) of 4 rows") }
+        var row = try serverRows(server)[ids[3]] ?? [:]
+        row["title"] = "changed on the server"
+        row["last_update"] = Timestamp.formatSpaced(Clock.nowMillis() + 5_000)
+        XCTAssertNotNil(try synchronise(server, ["update": ["todo": [row]]])["todo"], "the plain shape")
+        try upsert("todo", [["title": "new", "__local__": true, "__locally_created__": true]])
+        try edit(ids[0], title: "local edit")
+        try edit(ids[1], title: "", delete: true)
+        try edit(ids[2], title: "edited here, deleted there meanwhile")
+        // Phase 2 waits 1.5 s: the server deletes two rows between the phases.
+        try setFaults(server, "POST /twophase/synchronise latency=1500 times=1")
+        let id = try manager.syncUp(targetJSON: target, soupName: "todo", optionsJSON: nil, name: nil, callback: nil)
+        let deadline = Date().addingTimeInterval(10)
+        while try local().first(where: { $0["title"] as? String == "new" })?["__twophase_stamp__"] == nil && Date() < deadline {
+            usleep(20_000)
+        }
+        _ = try synchronise(server, ["delete": ["todo": [ids[2], ids[3]]]])
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 30_000).status, .done)
+
+        var rows = try serverRows(server)
+        let entries = try local()
+        let added = entries.first { $0["title"] as? String == "new" }
+        let newId = added?["id"] as? String ?? ""
+        XCTAssertEqual(Set(rows.keys), [newId, ids[0]])
+        XCTAssertEqual(rows[ids[0]]?["title"] as? String, "local edit")
+        for id in [newId, ids[0]] {
+            let entry = entries.first { $0["id"] as? String == id }
+            XCTAssertTrue(isBool(entry?["__local__"], false), "\(id) is clean")
+            XCTAssertNil(entry?["__twophase_stamp__"])
+            XCTAssertEqual(entry?["last_update"] as? String, rows[id]?["last_update"] as? String)
+        }
+        XCTAssertNil(entries.first { $0["id"] as? String == ids[1] }, "the local delete is done")
+        XCTAssertNil(entries.first { $0["id"] as? String == ids[3] }, "a get left out of the answer: deleted there")
+        let kept = entries.first { $0["id"] as? String == ids[2] }
+        XCTAssertTrue(isBool(kept?["__local__"], true), "an update left out of the answer: deleted there, the edit kept")
+        XCTAssertTrue(isBool(kept?["__locally_created__"], true))
+
+        try sync(manager, up: true)
+        rows = try serverRows(server)
+        XCTAssertEqual(rows.count, 3)
+        XCTAssertEqual(rows[ids[2]]?["title"] as? String, "edited here, deleted there meanwhile")
+        XCTAssertTrue(try local().allSatisfy { isBool($0["__local__"], false) })
+        XCTAssertEqual(try sync(manager, up: true).totalSize, 0, "nothing left to do")
+    }
+
+    // A server that keeps UUIDs as primary keys refuses a whole call (409, nothing applied) whose
+    // add names an id it has: the retry of a call whose answer was lost, within the run or in the
+    // next one. The refused add is that add (the row is there: one row, the entry clean), and the
+    // other changes of the run go through.
+    func testRefusedRepeatedAddIsThatAdd() throws {
+        let server = try DevServerProcess(["--twophase", "--twophase-seed", "3", "--twophase-plain", "--admin"])
+        let manager = try manager(server)
+        try sync(manager, up: false)
+        let ids = try local().compactMap { $0["id"] as? String }
+        guard ids.count == 3 else { throw TestFailure("the sync down's gets: \(ids.count) of 3 rows") }
+
+        // Within the run: the answer is lost once, the REST client sends the call again: 409.
+        try upsert("todo", [["title": "first", "__local__": true, "__locally_created__": true]])
+        try edit(ids[0], title: "edit 1")
+        try setFaults(server, "POST /twophase/synchronise drop=after times=1")
+        try sync(manager, up: true)
+        var rows = try serverRows(server)
+        XCTAssertEqual(rows.count, 4, "one row per entry: \(rows)")
+        XCTAssertEqual(rows[ids[0]]?["title"] as? String, "edit 1")
+        XCTAssertTrue(try local().allSatisfy { isBool($0["__local__"], false) })
+
+        // In the next run: every answer of the run is lost; meanwhile the host edits, deletes
+        // and adds more; the next run's call names the add the server has, with those changes.
+        try upsert("todo", [["title": "second", "__local__": true, "__locally_created__": true]])
+        try setFaults(server, "POST /twophase/synchronise drop=after times=3")
+        try sync(manager, up: true, expect: .failed)
+        XCTAssertEqual(try serverRows(server).count, 5, "the first attempt was applied")
+        try setFaults(server, "")
+        try edit(ids[1], title: "edit 2")
+        try edit(ids[2], title: "", delete: true)
+        try upsert("todo", [["title": "third", "__local__": true, "__locally_created__": true]])
+        try sync(manager, up: true)
+        rows = try serverRows(server)
+        let titles = rows.values.compactMap { $0["title"] as? String }.sorted()
+        XCTAssertEqual(titles, ["edit 1", "edit 2", "first", "second", "third"])
+        let entries = try local()
+        XCTAssertEqual(entries.count, 5)
+        XCTAssertTrue(entries.allSatisfy { isBool($0["__local__"], false) }, "\(entries)")
+        XCTAssertEqual(Set(entries.compactMap { $0["id"] as? String }), Set(rows.keys))
+        XCTAssertEqual(try sync(manager, up: true).totalSize, 0, "nothing left to do")
+    }
+
+    // A 409 that no fetch explains (the server holds an id it does not list) blocks only the add
+    // it is about: the other changes go without the adds, then each add alone; the add refused on
+    // its own stays dirty with the server's reason.
+    func testUnexplainedRefusalBlocksOnlyItsAdd() throws {
+        let server = try DevServerProcess(["--twophase", "--twophase-seed", "1", "--twophase-plain", "--admin"])
+        let manager = try manager(server)
+        try sync(manager, up: false)
+        let seeded = try local().first?["id"] as? String ?? ""
+        try edit(seeded, title: "edited")
+        try upsert("todo", [["title": "a", "__local__": true, "__locally_created__": true],
+                            ["title": "b", "__local__": true, "__locally_created__": true]])
+        // Requests: the whole call (409), the rest without adds, add a alone, add b alone (409).
+        try setFaults(server, "POST /twophase/synchronise status=409 times=1; POST /twophase/synchronise status=409 after=2 times=1")
+        let state = try sync(manager, up: true)
+        XCTAssertEqual(state.errors, 1)
+        let rows = try serverRows(server)
+        XCTAssertEqual(rows.values.compactMap { $0["title"] as? String }.sorted(), ["a", "edited"])
+        let b = try local().first { $0["title"] as? String == "b" }
+        XCTAssertTrue(isBool(b?["__local__"], true))
+        XCTAssertTrue((b?["__last_error__"] as? String ?? "").contains("409"), b?["__last_error__"] as? String ?? "")
+        try setFaults(server, "")
+        try sync(manager, up: true)
+        XCTAssertEqual(try serverRows(server).count, 3)
+        XCTAssertTrue(try local().allSatisfy { isBool($0["__local__"], false) })
     }
 
     // A host write made from a copy read before the engine gave the entry its UUID (a

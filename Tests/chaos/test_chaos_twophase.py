@@ -1,7 +1,11 @@
 """Chaos for the `twophase` target (docs/sync.md#two-phase) against the dev server's --twophase
 routes: fault rounds (drops before and after commit, 5xx, latency, a moving server clock) with
 CHAOS_CLIENTS stores syncing at once and editing while their syncs are in flight, then a crash
-host SIGKILLed at random points, then convergence. Two tables, one per timestamp format.
+host SIGKILLed at random points, then convergence. Two tables, one per timestamp format. The
+server's answer shape changes as it runs (PUT /__devserver/twophase): rounds alternate between the
+dev server's own per-operation answer and the plain one of a server written from the protocol's
+description (per table the rows, and 409 for a call whose add names an id it has, which every
+lost answer's retry does); each kill and the convergence draw one.
 
 Every row has one writer, its owner (client N writes value `v` = "c<N>-<seq>" of the rows it
 created, and deletes them), so the protocol's "newer last_update wins" makes exactly one
@@ -38,6 +42,12 @@ FAULTS = [
     "GET /twophase/fetch drop=after rate=0.2",
     "latency=0-60",
 ]
+MODES = ["operations", "plain"]
+
+
+def set_mode(server, mode):
+    """The synchronise answer shape: the dev server's per operation, or plain (per table)."""
+    server.ok("PUT", "/__devserver/twophase", {"answer": mode})
 
 
 class TwoPhaseClient:
@@ -129,7 +139,8 @@ def server_rows(server):
     """(table, key) -> [v, ...] of every server row (a key twice is a duplicate)."""
     ids = server.ok("GET", "/twophase/fetch")
     get = {t: [r[key] for r in ids.get(t, [])] for t, _, key, _ in TABLES}
-    rows = server.ok("POST", "/twophase/synchronise", {"get": get}).get("get", {})
+    answer = server.ok("POST", "/twophase/synchronise", {"get": get})
+    rows = answer["get"] if isinstance(answer.get("get"), dict) else answer  # either shape
     out = {}
     for table, _, _, _ in TABLES:
         for row in rows.get(table, []):
@@ -170,7 +181,11 @@ def test_twophase_chaos(tmp_path):
         expected = [dict() for _ in hosts]
 
         # Fault rounds: every client writes, then syncs while writing more, all at once.
+        first_mode = rng.randrange(2)
         for r in range(rounds):
+            mode = MODES[(first_mode + r) % 2]
+            set_mode(server, mode)
+            Summary.add(f"twophase_rounds_{mode}")
             # Phase 2 always takes a while, so edits land while it is in flight.
             server.set_faults(f"seed={rng.randrange(1 << 30)}; POST /twophase/synchronise latency=30-120; "
                               + "; ".join(rng.sample(FAULTS, rng.randint(1, 3))))
@@ -207,6 +222,7 @@ def test_twophase_chaos(tmp_path):
         for n in range(kills):
             proc = subprocess.Popen([sys.executable, str(HERE / "twophase_host.py"), str(tmp_path / "c0"), server.url, "0",
                                      str(seed * 1000 + n), str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            set_mode(server, rng.choice(MODES))
             if rng.random() < 0.5:
                 server.set_faults(f"seed={n}; " + rng.choice(FAULTS))
             else:
@@ -233,6 +249,7 @@ def test_twophase_chaos(tmp_path):
 
         # Convergence: no faults, the server's clock back; every client syncs up then down.
         server.set_clock(0)
+        set_mode(server, rng.choice(MODES))
         for attempt in range(4):
             for h in hosts:
                 for up in (True, False):

@@ -117,3 +117,30 @@ def test_custom_tables_and_clock_offset(start_server):
     server_now = email.utils.parsedate_to_datetime(date).timestamp()
     stamped = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
     assert abs(stamped - server_now) < 5, "rows are stamped on the server's (shifted) clock"
+
+
+def test_plain_answers_rows_per_table_and_refuses_a_repeated_add(start_server):
+    """--twophase-plain: the answer a server written from the protocol's description gives (per
+    table the full rows, like the fetch), and 409 for a call whose add names an id it has."""
+    server = start_server("--twophase", "--twophase-plain", "--admin")
+    a, b, c = (str(uuid.uuid4()) for _ in range(3))
+    made = synchronise(server, {"add": {"todo": [{"id": a, "title": "a", "last_update": "2026-01-01 10:00:00"},
+                                                 {"id": b, "title": "b"}]}})
+    assert set(made) == {"todo"}
+    assert [r["id"] for r in made["todo"]] == [a, b]
+    assert made["todo"][0] == {"id": a, "title": "a", "last_update": "2026-01-01 10:00:00"}
+    assert DATETIME.match(made["todo"][1]["last_update"])
+    # A repeated add refuses the whole call: the other add and the delete are not applied.
+    r = session().post(f"{server.url}/twophase/synchronise",
+                       json={"add": {"todo": [{"id": c, "title": "c"}, {"id": a, "title": "a"}]}, "delete": {"todo": [b]}})
+    assert r.status_code == 409 and "DUPLICATE_VALUE" in r.text
+    assert sorted(x["id"] for x in fetch(server)["todo"]) == sorted([a, b])
+    # Updated rows and gets come back as stored; a deleted row is left out; a stale update
+    # answers the stored row.
+    answer = synchronise(server, {"update": {"todo": [{"id": a, "title": "older", "last_update": "2025-01-01 10:00:00"}]},
+                                  "delete": {"todo": [b]}, "get": {"todo": [b, a], "budget": []}})
+    assert answer == {"todo": [{"id": a, "title": "a", "last_update": "2026-01-01 10:00:00"}]}
+    # The admin switch: back to the per-operation answer.
+    assert session().put(f"{server.url}/__devserver/twophase", data="operations").json() == {"answer": "operations"}
+    assert synchronise(server, {"get": {"todo": [a]}})["get"]["todo"][0]["id"] == a
+    assert session().put(f"{server.url}/__devserver/twophase", json={"answer": "nope"}).status_code == 400

@@ -83,18 +83,13 @@ struct TwoPhaseTask {
         emit(state)
         if pushing { try stampPushes(&plans, offset: offset) }
         // Phase 2.
-        var answer: JSONDocument? = nil
-        if plans.contains(where: { $0.requests > 0 }) {
-            if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
-            // Safe to send again: adds carry their UUIDs and updates their stamps.
-            answer = try ctx.rest.json("POST", target.synchroniseUrl, body: Array(body(plans).root.dump().utf8),
-                                       idempotent: true, cancel: ctx.cancel)
-        }
+        var answers: [Answer]? = nil
+        if plans.contains(where: { $0.requests > 0 }) { answers = try synchronise(&plans) }
         // Once answered, the answer is stored even if the sync was stopped meanwhile.
         var next = state
         next.progress = 100
         try ctx.store.write { db in
-            for plan in plans { try apply(plan, answer: answer?.root, db: db, state: &next) }
+            for (p, plan) in plans.enumerated() { try apply(plan, answer: answers?[p], db: db, state: &next) }
             try states.save(next, db: db)
         }
         state = next
@@ -249,6 +244,148 @@ struct TwoPhaseTask {
         }
     }
 
+    // MARK: phase 2
+
+    /// One table's outcome of phase 2, read from either answer shape.
+    struct Answer {
+        enum Push {
+            /// Stored: the server's `last_update` (the operations shape), or its whole row (the
+            /// plain shape: its fields go over the entry's).
+            case applied(stamp: JSON?, row: JSON?)
+            /// The server's row is newer (it is not the one sent).
+            case stale(row: JSON?)
+            /// The server has no such row: deleted since phase 1.
+            case missing
+            /// The answer does not say.
+            case unanswered
+            /// Refused: the error for `__last_error__`.
+            case failed(String)
+        }
+
+        /// Adds and updates by id.
+        var pushes: [String: Push] = [:]
+        /// Ids whose delete is done.
+        var deleted: Set<String> = []
+        /// The rows answered for `get`, in answer order.
+        var rows: [JSON] = []
+        /// Ids asked for in `get` that the server no longer has.
+        var gone: Set<String> = []
+
+        mutating func merge(_ other: Answer) {
+            pushes.merge(other.pushes) { _, new in new }
+            deleted.formUnion(other.deleted)
+            rows += other.rows
+            gone.formUnion(other.gone)
+        }
+    }
+
+    /// Phase 2: one `synchronise` call, answered in either shape (docs/sync.md#two-phase). A
+    /// server may refuse the whole call with 409 (nothing applied) when an `add` names an id it
+    /// holds already: an earlier add whose answer was lost, as a retry of this very call after a
+    /// lost answer is. Then the adds whose ids a new fetch lists go as updates of those rows (the
+    /// same row is the same add; an edit made since goes with it) and the call is sent again.
+    /// Refused still with nothing to explain it, the other changes go without the adds, then each
+    /// add alone: an add refused on its own stays dirty with the server's reason, and blocks
+    /// nothing else.
+    private func synchronise(_ plans: inout [Plan]) throws -> [Answer] {
+        // The call sent again after a lost answer is refused too, hence a few rounds.
+        for _ in 0..<3 {
+            switch try send(plans) {
+            case .answered(let answers): return answers
+            case .refused(let why):
+                guard plans.contains(where: { !$0.adds.isEmpty }) else { throw StoreError(.server, why) }
+                guard try moveHeldAdds(&plans) else { return try isolateAdds(plans) }
+            }
+        }
+        return try isolateAdds(plans)
+    }
+
+    /// Fetches the ids again; an add whose id the server lists goes as an update of that row.
+    /// Whether any did.
+    private func moveHeldAdds(_ plans: inout [Plan]) throws -> Bool {
+        let fetched = try ctx.rest.json("GET", target.fetchPath, cancel: ctx.cancel)
+        var moved = false
+        for p in plans.indices where !plans[p].adds.isEmpty {
+            let server = try serverStamps(fetched.root, plans[p].table)
+            let held = Set(plans[p].adds.filter { i in plans[p].locals[i].key.map { server[$0] != nil } ?? false })
+            guard !held.isEmpty else { continue }
+            moved = true
+            plans[p].adds.removeAll(where: held.contains)
+            plans[p].updates += held.sorted()
+        }
+        return moved
+    }
+
+    /// A refusal no fetch explains: the changes but the adds in one call (refused too, it fails
+    /// the run), then each add alone. An add refused alone whose id the server lists then (its
+    /// own answer was lost) is that add; any other stays dirty with the server's reason.
+    private func isolateAdds(_ plans: [Plan]) throws -> [Answer] {
+        func only(_ pick: (inout Plan, Plan) -> Void) -> [Plan] {
+            plans.map { plan in
+                var out = Plan(table: plan.table, info: plan.info)
+                out.locals = plan.locals
+                pick(&out, plan)
+                return out
+            }
+        }
+        var answers = Array(repeating: Answer(), count: plans.count)
+        func merge(_ call: [Plan]) throws {
+            guard call.contains(where: { $0.requests > 0 }) else { return }
+            switch try send(call) {
+            case .answered(let got): for p in answers.indices { answers[p].merge(got[p]) }
+            case .refused(let why): throw StoreError(.server, why)
+            }
+        }
+        try merge(only { out, plan in
+            out.updates = plan.updates
+            out.deletes = plan.deletes
+            out.gets = plan.gets
+        })
+        var refused = only { _, _ in }
+        var reasons: [Int: [Int: String]] = [:]
+        for p in plans.indices {
+            for i in plans[p].adds {
+                var one = only { _, _ in }
+                one[p].adds = [i]
+                switch try send(one) {
+                case .answered(let got): answers[p].merge(got[p])
+                case .refused(let why):
+                    refused[p].adds.append(i)
+                    reasons[p, default: [:]][i] = why
+                }
+            }
+        }
+        guard refused.contains(where: { !$0.adds.isEmpty }) else { return answers }
+        if try moveHeldAdds(&refused) { try merge(refused.map { var plan = $0; plan.adds = []; return plan }) }
+        for p in refused.indices {
+            for i in refused[p].adds {
+                guard let key = plans[p].locals[i].key else { continue }
+                answers[p].pushes[key] = .failed(SyncUpTask.errorJSON("DUPLICATE_VALUE", "The server refused this add (\(reasons[p]?[i] ?? "409")); it stays dirty"))
+            }
+        }
+        return answers
+    }
+
+    enum Sent {
+        case answered([Answer])
+        /// 409: the server refused the whole call (why, for a message).
+        case refused(String)
+    }
+
+    /// Sends one `synchronise` call for `plans` and reads its answer.
+    private func send(_ plans: [Plan]) throws -> Sent {
+        if ctx.cancel.isCancelled { throw StoreError(.state, "The sync was stopped") }
+        // Safe to send again: adds carry their UUIDs and updates their stamps.
+        let response = try ctx.rest.send("POST", target.synchroniseUrl, body: Array(body(plans).root.dump().utf8),
+                                          idempotent: true, cancel: ctx.cancel)
+        if response.status == 409 {
+            return .refused("POST \(RemoteURL.redacted(target.synchroniseUrl)): \(RestClient.describe(response))")
+        }
+        guard response.isSuccess else { throw RestClient.error(for: response, method: "POST", path: target.synchroniseUrl) }
+        let doc = try RestClient.parse(response.body, method: "POST", path: RemoteURL.redacted(target.synchroniseUrl))
+        return .answered(try read(doc.root, plans))
+    }
+
     /// The `synchronise` body: per operation, per table.
     private func body(_ plans: [Plan]) -> JSONDocument {
         let doc = JSONDocument.object()
@@ -263,36 +400,141 @@ struct TwoPhaseTask {
             }
             doc.root.set(name, owned: tables.root.retained())
         }
-        section("add") { plan in plan.adds.map { row(plan.locals[$0]) } }
-        section("update") { plan in plan.updates.map { row(plan.locals[$0]) } }
+        section("add") { plan in plan.adds.map { row(plan.locals[$0]).root.retained() } }
+        section("update") { plan in plan.updates.map { row(plan.locals[$0]).root.retained() } }
         section("delete") { plan in plan.deletes.compactMap { plan.locals[$0].key.map(JSONMake.string) } }
         section("get") { plan in plan.gets.map(JSONMake.string) }
         return doc
     }
 
     /// An entry as a row: every field but the store's and the engine's own (`_soup*`, `__*`).
-    private func row(_ local: Local) -> UnsafeMutablePointer<json_t>? {
+    private func row(_ local: Local) -> JSONDocument {
         let out = JSONDocument.object()
         for (name, value) in local.doc.root.members where !name.hasPrefix("_soup") && !name.hasPrefix("__") {
             out.root.set(name, owned: value.retained())
         }
-        return out.root.retained()
+        return out
     }
 
-    // MARK: after phase 2
+    /// The answer, per plan. Two shapes are accepted, told apart by their keys: the operations
+    /// shape (the dev server's) has an object under `add`, `update`, `delete` or `get`; the plain
+    /// shape (a server answering as its fetch does) has, per table, an array of the full rows.
+    private func read(_ root: JSON, _ plans: [Plan]) throws -> [Answer] {
+        guard root.isObject else {
+            throw StoreError(.server, "POST \(RemoteURL.redacted(target.synchroniseUrl)): the answer must be a JSON object (per operation or per table), not \(MessageLimit.bound(String(root.dump().prefix(200))))")
+        }
+        let operations = ["add", "update", "delete", "get"].contains { root[$0]?.isObject ?? false }
+        return try plans.map { operations ? readOperations(root, $0) : try readRows(root, $0) }
+    }
 
-    /// The answer's items of one operation and table, by id.
-    private func results(_ answer: JSON?, _ op: String, _ table: TwoPhaseTarget.Table) -> [String: JSON] {
-        var out: [String: JSON] = [:]
-        for item in answer?[op]?[table.name]?.elements ?? [] {
-            if let id = item[table.idKey]?.string { out[id] = item }
+    /// `{"add": {"<table>": [{"<id>", "last_update", "status", "row"?}]}, "update": ...,
+    ///   "delete": {"<table>": [{"<id>", "status"}]}, "get": {"<table>": [row]}}`.
+    private func readOperations(_ root: JSON, _ plan: Plan) -> Answer {
+        let table = plan.table
+        var out = Answer()
+        for op in ["add", "update"] {
+            for item in root[op]?[table.name]?.elements ?? [] {
+                guard let id = item[table.idKey]?.string else { continue }
+                switch item["status"]?.string ?? "" {
+                case "created", "exists", "updated":
+                    out.pushes[id] = .applied(stamp: item[TwoPhaseTarget.lastUpdate].flatMap { $0.string != nil ? $0 : nil }, row: nil)
+                case "stale":
+                    out.pushes[id] = .stale(row: item["row"].flatMap { $0.isObject ? $0 : nil })
+                case "missing":
+                    out.pushes[id] = .missing
+                default:
+                    out.pushes[id] = .failed(SyncUpTask.errorJSON("SERVER_ERROR", MessageLimit.bound(item.dump())))
+                }
+            }
+        }
+        for item in root["delete"]?[table.name]?.elements ?? [] {
+            if let id = item[table.idKey]?.string { out.deleted.insert(id) }
+        }
+        var answered = Set<String>()
+        for row in root["get"]?[table.name]?.elements ?? [] {
+            guard row.isObject, let id = row[table.idKey]?.string else { continue }
+            out.rows.append(row)
+            answered.insert(id)
+        }
+        // A `get` section that leaves an id out: the server no longer has that row.
+        if root["get"]?.isObject ?? false { out.gone = Set(plan.gets).subtracting(answered) }
+        return out
+    }
+
+    /// `{"<table>": [row]}`: the rows of the ids sent in add, update and get, as the server now
+    /// holds them; an id left out was deleted (a delete's id left out is done).
+    private func readRows(_ root: JSON, _ plan: Plan) throws -> Answer {
+        let table = plan.table
+        let url = RemoteURL.redacted(target.synchroniseUrl)
+        var out = Answer()
+        guard let list = root[table.name] else {
+            guard plan.adds.isEmpty && plan.updates.isEmpty && plan.gets.isEmpty else {
+                throw StoreError(.server, "POST \(url): the answer has neither operations (add, update, delete, get) nor an array of rows for table '\(table.name)'")
+            }
+            for i in plan.deletes { if let key = plan.locals[i].key { out.deleted.insert(key) } }
+            return out
+        }
+        guard list.isArray else {
+            throw StoreError(.server, "POST \(url): the answer's '\(table.name)' must be an array of rows")
+        }
+        var byId: [String: JSON] = [:]
+        for item in list.elements {
+            guard item.isObject, let id = item[table.idKey]?.string, !id.isEmpty else {
+                throw StoreError(.server, "POST \(url): each '\(table.name)' row must be an object with its \"\(table.idKey)\": \(MessageLimit.bound(String(item.dump().prefix(200))))")
+            }
+            if byId[id] == nil { byId[id] = item }
+        }
+        let adds = Set(plan.adds)
+        for i in plan.adds + plan.updates {
+            let local = plan.locals[i]
+            guard let key = local.key else { continue }
+            guard let server = byId[key] else {
+                out.pushes[key] = adds.contains(i) ? .unanswered : .missing
+                continue
+            }
+            // The row sent, or one the server made of it (its own stamp, fields it adds); a
+            // row that differs and is newer than the one sent is another change: stale.
+            let sent = row(local).root
+            let same = sent.members.allSatisfy { name, value in
+                name == TwoPhaseTarget.lastUpdate || server[name].map { TwoPhaseTask.sameValue($0, value) } ?? false
+            }
+            let newer = { () -> Bool in
+                guard let theirs = server[TwoPhaseTarget.lastUpdate]?.string.flatMap(Timestamp.parse) else { return false }
+                return theirs > (local.stamp ?? Int64.max)
+            }()
+            out.pushes[key] = same || !newer ? .applied(stamp: nil, row: server) : .stale(row: server)
+        }
+        for i in plan.deletes {
+            if let key = plan.locals[i].key, byId[key] == nil { out.deleted.insert(key) }
+        }
+        for id in plan.gets {
+            if let row = byId[id] { out.rows.append(row) } else { out.gone.insert(id) }
         }
         return out
     }
 
+    /// The same JSON value, numbers compared by value (`200` and `200.0` are one).
+    static func sameValue(_ a: JSON, _ b: JSON) -> Bool {
+        switch (a.kind, b.kind) {
+        case (.integer, .integer): return a.int64 == b.int64
+        case (.integer, .real), (.real, .integer), (.real, .real): return a.double == b.double
+        case (.object, .object):
+            let am = a.members, bm = b.members
+            guard am.count == bm.count else { return false }
+            return am.allSatisfy { name, value in b[name].map { sameValue(value, $0) } ?? false }
+        case (.array, .array):
+            guard a.count == b.count else { return false }
+            return zip(a.elements, b.elements).allSatisfy { sameValue($0, $1) }
+        default:
+            return json_equal(a.raw, b.raw) != 0
+        }
+    }
+
+    // MARK: after phase 2
+
     /// Writes one table's outcome inside the run's transaction, each entry as it is now: an
     /// entry the host changed since it was read keeps its edit.
-    private func apply(_ plan: Plan, answer: JSON?, db: Connection, state: inout SyncState) throws {
+    private func apply(_ plan: Plan, answer: Answer?, db: Connection, state: inout SyncState) throws {
         let table = plan.table
         let current = Dictionary(try TwoPhaseTask.entries(db, plan.info), uniquingKeysWith: { a, _ in a })
         var byKey: [String: Int64] = [:]
@@ -329,32 +571,27 @@ struct TwoPhaseTask {
                 try writer.upsert(entry, index: position, now: now, into: &sink)
             }
             // Adds and updates.
-            let added = results(answer, "add", table), updated = results(answer, "update", table)
-            for (i, isAdd) in plan.adds.map({ ($0, true) }) + plan.updates.map({ ($0, false) }) {
+            for i in plan.adds + plan.updates {
                 position += 1
                 let local = plan.locals[i]
                 guard let key = local.key, let entry = unchanged(i) else { continue }
-                guard let result = (isAdd ? added : updated)[key] else {
-                    try note(i, entry, error: SyncUpTask.errorJSON("NO_ANSWER", "The server's answer did not mention this row; it stays dirty for the next sync"))
-                    reported.append((local.entryId, .failed("")))
-                    continue
-                }
-                switch result["status"]?.string ?? "" {
-                case "created", "exists", "updated":
-                    if let stamp = result[TwoPhaseTarget.lastUpdate], stamp.string != nil {
-                        entry.set(TwoPhaseTarget.lastUpdate, owned: stamp.retained())
+                switch answer?.pushes[key] ?? .unanswered {
+                case .applied(let stamp, let row):
+                    for (name, value) in row?.members ?? [] where !name.hasPrefix("_soup") {
+                        entry.set(name, owned: value.retained())
                     }
+                    if let stamp { entry.set(TwoPhaseTarget.lastUpdate, owned: stamp.retained()) }
                     LocalFlags.clear(entry, syncId: nil)
                     entry.remove(TwoPhaseTask.stampMark)
                     try writer.upsert(entry, index: position, now: now, into: &sink)
-                case "stale":
-                    if overwrite, let row = result["row"], row.isObject {
+                case .stale(let row):
+                    if overwrite, let row {
                         try store(row, entryId: local.entryId)
                     } else {
                         try note(i, entry, error: SyncUpTask.errorJSON("CONFLICT", "The server's row is newer than this local change; it was left dirty (LEAVE_IF_CHANGED)"))
                         reported.append((local.entryId, .conflict("")))
                     }
-                case "missing":
+                case .missing:
                     if overwrite {
                         // Deleted there since phase 1: the edit is kept and added again next run.
                         entry.set(LocalFlags.created, owned: JSONMake.bool(true))
@@ -363,17 +600,19 @@ struct TwoPhaseTask {
                         try note(i, entry, error: SyncUpTask.errorJSON("ENTITY_IS_DELETED", "The server no longer has this row; it was left dirty (LEAVE_IF_CHANGED)"))
                         reported.append((local.entryId, .conflict("")))
                     }
-                default:
-                    try note(i, entry, error: SyncUpTask.errorJSON("SERVER_ERROR", MessageLimit.bound(result.dump())))
+                case .unanswered:
+                    try note(i, entry, error: SyncUpTask.errorJSON("NO_ANSWER", "The server's answer did not mention this row; it stays dirty for the next sync"))
+                    reported.append((local.entryId, .failed("")))
+                case .failed(let error):
+                    try note(i, entry, error: error)
                     reported.append((local.entryId, .failed("")))
                 }
             }
             // Deletes: whatever the answer (deleted, or missing: gone already), the row is gone.
-            let deleted = results(answer, "delete", table)
             for i in plan.deletes {
                 position += 1
                 let local = plan.locals[i]
-                guard let key = local.key, deleted[key] != nil, let entry = current[local.entryId]?.root else { continue }
+                guard let key = local.key, answer?.deleted.contains(key) ?? false, let entry = current[local.entryId]?.root else { continue }
                 if unchanged(i) != nil || LocalFlags.isSet(entry[LocalFlags.deleted]) {
                     removals.append(local.entryId)
                 } else {
@@ -384,7 +623,7 @@ struct TwoPhaseTask {
             }
             // Gets: stored where nothing changed since phase 1 (a dirty entry only when the
             // server's row is newer and the merge mode is OVERWRITE).
-            for row in answer?["get"]?[table.name]?.elements ?? [] {
+            for row in answer?.rows ?? [] {
                 position += 1
                 guard row.isObject, let key = row[table.idKey]?.string else { continue }
                 if let i = localByKey[key] {
@@ -394,6 +633,11 @@ struct TwoPhaseTask {
                 } else if byKey[key] == nil {
                     try store(row, entryId: nil)
                 }
+            }
+            // A get the server no longer answers: deleted there since phase 1 (a dirty entry is
+            // left to the next run, which sees it gone).
+            for key in answer?.gone ?? [] {
+                if let i = localByKey[key], !plan.locals[i].dirty, unchanged(i) != nil { removals.append(plan.locals[i].entryId) }
             }
             for (i, error) in plan.conflicts {
                 position += 1
