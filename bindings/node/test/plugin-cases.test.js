@@ -111,3 +111,44 @@ test('the shared plugin case table through cordova.exec', { timeout: 120000 }, a
     }
   }
 });
+
+// The same table through the React Native bridge objects (react-native-force's SmartStoreReactBridge /
+// MobileSyncReactBridge on Android, SFSmartStoreReactBridge / SFMobileSyncReactBridge on iOS), each
+// shape on a fresh root: the smartstore steps before the first sync (later ones read what the runs
+// wrote, and these bridges' runs differ) and every step with a `reactNative` answer, the answer
+// where those bridges differ from the Cordova plugins.
+const RN_MOBILESYNC = new Set(['deleteSync', 'resetSyncManager']);
+const FIRST_RUN = table.steps.findIndex((step) => step.service === 'mobilesync');
+for (const shape of ['android', 'ios']) {
+  test(`the shared plugin case table through the React Native bridges (${shape})`, { timeout: 120000 }, async (t) => {
+    const server = await startDevServer(t, table.server.args);
+    const cordova = createCordova({ root: tempRoot(t), remote: server.remote });
+    t.after(() => cordova.close());
+    const rn = cordova.reactNative;
+    const [store, sync] = shape === 'android'
+      ? [rn.SmartStoreReactBridge, rn.MobileSyncReactBridge] : [rn.SFSmartStoreReactBridge, rn.SFMobileSyncReactBridge];
+    const saved = {};
+    let ran = 0;
+    for (const [index, step] of table.steps.entries()) {
+      if (step.kind !== 'exec' || (index > FIRST_RUN && !step.reactNative)) continue;
+      const method = step.service === 'smartstore' && step.action.startsWith('pg')
+        ? step.action[2].toLowerCase() + step.action.slice(3) : step.service === 'mobilesync' && RN_MOBILESYNC.has(step.action) ? step.action : null;
+      const fn = method && (step.service === 'smartstore' ? store : sync)[method];
+      if (!fn) continue;
+      const args = substitute(saved, step.args);
+      const fields = args.find((a) => a && typeof a === 'object') || {};
+      const where = `${shape} ${method}, step '${step.name}'`;
+      const answer = await new Promise((resolve) => (shape === 'android'
+        ? fn(fields, (...got) => resolve({ ok: true, got: got.map((text) => JSON.parse(text)) }), (...got) => resolve({ ok: false, got }))
+        : fn(fields, (error, ...got) => resolve(error ? { ok: false, got: [error] } : { ok: true, got }))));
+      const expect = substitute(saved, (step.reactNative && step.reactNative[shape]) || step.expect);
+      ran++;
+      if (expect.error) { assert.equal(answer.ok, false, `${where}: expected an error, got ${JSON.stringify(answer.got)}`); continue; }
+      assert.equal(answer.ok, true, `${where}: failed with ${answer.got}`);
+      if (!expect.okNone) assert.equal(answer.got.length, 1, `${where}: success gets one value, got ${JSON.stringify(answer.got)}`);
+      checkValue(where, answer.got, expect);
+      if (step.save && answer.got[0] !== undefined) saved[step.save] = answer.got[0];
+    }
+    assert.ok(ran >= 30, `${shape}: only ${ran} steps ran`);
+  });
+}
