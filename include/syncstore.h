@@ -730,9 +730,10 @@ typedef struct syncstore_plugin syncstore_plugin;
 /**
  * Receives the answer of one syncstore_plugin_exec() call. status is SYNCSTORE_OK for the
  * plugin's success, else the SYNCSTORE_ERR_* code of its error. On success `json` is the JSON
- * text of the success value, or NULL when the plugin answers without one (call the success
- * function with no argument); on error it is the plugin's error message as a JSON string (what
- * the fail function receives). `json` is valid during the call only.
+ * text of the success value (pass it to the success function): every action answers one, as the
+ * platforms' plugins deliver it, "OK" where they have nothing else to say (cordova-android's
+ * success()); on error it is the plugin's error message as a JSON string (what the fail function
+ * receives). `json` is valid during the call only.
  */
 typedef void (*syncstore_plugin_answer)(void *context, int status, const char *json);
 

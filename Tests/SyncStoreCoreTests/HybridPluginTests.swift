@@ -32,6 +32,33 @@ final class HybridPluginTests: StoreTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(root)/global/named.db"))
     }
 
+    /// Where the platforms' plugins have nothing to say, JS receives "OK" (iOS's messageAsString:@"OK",
+    /// cordova-android's success()); the store removals answer true on both.
+    func testNoActionSucceedsWithoutAValue() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        let soup = #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}]}]"#
+        let calls: [(String, String, String, String)] = [
+            (smartstore, "pgRegisterSoup", soup, #""a""#),
+            (smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "x"}, {"k": "y"}]}]"#, ""),
+            (smartstore, "pgRemoveFromSoup", #"[{"soupName": "a", "entryIds": [1]}]"#, #""OK""#),
+            (smartstore, "pgClearSoup", #"[{"soupName": "a"}]"#, #""OK""#),
+            (smartstore, "pgRemoveSoup", #"[{"soupName": "a"}]"#, #""OK""#),
+            (smartstore, "pgRemoveStore", #"[{"storeName": "other"}]"#, "true"),
+            (smartstore, "pgRemoveAllStores", "[{}]", "true"),
+            (smartstore, "pgRemoveAllGlobalStores", "[{}]", "true"),
+            (HybridPlugin.mobileSyncService, "deleteSync", #"[{"syncName": "nothing"}]"#, #""OK""#),
+            (HybridPlugin.sdkInfoService, "registerAppFeature", #"[{"feature": "SJ"}]"#, #""OK""#),
+            (HybridPlugin.sdkInfoService, "unregisterAppFeature", #"[{"feature": "SJ"}]"#, #""OK""#),
+        ]
+        for (service, action, args, want) in calls {
+            let (status, json) = exec(plugin, service, action, args)
+            XCTAssertEqual(status, 0, action)
+            XCTAssertNotNil(json, "\(action) answers a value")
+            if !want.isEmpty { XCTAssertEqual(json, want, action) }
+        }
+    }
+
     func testMalformedCallsAnswerArgumentErrorsAsJSONStrings() throws {
         let plugin = try HybridPlugin(root: root, optionsJSON: nil)
         defer { try? plugin.close() }

@@ -188,33 +188,33 @@ export interface StoreListing { storeName: string; isGlobalStore: boolean }
 
 export interface SmartStore extends QuerySpecBuilders {
   registerSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[]], string>;
-  removeSoup: WithConfig<[soupName: string], void>;
+  removeSoup: WithConfig<[soupName: string], 'OK'>;
   soupExists: WithConfig<[soupName: string], boolean>;
   getSoupIndexSpecs: WithConfig<[soupName: string], IndexSpec[]>;
   alterSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[], reIndexData: boolean], string>;
   reIndexSoup: WithConfig<[soupName: string, paths: string[]], string>;
-  clearSoup: WithConfig<[soupName: string], void>;
+  clearSoup: WithConfig<[soupName: string], 'OK'>;
   querySoup: WithConfig<[soupName: string, querySpec: QuerySpec], StoreCursor>;
   runSmartQuery: WithConfig<[querySpec: QuerySpec], StoreCursor>;
   retrieveSoupEntries: WithConfig<[soupName: string, entryIds: number[]], SoupEntry[]>;
   upsertSoupEntries: WithConfig<[soupName: string, entries: SoupEntry[]], SoupEntry[]>;
   upsertSoupEntriesWithExternalId: WithConfig<[soupName: string, entries: SoupEntry[], externalIdPath: string], SoupEntry[]>;
-  removeFromSoup: WithConfig<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], void>;
+  removeFromSoup: WithConfig<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], 'OK'>;
   moveCursorToPageIndex: WithConfig<[cursor: StoreCursor, newPageIndex: number], StoreCursor>;
   moveCursorToNextPage: {
     (cursor: StoreCursor, success?: Ok<StoreCursor>, error?: CursorFail): void;
     (config: StoreConfigArg, cursor: StoreCursor, success?: Ok<StoreCursor>, error?: CursorFail): void;
   };
   moveCursorToPreviousPage: SmartStore['moveCursorToNextPage'];
-  closeCursor: WithConfig<[cursor: StoreCursor], void>;
+  closeCursor: WithConfig<[cursor: StoreCursor], 'OK'>;
   getDatabaseSize: WithConfig<[], number>;
-  removeStore: WithConfig<[], void>;
+  removeStore: WithConfig<[], true>;
   getAllStores(success?: Ok<StoreListing[]>, error?: Fail): void;
   getAllGlobalStores(success?: Ok<StoreListing[]>, error?: Fail): void;
-  removeAllStores(success?: Ok<void>, error?: Fail): void;
-  removeAllGlobalStores(success?: Ok<void>, error?: Fail): void;
+  removeAllStores(success?: Ok<true>, error?: Fail): void;
+  removeAllGlobalStores(success?: Ok<true>, error?: Fail): void;
   /** Node: registers the soups of a userstore.json / globalstore.json. */
-  loadStoreConfig: WithConfig<[file: string], void>;
+  loadStoreConfig: WithConfig<[file: string], 'OK'>;
   setLogLevel(level: LogLevel): void;
   getLogLevel(): LogLevel;
   setRootDirectory(dir: string | null): void;
@@ -226,29 +226,29 @@ export interface SmartStore extends QuerySpecBuilders {
 
 export interface SmartStoreClient extends QuerySpecBuilders {
   registerSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[]], string>;
-  removeSoup: WithConfigP<[soupName: string], void>;
+  removeSoup: WithConfigP<[soupName: string], 'OK'>;
   soupExists: WithConfigP<[soupName: string], boolean>;
   getSoupIndexSpecs: WithConfigP<[soupName: string], IndexSpec[]>;
   alterSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[], reIndexData: boolean], string>;
   reIndexSoup: WithConfigP<[soupName: string, paths: string[]], string>;
-  clearSoup: WithConfigP<[soupName: string], void>;
+  clearSoup: WithConfigP<[soupName: string], 'OK'>;
   querySoup: WithConfigP<[soupName: string, querySpec: QuerySpec], StoreCursor>;
   runSmartQuery: WithConfigP<[querySpec: QuerySpec], StoreCursor>;
   retrieveSoupEntries: WithConfigP<[soupName: string, entryIds: number[]], SoupEntry[]>;
   upsertSoupEntries: WithConfigP<[soupName: string, entries: SoupEntry[]], SoupEntry[]>;
   upsertSoupEntriesWithExternalId: WithConfigP<[soupName: string, entries: SoupEntry[], externalIdPath: string], SoupEntry[]>;
-  removeFromSoup: WithConfigP<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], void>;
+  removeFromSoup: WithConfigP<[soupName: string, entryIdsOrQuerySpec: number[] | QuerySpec], 'OK'>;
   moveCursorToPageIndex: WithConfigP<[cursor: StoreCursor, newPageIndex: number], StoreCursor>;
   moveCursorToNextPage: WithConfigP<[cursor: StoreCursor], StoreCursor>;
   moveCursorToPreviousPage: WithConfigP<[cursor: StoreCursor], StoreCursor>;
-  closeCursor: WithConfigP<[cursor: StoreCursor], void>;
+  closeCursor: WithConfigP<[cursor: StoreCursor], 'OK'>;
   getDatabaseSize: WithConfigP<[], number>;
-  removeStore: WithConfigP<[], void>;
+  removeStore: WithConfigP<[], true>;
   getAllStores(): Promise<StoreListing[]>;
   getAllGlobalStores(): Promise<StoreListing[]>;
-  removeAllStores(): Promise<void>;
-  removeAllGlobalStores(): Promise<void>;
-  loadStoreConfig: WithConfigP<[file: string], void>;
+  removeAllStores(): Promise<true>;
+  removeAllGlobalStores(): Promise<true>;
+  loadStoreConfig: WithConfigP<[file: string], 'OK'>;
   setLogLevel(level: LogLevel): void;
   getLogLevel(): LogLevel;
   setRootDirectory(dir: string | null): void;
@@ -285,9 +285,9 @@ export declare class MobileSync extends EventEmitter {
   cleanResyncGhosts(idOrName: number | string, success?: (removed: number) => void, error?: (message: string) => void): void;
   cleanResyncGhosts(config: StoreConfigArg, idOrName: number | string, success?: (removed: number) => void, error?: (message: string) => void): void;
   getSyncStatus: WithConfig<[idOrName: number | string], SyncState | null>;
-  deleteSync: WithConfig<[idOrName: number | string], void>;
+  deleteSync: WithConfig<[idOrName: number | string], 'OK'>;
   setRemote: WithConfig<[remote: Remote], void>;
-  loadSyncConfig: WithConfig<[file: string], void>;
+  loadSyncConfig: WithConfig<[file: string], 'OK'>;
   hasSyncWithName: WithConfig<[name: string], boolean>;
   stopSyncs: WithConfig<[], void>;
   registerTarget: WithConfig<[type: string, impl: CustomTarget], void>;
@@ -300,9 +300,9 @@ export interface MobileSyncClient {
   reSync: WithConfigP<[idOrName: number | string], SyncState>;
   cleanResyncGhosts: WithConfigP<[idOrName: number | string], number>;
   getSyncStatus: WithConfigP<[idOrName: number | string], SyncState | null>;
-  deleteSync: WithConfigP<[idOrName: number | string], void>;
+  deleteSync: WithConfigP<[idOrName: number | string], 'OK'>;
   setRemote: WithConfigP<[remote: Remote], void>;
-  loadSyncConfig: WithConfigP<[file: string], void>;
+  loadSyncConfig: WithConfigP<[file: string], 'OK'>;
   hasSyncWithName: WithConfigP<[name: string], boolean>;
   stopSyncs: WithConfigP<[], void>;
   registerTarget: WithConfigP<[type: string, impl: CustomTarget], void>;

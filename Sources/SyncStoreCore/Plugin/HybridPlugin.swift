@@ -4,8 +4,8 @@
 /// MobileSyncPlugin. It opens the stores the calls name under its root on first use (with the
 /// host's key provider and remotes) and keeps them open until `close()`.
 public final class HybridPlugin: @unchecked Sendable {
-    /// status (0 or an ErrorCode), and the success value's JSON (nil: no value) or the error
-    /// message as a JSON string.
+    /// status (0 or an ErrorCode), and the success value's JSON (every action answers one) or
+    /// the error message as a JSON string.
     public typealias Answer = @Sendable (Int32, String?) -> Void
     /// A document event: its name ("sync") and its detail as JSON.
     public typealias Listener = @Sendable (String, String) -> Void
@@ -124,7 +124,6 @@ public final class HybridPlugin: @unchecked Sendable {
             try lock.withLock { try checkOpen() }
             let call = try PluginCall(action: action, argsJSON: argsJSON)
             switch try run(self, call, answer) {
-            case .none: answer(0, nil)
             case .json(let text): answer(0, text)
             case .later: break
             }
@@ -223,7 +222,7 @@ public final class HybridPlugin: @unchecked Sendable {
     }
 }
 
-/// One action of a plugin: answers now (`.none` / `.json`) or later through the answer it gets.
+/// One action of a plugin: answers now (`.json`) or later through the answer it gets.
 typealias PluginAction = @Sendable (HybridPlugin, PluginCall, @escaping HybridPlugin.Answer) throws -> PluginAnswer
 
 /// The C ABI's plugin handles: numbers, never pointers to freed memory, so a freed handle is a

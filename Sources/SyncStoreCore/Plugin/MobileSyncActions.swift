@@ -74,7 +74,8 @@ enum MobileSyncActions {
             } catch let error as StoreError where error.code == .notFound {
                 // The SDK deletes what is there: an unknown sync is nothing to do.
             }
-            return .none
+            // "OK", as Android's success(); iOS's message-less result reaches JS as null.
+            return .ok
         },
         // react-native-force's newer bridges: the store's running and queued syncs stop (they
         // end STOPPED) and the next sync action starts afresh, as the SDK's reset does.
@@ -82,12 +83,12 @@ enum MobileSyncActions {
             let manager = try plugin.syncManager(call.store).0
             manager.stop()
             try manager.restart(restartStopped: false, callback: nil)
-            return .none
+            return .ok
         },
         // SyncStore's own: the SDK's sync config file (its native apps load it at start).
         "loadSyncConfig": { plugin, call, _ in
             try plugin.syncManager(call.store).0.loadSyncConfig(path: try call.string("path"))
-            return .none
+            return .ok
         },
     ]
 }

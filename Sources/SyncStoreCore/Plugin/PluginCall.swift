@@ -118,10 +118,16 @@ struct PluginStoreSlot: Hashable {
     }
 }
 
-/// What an action answers: nothing (the plugin calls success without a value), a JSON value, or
-/// later (the action calls the answer itself, from the sync worker thread).
+/// What an action answers: a JSON value, or later (the action calls the answer itself, from the
+/// sync worker thread). Every success has a value, as on the platforms (docs/hybrid-plugin.md,
+/// "Answers"): where their plugins call success() without one, JS receives the string "OK".
 enum PluginAnswer {
-    case none
     case json(String)
     case later
+
+    /// The "OK" of an action with nothing to say: cordova-android's success() (its PluginResult
+    /// takes the message "OK") and iOS's messageAsString:@"OK".
+    static let ok = PluginAnswer.json("\"OK\"")
+    /// true: what both platforms' pgRemoveStore, pgRemoveAllStores and pgRemoveAllGlobalStores answer.
+    static let yes = PluginAnswer.json("true")
 }

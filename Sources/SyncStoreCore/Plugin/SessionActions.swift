@@ -91,7 +91,8 @@ enum NetworkActions {
             out.root.set("contentType", owned: response.contentType.map { JSONMake.string($0) } ?? JSONMake.null())
             return .json(out.root.dump())
         }
-        if response.body.isEmpty { return .none }
+        // An empty answer (a 204): "OK", as Android's success() (docs/hybrid-plugin.md, "Answers").
+        if response.body.isEmpty { return .ok }
         if let parsed = try? response.json(what: "answer") { return .json(parsed.root.dump()) }
         return .json(HybridPlugin.messageJSON(response.text))
     }
@@ -132,8 +133,9 @@ enum SDKInfoActions {
             out.root.set("bootConfig", owned: JSONDocument.object().root.retained())
             return .json(out.root.dump())
         },
-        // App features are the SDK's usage statistics: there is nothing to report them to.
-        "registerAppFeature": { _, _, _ in .none },
-        "unregisterAppFeature": { _, _, _ in .none },
+        // App features are the SDK's usage statistics: there is nothing to report them to. "OK"
+        // as Android's success() (iOS never answers; cordova.force.js passes no callbacks).
+        "registerAppFeature": { _, _, _ in .ok },
+        "unregisterAppFeature": { _, _, _ in .ok },
     ]
 }

@@ -9,7 +9,7 @@ enum SmartStoreActions {
         },
         "pgRemoveSoup": { plugin, call, _ in
             try plugin.store(call.store).0.removeSoup(try call.string("soupName"))
-            return .none
+            return .ok
         },
         "pgSoupExists": { plugin, call, _ in
             .json(try plugin.store(call.store).0.soupExists(try call.string("soupName")) ? "true" : "false")
@@ -31,11 +31,11 @@ enum SmartStoreActions {
         // SyncStore's own: the SDK's store config file (its native apps load it at start).
         "loadStoreConfig": { plugin, call, _ in
             try plugin.store(call.store).0.loadStoreConfig(path: try call.string("path"))
-            return .none
+            return .ok
         },
         "pgClearSoup": { plugin, call, _ in
             try plugin.store(call.store).0.clearSoup(try call.string("soupName"))
-            return .none
+            return .ok
         },
         "pgQuerySoup": { plugin, call, _ in
             let soup = try call.string("soupName")
@@ -70,7 +70,7 @@ enum SmartStoreActions {
             } else {
                 try store.removeEntries(soup: soup, idsJSON: try call.jsonText("entryIds"))
             }
-            return .none
+            return .ok
         },
         "pgMoveCursorToPageIndex": { plugin, call, _ in
             let cursor = try call.int64("cursorId")
@@ -79,7 +79,7 @@ enum SmartStoreActions {
         },
         "pgCloseCursor": { plugin, call, _ in
             try plugin.store(call.store).0.closeCursor(try call.int64("cursorId"))
-            return .none
+            return .ok
         },
         "pgGetDatabaseSize": { plugin, call, _ in
             .json(String(try plugin.store(call.store).0.databaseSize()))
@@ -94,17 +94,17 @@ enum SmartStoreActions {
             } catch let error as StoreError where error.code == .notFound {
                 // The SDK's removeStore of a store that is not there has nothing to do.
             }
-            return .none
+            return .yes
         },
         "pgRemoveAllStores": { plugin, _, _ in
             try plugin.closeStores { !$0.isGlobal }
             try StoreRegistry.shared.removeAllStores(root: plugin.root, global: false)
-            return .none
+            return .yes
         },
         "pgRemoveAllGlobalStores": { plugin, _, _ in
             try plugin.closeStores { $0.isGlobal }
             try StoreRegistry.shared.removeAllStores(root: plugin.root, global: true)
-            return .none
+            return .yes
         },
         "pgShowInspector": { plugin, call, _ in
             // The inspector is a page served by `syncstore-cli inspect`: the plugin answers where

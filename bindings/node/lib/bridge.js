@@ -211,7 +211,13 @@ const SMARTSTORE_METHODS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlob
   'getSoupIndexSpecs', 'moveCursorToPageIndex', 'querySoup', 'registerSoup', 'reIndexSoup', 'removeAllGlobalStores',
   'removeAllStores', 'removeFromSoup', 'removeSoup', 'removeStore', 'retrieveSoupEntries', 'runSmartQuery', 'soupExists',
   'upsertSoupEntries'];
-const RN_TRUE = new Set(['removeStore', 'removeAllStores', 'removeAllGlobalStores']); // answer true where Cordova answers nothing
+// Where react-native-force's native bridges answer otherwise than the Cordova plugins' "OK" and
+// true (docs/hybrid-plugin.md, "React Native"): Android's (SmartStoreReactBridge,
+// MobileSyncReactBridge) call success() with no argument where the plugins answer "OK", and answer
+// "true" for the store removals as the plugins do; iOS's (SFSmartStoreReactBridge,
+// SFMobileSyncReactBridge) answer "OK" for those removals too.
+const RN_ANDROID_BARE = new Set(['removeSoup', 'clearSoup', 'removeFromSoup', 'closeCursor', 'deleteSync', 'resetSyncManager']);
+const RN_IOS_OK = new Set(['removeStore', 'removeAllStores', 'removeAllGlobalStores']);
 const pgAction = (method) => `pg${method[0].toUpperCase()}${method.slice(1)}`;
 
 /** The arguments object as the dispatcher reads it: removeFromSoup's newer `soupEntryIds` is its
@@ -235,7 +241,7 @@ function reactNativeBridges(cordova, getPlugin) {
   async function smartstore(method, args) {
     const { status, value, hasValue } = await run(SMARTSTORE, pgAction(method), rnArgs(method, args));
     if (status !== 0) return { error: value };
-    return { value: RN_TRUE.has(method) ? true : value, hasValue: hasValue || RN_TRUE.has(method) };
+    return { value, hasValue };
   }
 
   async function mobilesync(method, args) {
@@ -258,12 +264,12 @@ function reactNativeBridges(cordova, getPlugin) {
       bridge[method] = shape === 'android'
         ? (args, success, error) => impl(method, args).then((r) => {
           if ('error' in r) later(error, typeof r.error === 'string' ? r.error : JSON.stringify(r.error));
-          else if (r.hasValue) later(success, JSON.stringify(r.value));
+          else if (r.hasValue && !RN_ANDROID_BARE.has(method)) later(success, JSON.stringify(r.value));
           else later(success);
         })
         : (args, callback) => impl(method, args).then((r) => {
           if ('error' in r) later(callback, typeof r.error === 'string' ? Object.assign(new Error(r.error), { message: r.error }) : r.error);
-          else later(callback, null, r.hasValue ? r.value : 'OK');
+          else later(callback, null, r.hasValue && !RN_IOS_OK.has(method) ? r.value : 'OK');
         });
     }
     return bridge;

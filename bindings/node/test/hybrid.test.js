@@ -60,9 +60,9 @@ test('hybrid app flow against the dev server', { timeout: 60000 }, async (t) => 
   ] }));
 
   // Setup as an app does at start: soups, syncs, then the credentials.
-  assert.equal(await cb(smartstore.loadStoreConfig, userstore), undefined);
-  assert.equal(await cb(mobilesync.loadSyncConfig, usersyncs), undefined);
-  assert.equal(await cb(mobilesync.loadSyncConfig, usersyncs), undefined, 'loading twice skips existing syncs');
+  assert.equal(await cb(smartstore.loadStoreConfig, userstore), 'OK');
+  assert.equal(await cb(mobilesync.loadSyncConfig, usersyncs), 'OK');
+  assert.equal(await cb(mobilesync.loadSyncConfig, usersyncs), 'OK', 'loading twice skips existing syncs');
   assert.equal(await cb(smartstore.soupExists, 'contacts'), true);
   const down = await cb(mobilesync.getSyncStatus, 'syncDownContacts');
   assert.equal(down.status, 'NEW');
@@ -166,6 +166,6 @@ test('hybrid app flow against the dev server', { timeout: 60000 }, async (t) => 
   assert.equal(rnDone.status, 'DONE');
   assert.equal(rnDone.totalSize, 1);
 
-  assert.equal(await cb(mobilesync.deleteSync, 'editedOnly'), undefined);
+  assert.equal(await cb(mobilesync.deleteSync, 'editedOnly'), 'OK');
   assert.equal(await cb(mobilesync.getSyncStatus, 'editedOnly'), null);
 });

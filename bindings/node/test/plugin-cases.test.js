@@ -37,6 +37,16 @@ function like(got, want) {
   return got === want;
 }
 
+/** Checks a success's arguments (`got`) against a step's expect. */
+function checkValue(where, got, expect) {
+  const [value] = got;
+  if (expect.okNone) assert.equal(got.length, 0, `${where}: success without an argument, got ${JSON.stringify(got)}`);
+  if ('ok' in expect) assert.deepEqual(value, expect.ok, where);
+  if (expect.okLike) assert.ok(like(value, expect.okLike), `${where}: ${JSON.stringify(value)}`);
+  if (expect.okPositive) assert.ok(typeof value === 'number' && value > 0, `${where}: ${value}`);
+  for (const key of expect.okHas || []) assert.ok(value && key in value, `${where}: no ${key} in ${JSON.stringify(value)}`);
+}
+
 /** Calls cordova.exec; resolves with {ok, args} (what success got) or {ok: false, args} (fail). */
 function exec(cordova, service, action, args) {
   return new Promise((resolve) => cordova.exec((...got) => resolve({ ok: true, got }), (...got) => resolve({ ok: false, got }),
@@ -68,12 +78,11 @@ test('the shared plugin case table through cordova.exec', { timeout: 120000 }, a
         continue;
       }
       assert.equal(answer.ok, true, `${where}: failed with ${JSON.stringify(answer.got)}`);
+      // Every success has its value as the callback's one argument ("OK" where the platforms' plugins
+      // call success() without one), as cordova-android and cordova-ios deliver it.
+      assert.equal(answer.got.length, 1, `${where}: success gets one argument, got ${JSON.stringify(answer.got)}`);
       const [value] = answer.got;
-      if (expect.okNone) assert.equal(answer.got.length, 0, `${where}: success without a value, got ${JSON.stringify(answer.got)}`);
-      if ('ok' in expect) assert.deepEqual(value, expect.ok, where);
-      if (expect.okLike) assert.ok(like(value, expect.okLike), `${where}: ${JSON.stringify(value)}`);
-      if (expect.okPositive) assert.ok(typeof value === 'number' && value > 0, `${where}: ${value}`);
-      for (const key of expect.okHas || []) assert.ok(value && key in value, `${where}: no ${key} in ${JSON.stringify(value)}`);
+      checkValue(where, answer.got, expect);
       if (step.save && value !== undefined) saved[step.save] = value;
     } else if (step.kind === 'waitEvent') {
       const want = substitute(saved, step.like);
@@ -102,3 +111,44 @@ test('the shared plugin case table through cordova.exec', { timeout: 120000 }, a
     }
   }
 });
+
+// The same table through the React Native bridge objects (react-native-force's SmartStoreReactBridge /
+// MobileSyncReactBridge on Android, SFSmartStoreReactBridge / SFMobileSyncReactBridge on iOS), each
+// shape on a fresh root: the smartstore steps before the first sync (later ones read what the runs
+// wrote, and these bridges' runs differ) and every step with a `reactNative` answer, the answer
+// where those bridges differ from the Cordova plugins.
+const RN_MOBILESYNC = new Set(['deleteSync', 'resetSyncManager']);
+const FIRST_RUN = table.steps.findIndex((step) => step.service === 'mobilesync');
+for (const shape of ['android', 'ios']) {
+  test(`the shared plugin case table through the React Native bridges (${shape})`, { timeout: 120000 }, async (t) => {
+    const server = await startDevServer(t, table.server.args);
+    const cordova = createCordova({ root: tempRoot(t), remote: server.remote });
+    t.after(() => cordova.close());
+    const rn = cordova.reactNative;
+    const [store, sync] = shape === 'android'
+      ? [rn.SmartStoreReactBridge, rn.MobileSyncReactBridge] : [rn.SFSmartStoreReactBridge, rn.SFMobileSyncReactBridge];
+    const saved = {};
+    let ran = 0;
+    for (const [index, step] of table.steps.entries()) {
+      if (step.kind !== 'exec' || (index > FIRST_RUN && !step.reactNative)) continue;
+      const method = step.service === 'smartstore' && step.action.startsWith('pg')
+        ? step.action[2].toLowerCase() + step.action.slice(3) : step.service === 'mobilesync' && RN_MOBILESYNC.has(step.action) ? step.action : null;
+      const fn = method && (step.service === 'smartstore' ? store : sync)[method];
+      if (!fn) continue;
+      const args = substitute(saved, step.args);
+      const fields = args.find((a) => a && typeof a === 'object') || {};
+      const where = `${shape} ${method}, step '${step.name}'`;
+      const answer = await new Promise((resolve) => (shape === 'android'
+        ? fn(fields, (...got) => resolve({ ok: true, got: got.map((text) => JSON.parse(text)) }), (...got) => resolve({ ok: false, got }))
+        : fn(fields, (error, ...got) => resolve(error ? { ok: false, got: [error] } : { ok: true, got }))));
+      const expect = substitute(saved, (step.reactNative && step.reactNative[shape]) || step.expect);
+      ran++;
+      if (expect.error) { assert.equal(answer.ok, false, `${where}: expected an error, got ${JSON.stringify(answer.got)}`); continue; }
+      assert.equal(answer.ok, true, `${where}: failed with ${answer.got}`);
+      if (!expect.okNone) assert.equal(answer.got.length, 1, `${where}: success gets one value, got ${JSON.stringify(answer.got)}`);
+      checkValue(where, answer.got, expect);
+      if (step.save && answer.got[0] !== undefined) saved[step.save] = answer.got[0];
+    }
+    assert.ok(ran >= 30, `${shape}: only ${ran} steps ran`);
+  });
+}

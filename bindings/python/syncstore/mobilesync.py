@@ -201,7 +201,7 @@ def getSyncStatus(*args: Any) -> Optional[SyncState]:
     return cast(SyncState, state) if "_soupEntryId" in state else None
 
 
-def deleteSync(*args: Any) -> None:
-    """deleteSync([storeConfig,] idOrName) (an unknown sync has nothing to delete)."""
+def deleteSync(*args: Any) -> str:
+    """deleteSync([storeConfig,] idOrName) -> "OK" (an unknown sync has nothing to delete)."""
     config, (sync,) = split_config(args, 1)
-    cordova.call(MOBILESYNC, "deleteSync", config, _reference(sync))
+    return cast(str, cordova.call(MOBILESYNC, "deleteSync", config, _reference(sync)))

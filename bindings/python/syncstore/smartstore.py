@@ -41,10 +41,10 @@ def registerSoup(*args: Any) -> str:
     return cast(str, _exec("pgRegisterSoup", config, soupName=soup, indexes=specs))
 
 
-def removeSoup(*args: Any) -> None:
-    """removeSoup([storeConfig,] soupName)."""
+def removeSoup(*args: Any) -> str:
+    """removeSoup([storeConfig,] soupName) -> "OK"."""
     config, (soup,) = split_config(args, 1)
-    _exec("pgRemoveSoup", config, soupName=soup)
+    return cast(str, _exec("pgRemoveSoup", config, soupName=soup))
 
 
 def soupExists(*args: Any) -> bool:
@@ -71,10 +71,10 @@ def reIndexSoup(*args: Any) -> str:
     return cast(str, _exec("pgReIndexSoup", config, soupName=soup, paths=paths))
 
 
-def clearSoup(*args: Any) -> None:
-    """clearSoup([storeConfig,] soupName)."""
+def clearSoup(*args: Any) -> str:
+    """clearSoup([storeConfig,] soupName) -> "OK"."""
     config, (soup,) = split_config(args, 1)
-    _exec("pgClearSoup", config, soupName=soup)
+    return cast(str, _exec("pgClearSoup", config, soupName=soup))
 
 
 def querySoup(*args: Any) -> Dict[str, Any]:
@@ -111,14 +111,13 @@ def upsertSoupEntriesWithExternalId(*args: Any) -> List[Dict[str, Any]]:
     return cast(List[Any], _exec("pgUpsertSoupEntries", config, soupName=soup, entries=entries, externalIdPath=path))
 
 
-def removeFromSoup(*args: Any) -> None:
-    """removeFromSoup([storeConfig,] soupName, entryIdsOrQuerySpec): a list is entry ids, anything
-    else a query spec (as cordova.force.js tells them apart)."""
+def removeFromSoup(*args: Any) -> str:
+    """removeFromSoup([storeConfig,] soupName, entryIdsOrQuerySpec) -> "OK": a list is entry ids,
+    anything else a query spec (as cordova.force.js tells them apart)."""
     config, (soup, what) = split_config(args, 2)
     if isinstance(what, (list, tuple)):
-        _exec("pgRemoveFromSoup", config, soupName=soup, entryIds=what)
-    else:
-        _exec("pgRemoveFromSoup", config, soupName=soup, querySpec=what)
+        return cast(str, _exec("pgRemoveFromSoup", config, soupName=soup, entryIds=what))
+    return cast(str, _exec("pgRemoveFromSoup", config, soupName=soup, querySpec=what))
 
 
 def moveCursorToPageIndex(*args: Any) -> Dict[str, Any]:
@@ -147,10 +146,10 @@ def moveCursorToPreviousPage(*args: Any) -> Dict[str, Any]:
     return moveCursorToPageIndex(config, cursor, page)
 
 
-def closeCursor(*args: Any) -> None:
-    """closeCursor([storeConfig,] cursor)."""
+def closeCursor(*args: Any) -> str:
+    """closeCursor([storeConfig,] cursor) -> "OK"."""
     config, (cursor,) = split_config(args, 1)
-    _exec("pgCloseCursor", config, cursorId=cursor["cursorId"])
+    return cast(str, _exec("pgCloseCursor", config, cursorId=cursor["cursorId"]))
 
 
 def getDatabaseSize(*args: Any) -> int:
@@ -169,19 +168,19 @@ def getAllGlobalStores() -> List[Dict[str, Any]]:
     return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllGlobalStores", [{}]))
 
 
-def removeStore(storeConfig: Any) -> None:
-    """removeStore(storeConfig): closes the store if it is open, then deletes it."""
-    _exec("pgRemoveStore", storeConfig)
+def removeStore(storeConfig: Any) -> bool:
+    """removeStore(storeConfig) -> True: closes the store if it is open, then deletes it."""
+    return cast(bool, _exec("pgRemoveStore", storeConfig))
 
 
-def removeAllStores() -> None:
-    """removeAllStores(): every user store."""
-    cordova.plugin().exec(SMARTSTORE, "pgRemoveAllStores", [{}])
+def removeAllStores() -> bool:
+    """removeAllStores() -> True: every user store."""
+    return cast(bool, cordova.plugin().exec(SMARTSTORE, "pgRemoveAllStores", [{}]))
 
 
-def removeAllGlobalStores() -> None:
-    """removeAllGlobalStores(): every global store."""
-    cordova.plugin().exec(SMARTSTORE, "pgRemoveAllGlobalStores", [{}])
+def removeAllGlobalStores() -> bool:
+    """removeAllGlobalStores() -> True: every global store."""
+    return cast(bool, cordova.plugin().exec(SMARTSTORE, "pgRemoveAllGlobalStores", [{}]))
 
 
 def showInspector(*args: Any) -> Dict[str, Any]:

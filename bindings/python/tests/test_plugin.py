@@ -114,8 +114,8 @@ def check_answer(run: Run, step: Dict[str, Any], ok: bool, value: Any) -> Option
     if not ok:
         return f"failed: {value!r}"
     problems = []
-    if expect.get("okNone") and value is not None:
-        problems.append("a value where none is expected")
+    if value is None:
+        problems.append("no value: every success has one (\"OK\" where the platforms say nothing else)")
     if "ok" in expect and (value is None or not json_equal(value, expect["ok"])):
         problems.append(f"not equal to {expect['ok']!r}")
     if "okLike" in expect and not like(value, expect["okLike"]):
