@@ -402,7 +402,7 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * A sync state is JSON: {"_soupEntryId" (= sync id), "type": "syncDown"|"syncUp", "name",
  * "target", "options", "soupName", "status": "NEW"|"RUNNING"|"DONE"|"FAILED"|"STOPPED",
  * "progress" (0-100), "totalSize" (-1 unknown, as at the start of every run), "maxTimeStamp" (epoch ms, -1 initially),
- * "startTime", "endTime", "error" ("" when none), "errorCode" (SYNCSTORE_ERR_*, 0 when none),
+ * "startTime", "endTime", "error" ("" when none), "errorCode" (SYNCSTORE_ERR_*, 0 when none), "errorRetryable" (true when running it again unchanged may succeed),
  * "conflicts"; sync up also "errors", "conflictEntryIds", "errorEntryIds"}.
  * Server text in "error" and in entries' "__last_error__" is cut to about 4 KB (the cut says so);
  * an error body that is not the API's JSON appears only as a short plain-text summary.
@@ -611,7 +611,7 @@ int syncstore_resync_by_name(syncstore_store *store, const char *sync_name,
  * Deletes local records that this sync down wrote, that are not locally modified, and whose
  * ids the server no longer returns for the target. Runs on the sync worker; the callback gets
  * {"syncId", "type": "cleanResyncGhosts", "status": "RUNNING"|"DONE"|"FAILED"|"STOPPED",
- * "removed": n, "error", "errorCode"}; the sync's own state is not changed.
+ * "removed": n, "error", "errorCode", "errorRetryable"}; the sync's own state is not changed.
  * Errors: NOT_FOUND, ARGUMENT (not a sync down, or a twophase one: its runs delete them), BUSY,
  * STATE.
  */

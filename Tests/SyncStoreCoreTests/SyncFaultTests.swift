@@ -728,6 +728,7 @@ final class SyncFaultTests: StoreTestCase {
         try manager.reSync(id: id, callback: nil)
         let refused = try manager.wait(id: id, timeoutMs: 60_000)
         XCTAssertEqual(refused.errorCode, ErrorCode.auth.rawValue, refused.error)
+        XCTAssertFalse(refused.errorRetryable, "new credentials are needed first")
 
         try server.setFaults("")
         try manager.reSync(id: id, callback: nil)
@@ -781,6 +782,8 @@ final class SyncFaultTests: StoreTestCase {
         }
         XCTAssertEqual(down.status, .failed)
         XCTAssertEqual(down.errorCode, ErrorCode.server.rawValue)
+        XCTAssertTrue(down.errorRetryable, "a 5xx may pass when run again")
+        XCTAssertEqual(down.json().root["errorRetryable"]?.bool, true)
         checkMessage(down.error, "soql sync down")
 
         // Sync up, one request per record and in collections: each entry's __last_error__.

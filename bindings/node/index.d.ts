@@ -82,6 +82,8 @@ export interface SyncState {
   endTime: number;
   error: string;
   errorCode: number;
+  /** True when running it again unchanged may succeed (network, 5xx, busy). */
+  errorRetryable: boolean;
   conflicts?: number;
   errors?: number;
   conflictEntryIds?: number[];
@@ -95,6 +97,7 @@ export interface GhostsState {
   removed: number;
   error: string;
   errorCode: number;
+  errorRetryable: boolean;
 }
 /** The detail of a 'sync' event. */
 export type SyncEventDetail = (SyncState | GhostsState) & { isGlobalStore: boolean; storeName: string };

@@ -284,6 +284,7 @@ public final class SyncManager: @unchecked Sendable {
             state.status = (error.code == .state && cancel.isCancelled) ? .stopped : .failed
             state.error = MessageLimit.bound(error.message)
             state.errorCode = error.code.rawValue
+            state.errorRetryable = error.retryable
         } catch {
             state.status = .failed
             state.error = MessageLimit.bound("\(error)")
@@ -299,6 +300,7 @@ public final class SyncManager: @unchecked Sendable {
             if state.status == .done {
                 state.status = .failed
                 state.errorCode = failure.code.rawValue
+                state.errorRetryable = failure.retryable
             }
             let saving = state.error.hasPrefix(failure.message) ? "the sync state could not be saved either" : "saving the sync state failed: \(failure.message)"
             state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + saving)
@@ -325,7 +327,8 @@ public final class SyncManager: @unchecked Sendable {
     // MARK: ghosts
 
     /// Deletes local records of this sync down that the server no longer has (docs/sync.md#sync-down).
-    /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode"}`.
+    /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode",
+    /// "errorRetryable"}`.
     public func cleanResyncGhosts(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
@@ -338,7 +341,8 @@ public final class SyncManager: @unchecked Sendable {
             var status = "DONE"
             var message = ""
             var code: Int32 = 0
-            callback?(ghostReport(id, "RUNNING", 0, "", 0))
+            var retryable = false
+            callback?(ghostReport(id, "RUNNING", 0, "", 0, false))
             do {
                 if cancel.isCancelled { throw StoreError(.state, "Stopped before it started") }
                 removed = try GhostCleaner(ctx: try context(for: state, cancel: cancel), state: state, customTargets: customTargets).run()
@@ -346,16 +350,17 @@ public final class SyncManager: @unchecked Sendable {
                 status = (error.code == .state && cancel.isCancelled) ? "STOPPED" : "FAILED"
                 message = MessageLimit.bound(error.message)
                 code = error.code.rawValue
+                retryable = error.retryable
             } catch {
                 status = "FAILED"
                 message = "\(error)"
                 code = ErrorCode.internal.rawValue
             }
-            tracker.deliverTerminal(id, cancel) { callback?(ghostReport(id, status, removed, message, code)) }
+            tracker.deliverTerminal(id, cancel) { callback?(ghostReport(id, status, removed, message, code, retryable)) }
         }
     }
 
-    private func ghostReport(_ id: Int64, _ status: String, _ removed: Int, _ error: String, _ code: Int32) -> String {
+    private func ghostReport(_ id: Int64, _ status: String, _ removed: Int, _ error: String, _ code: Int32, _ retryable: Bool) -> String {
         let doc = JSONDocument.object()
         doc.root.set("syncId", owned: JSONMake.int(id))
         doc.root.set("type", owned: JSONMake.string("cleanResyncGhosts"))
@@ -363,6 +368,7 @@ public final class SyncManager: @unchecked Sendable {
         doc.root.set("removed", owned: JSONMake.int(Int64(removed)))
         doc.root.set("error", owned: JSONMake.string(error))
         doc.root.set("errorCode", owned: JSONMake.int(Int64(code)))
+        doc.root.set("errorRetryable", owned: JSONMake.bool(retryable))
         return doc.root.dump()
     }
 

@@ -23,6 +23,9 @@ public struct SyncState: Sendable {
     public var error = ""
     /// SYNCSTORE_ERR_* code of the failure, 0 when none: hosts decide on codes, not messages.
     public var errorCode: Int32 = 0
+    /// Whether the failure may pass when the run is started again unchanged (the error's own
+    /// `retryable`: a network failure, a 5xx, BUSY), false when none.
+    public var errorRetryable = false
     /// Sync up: records left dirty because the server copy changed (LEAVE_IF_CHANGED).
     public var conflicts = 0
     /// Sync up: records left dirty because the server refused them (their `__last_error__` says why).
@@ -60,6 +63,7 @@ public struct SyncState: Sendable {
         o.set("endTime", owned: JSONMake.int(endTime))
         o.set("error", owned: JSONMake.string(error))
         o.set("errorCode", owned: JSONMake.int(Int64(errorCode)))
+        o.set("errorRetryable", owned: JSONMake.bool(errorRetryable))
         o.set("conflicts", owned: JSONMake.int(Int64(conflicts)))
         if kind == .syncUp {
             o.set("errors", owned: JSONMake.int(Int64(errors)))
@@ -107,6 +111,7 @@ public struct SyncState: Sendable {
     private mutating func resetRunReport() {
         error = ""
         errorCode = 0
+        errorRetryable = false
         totalSize = -1
         if kind == .syncUp {
             conflicts = 0
@@ -150,6 +155,7 @@ public struct SyncState: Sendable {
         state.endTime = entry["endTime"]?.int64 ?? 0
         state.error = entry["error"]?.string ?? ""
         state.errorCode = Int32(clamping: entry["errorCode"]?.int64 ?? 0)
+        state.errorRetryable = entry["errorRetryable"]?.bool ?? false
         state.conflicts = Int(entry["conflicts"]?.int64 ?? 0)
         state.errors = Int(entry["errors"]?.int64 ?? 0)
         state.conflictEntryIds = (entry["conflictEntryIds"]?.elements ?? []).compactMap(\.int64)

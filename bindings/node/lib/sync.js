@@ -7,7 +7,7 @@ const { addon, STATUS, syncStoreError } = require('./native');
 const TERMINAL = new Set(['DONE', 'FAILED', 'STOPPED']);
 
 function stateError(state) {
-  const error = syncStoreError(state.errorCode || STATUS.INTERNAL, state.error || `sync ${state.status}`);
+  const error = syncStoreError(state.errorCode || STATUS.INTERNAL, state.error || `sync ${state.status}`, state.errorRetryable === true);
   error.state = state;
   return error;
 }

@@ -125,6 +125,8 @@ test('an HTML error page reaches JS as a short message without markup', { timeou
   await assert.rejects(run.done, (error) => {
     assert.equal(error.state.status, 'FAILED');
     assert.equal(error.state.errorCode, 7);
+    assert.equal(error.state.errorRetryable, true);
+    assert.equal(error.retryable, true);
     for (const message of [error.message, error.state.error]) {
       assert.match(message, /HTTP 500.*500 Internal Server Error/);
       assert.doesNotMatch(message, /[<>]|nginx/);

@@ -138,7 +138,7 @@ class SyncRun(_callbacks.Listener):
         if last is None or last.get("status") != "FAILED":
             return None
         code = int(last.get("errorCode") or 10)
-        return error_for_code(code, str(last.get("error") or "sync failed"), code in (4, 5))
+        return error_for_code(code, str(last.get("error") or "sync failed"), last.get("errorRetryable") is True)
 
     def _final(self, waited: Optional[SyncState]) -> SyncState:
         with self._cond:

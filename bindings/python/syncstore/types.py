@@ -60,6 +60,7 @@ class SyncState(TypedDict, total=False):
     endTime: int
     error: str
     errorCode: int
+    errorRetryable: bool
     conflicts: int
     errors: int
     conflictEntryIds: List[int]

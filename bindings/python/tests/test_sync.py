@@ -90,6 +90,7 @@ def test_failed_run_carries_an_exception_of_its_code(server: DevServer, tmp_path
         state = run.wait(60)
         assert state["status"] == "FAILED" and state["errorCode"] == 6
         assert isinstance(run.error, syncstore.AuthError)
+        assert state["errorRetryable"] is False and not run.error.retryable
 
 
 def test_callback_exceptions_are_logged_and_surfaced(server: DevServer, tmp_path: Path,
@@ -153,6 +154,7 @@ def test_an_html_error_page_is_summed_up_without_markup(tmp_path: Path) -> None:
             state = run.wait(60)
             assert state["status"] == "FAILED"
             assert isinstance(run.error, syncstore.ServerError)
+            assert state["errorRetryable"] is True and run.error.retryable  # a 5xx: the library says so
             message = state["error"]
             assert "HTTP 500" in message and "500 Internal Server Error" in message, message
             assert "<" not in message and ">" not in message and "nginx" not in message, message
