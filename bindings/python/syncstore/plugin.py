@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple, Type, Union
 
 from . import _callbacks, _lib
-from .errors import ArgumentError, StateError, SyncStoreError, error_for_code
+from .errors import ArgumentError, AuthError, StateError, SyncStoreError, error_for_code
 from .store import _object_json, _path, store_config_json
 from .sync import WaitTimeout
 from .types import PathLike, StoreConfig
@@ -47,10 +47,6 @@ EventListener = Callable[[str, Dict[str, Any]], object]
 #: ``provider({"storeName", "isGlobalStore"})`` -> the store's key (a passphrase or
 #: ``"x'<64 hex>'"``), ``(key, kdf_iter)``, or None for a plaintext store.
 KeyProvider = Callable[[Dict[str, Any]], Union[None, str, Tuple[Optional[str], Optional[int]]]]
-
-# The code given to C when a key provider raises something other than a SyncStoreError: the
-# store's key could not be had.
-_AUTH = 6
 
 
 class _Hooks:
@@ -159,7 +155,8 @@ def _provide_key(context: Optional[int], store_json: Optional[bytes], out_key: A
         return 0
     except BaseException as e:  # noqa: BLE001 - reported as the action's error, never unwound into C
         _provider_error.value = e
-        code = e.code if isinstance(e, SyncStoreError) else _AUTH
+        # Anything but a SyncStoreError: the store's key could not be had.
+        code = e.code if isinstance(e, SyncStoreError) else AuthError.code_value
         message = f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:_lib.ERROR_MESSAGE_SIZE - 1]
         try:
             err[0].code, err[0].retryable, err[0].message = code, 0, message

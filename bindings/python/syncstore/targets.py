@@ -17,11 +17,9 @@ import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _callbacks, _lib
-from .errors import SyncStoreError
+from .errors import ServerError, SyncStoreError
 
 __all__ = ["CustomTarget", "make_struct"]
-
-_SERVER = 7
 
 
 class CustomTarget:
@@ -83,7 +81,7 @@ def _guard(context: Optional[int], err: Any, body: Callable[[CustomTarget], int]
         return _fill(err, e.code, e.message)
     except BaseException as e:  # noqa: BLE001 - never unwind into the engine
         _callbacks.log.exception("syncstore: a custom target callback raised")
-        return _fill(err, _SERVER, f"{type(e).__name__}: {e}")
+        return _fill(err, ServerError.code_value, f"{type(e).__name__}: {e}")
 
 
 def _fetch_page(context: Optional[int], target_json: Optional[bytes], since_ms: int, continuation: Optional[bytes],
