@@ -65,6 +65,77 @@ final class GhostTests: StoreTestCase {
 
     func testGhostsAreCleanedInAnEncryptedStore() throws { try ghostsAreCleaned(key: try StoreKey("ghost key", kdfIter: 1000)) }
 
+    // A sync of every record of one object: after a first cleaning (a full comparison, which sets
+    // the sync's mark), a cleaning asks the server only which records were deleted since the mark
+    // (here every query is refused, so a full comparison would fail). A dirty ghost and entries of
+    // other origins stay; a mark older than the server keeps deleted records, and a query with
+    // a WHERE clause, go back to the full comparison.
+    func testCleaningsAfterTheFirstAskOnlyForTheRecordsDeletedSince() throws {
+        let server = try DevServerProcess(["--seed", "Contact=300", "--admin"])
+        let store = try SmartStore(path: dbPath)
+        try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"}]"#)
+        let manager = try store.syncManager()
+        var remote = server.remote
+        remote.maxAttempts = 1
+        manager.setRemote(remote)
+        let id = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id, LastName FROM Contact"}"#,
+                                      soupName: "contacts", optionsJSON: nil, name: "all", callback: nil)
+        XCTAssertEqual(try manager.wait(id: id, timeoutMs: 60_000).status, .done)
+        let faults = RestClient(config: server.remote)
+        func refuseQueries(_ on: Bool) throws {
+            _ = try faults.send(on ? "PUT" : "DELETE", "/__devserver/faults", body: on ? Array("GET */query* status=500".utf8) : nil)
+        }
+        func deleteOnServer(_ n: Int) throws -> [String] {
+            try refuseQueries(false)
+            let page = try server.call("GET", "query?q=SELECT+Id+FROM+Contact+ORDER+BY+Id+LIMIT+\(n)") as? [String: Any]
+            let ids = ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["Id"] as? String }
+            for remoteId in ids { _ = try server.call("DELETE", "sobjects/Contact/\(remoteId)") }
+            return ids
+        }
+
+        try refuseQueries(true)
+        XCTAssertEqual(try clean(manager, id: id)["status"] as? String, "FAILED", "the first cleaning compares every id")
+        try refuseQueries(false)
+        XCTAssertEqual(try clean(manager, id: id)["removed"] as? Int, 0)
+
+        let deleted = try deleteOnServer(5)
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"\#(deleted[0])","LastName":"Edited","__local__":true,"__locally_updated__":true}]"#,
+                             externalIdPath: "Id")
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"local-1","LastName":"Mine","__local__":true,"__locally_created__":true}]"#)
+        try refuseQueries(true)
+        var report = try clean(manager, id: id)
+        XCTAssertEqual(report["status"] as? String, "DONE", "\(report)")
+        XCTAssertEqual(report["removed"] as? Int, 4, "\(report)")
+        XCTAssertEqual(try count(store), 300 - 4 + 1)
+        XCTAssertEqual(try count(store, "{contacts:LastName} = 'Edited'"), 1, "a dirty ghost is kept")
+        XCTAssertEqual(try count(store, "{contacts:Id} = 'local-1'"), 1, "an entry this sync did not write is kept")
+        XCTAssertEqual(try count(store, "{contacts:Id} = '\(deleted[1])'"), 0)
+
+        _ = try deleteOnServer(3)
+        try refuseQueries(true)
+        report = try clean(manager, id: id)
+        XCTAssertEqual(report["removed"] as? Int, 3, "the mark moved on: only the new deletions \(report)")
+        XCTAssertEqual(try count(store), 300 - 7 + 1)
+
+        // A mark older than 15 days: the server no longer holds the window, every id is compared.
+        try store.write { db in try db.execute("UPDATE sync_ghost_marks SET serverTime = serverTime - 16 * 86400000") }
+        XCTAssertEqual(try clean(manager, id: id)["status"] as? String, "FAILED")
+        try refuseQueries(false)
+        XCTAssertEqual(try clean(manager, id: id)["status"] as? String, "DONE")
+
+        // A query with a WHERE clause: a record can leave it by an edit, so every id is compared.
+        let filtered = try manager.syncDown(targetJSON: #"{"type":"soql","query":"SELECT Id, LastName FROM Contact WHERE LastName != null"}"#,
+                                            soupName: "contacts", optionsJSON: nil, name: "filtered", callback: nil)
+        XCTAssertEqual(try manager.wait(id: filtered, timeoutMs: 60_000).status, .done)
+        XCTAssertEqual(try clean(manager, id: filtered)["status"] as? String, "DONE")
+        try refuseQueries(true)
+        XCTAssertEqual(try clean(manager, id: filtered)["status"] as? String, "FAILED")
+
+        // Deleting a sync forgets its mark.
+        try manager.delete(id: id)
+        XCTAssertEqual(try store.readers.withReader { db in try db.scalarInt("SELECT count(*) FROM sync_ghost_marks WHERE syncId = ?", [.int(id)]) }, 0)
+    }
+
     // A crash can leave the scratch database behind: the next cleaning replaces it, and whatever
     // ids it held count for nothing.
     func testAScratchLeftByACrashIsReplaced() throws {

@@ -16,6 +16,19 @@ struct GhostCleaner {
     func run() throws -> Int {
         let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
         let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
+        // A query of every record of one object, its soup indexed on the id: the server's list
+        // of deleted records since the last cleaning is the list of ghosts.
+        let window = DeletedRecordsWindow(ctx: ctx, syncId: state.id)
+        let wholeObject = (target as? SoqlTarget)?.rewriter.wholeObject
+        let indexed = try ctx.store.requireSoup(state.soupName).index(for: target.idFieldName) != nil
+        if let sobject = wholeObject, indexed, let since = try window.mark(),
+           let deleted = try window.deletedIds(of: sobject, since: since) {
+            // A record deleted and undeleted since the mark is listed, yet exists.
+            let back = deleted.ids.isEmpty ? [] : try window.stillThere(deleted.ids, of: sobject)
+            return try removeDeleted(deleted.ids.filter { !back.contains($0) }, idFieldName: target.idFieldName,
+                                     window: window, coveredUntil: deleted.coveredUntil)
+        }
+        let listingStarted = Clock.nowMillis()
         let scratch = try GhostScratch(file: ctx.store.file)
         defer { scratch.remove() }
         guard try target.visitRemoteIds(ctx, { soup, ids in
@@ -30,6 +43,8 @@ struct GhostCleaner {
             let info = try ctx.store.requireSoup(soupName)
             found.append((info, try scratch.ghosts(of: info, idFieldName: target.idFieldName, syncId: state.id)))
         }
+        // What the listing covered, on the server's clock (unknown when it sent no Date header).
+        let listedFrom = ctx.rest.serverNow.map { listingStarted + $0 - Clock.nowMillis() }
         var removed = 0
         try ctx.store.write { db in
             for (info, candidates) in found where !candidates.isEmpty {
@@ -37,6 +52,34 @@ struct GhostCleaner {
                 try ctx.store.deleteRows(db, info, ids: ghosts)
                 removed += ghosts.count
             }
+            if wholeObject != nil, indexed, let listedFrom {
+                try window.setMark(listedFrom - DeletedRecordsWindow.overlap, db: db)
+            }
+        }
+        return removed
+    }
+
+    /// Deletes this sync's clean entries whose ids the server listed as deleted, and moves the
+    /// mark on, in one transaction.
+    private func removeDeleted(_ ids: [String], idFieldName: String, window: DeletedRecordsWindow, coveredUntil: Int64) throws -> Int {
+        if ctx.cancel.isCancelled { throw StoreError(.state, "The ghost cleaning was stopped") }
+        let info = try ctx.store.requireSoup(state.soupName)
+        var removed = 0
+        try ctx.store.write { db in
+            let find = try db.prepare("""
+                SELECT id FROM \(info.table) WHERE \(info.expression(for: idFieldName)) = ? \
+                AND \(SoupPath.jsonExtract(LocalFlags.syncId)) = ? AND NOT \(LocalFlags.dirtyCondition)
+                """)
+            var ghosts: [Int64] = []
+            for id in Set(ids) {
+                find.reset()
+                try find.bind([.text(id), .int(state.id)])
+                while try find.step() { ghosts.append(find.int64(0)) }
+            }
+            find.reset()
+            try ctx.store.deleteRows(db, info, ids: ghosts)
+            removed = ghosts.count
+            try window.setMark(coveredUntil - DeletedRecordsWindow.overlap, db: db)
         }
         return removed
     }

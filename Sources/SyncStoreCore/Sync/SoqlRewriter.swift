@@ -104,6 +104,17 @@ struct SoqlRewriter {
         build(fields: [idField], extraFilter: nil, defaultOrder: nil, keepOrder: false)
     }
 
+    /// The object whose deleted records are exactly this query's ghosts: a query of every record
+    /// of one object (no WHERE, WITH, GROUP BY, HAVING, LIMIT or OFFSET), nil otherwise (then a
+    /// record can also leave the scope by an edit, and only a full comparison finds it).
+    var wholeObject: String? {
+        guard ["WHERE", "WITH", "GROUP", "HAVING", "LIMIT", "OFFSET"].allSatisfy({ clause($0) == nil }),
+              let from = clause("FROM") else { return nil }
+        let name = text(from.end, from.bodyEnd)
+        guard !name.isEmpty, name.utf8.allSatisfy({ SoqlRewriter.isWord($0) && $0 != UInt8(ascii: ".") }) else { return nil }
+        return name
+    }
+
     private func build(fields: [String], extraFilter: String?, defaultOrder: String?, keepOrder: Bool) -> String {
         guard let from = clause("FROM") else { return query }
         var out = "SELECT " + fields.joined(separator: ", ") + " " + text(from.start, from.bodyEnd)

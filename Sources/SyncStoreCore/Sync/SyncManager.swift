@@ -381,6 +381,7 @@ public final class SyncManager: @unchecked Sendable {
         guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
         guard !tracker.isActive(id) else { throw StoreError(.busy, "Sync \(id) is running; stop it before deleting it", retryable: true) }
         try states.delete(id: id)
+        try store.write { db in try DeletedRecordsWindow.forget(syncId: id, db: db) }
     }
 
     public func delete(name: String) throws {
