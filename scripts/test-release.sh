@@ -210,10 +210,11 @@ test_python() {
     [ "$out" = "$version $version" ] || fail "python: __version__ and version() say '$out', not $version"
     out=$(in_root "$root" /opt/app/bin/python /opt/examples/first_steps.py)
     echo "$out" | sed 's/^/   | /'
-    echo "$out" | grep -q . || fail "python: first_steps.py printed nothing"
+    echo "$out" | grep -q "^Ng 34$" || fail "python: first_steps.py's query did not print Ng 34"
     out=$(in_root "$root" /opt/app/bin/python /opt/examples/sync_example.py "$url" "$token")
     echo "$out" | sed 's/^/   | /'
-    echo "$out" | grep -q "DONE" || fail "python: sync_example.py reached no DONE"
+    echo "$out" | grep -q "^downloaded 150$" || fail "python: sync_example.py did not download the server's 150 contacts"
+    echo "$out" | grep -q "^sync up DONE$" || fail "python: sync_example.py's sync up did not end DONE"
     t2=$(now)
     record python "install + first_steps.py + sync_example.py" "$(elapsed "$t0" "$t2")"
     awk "BEGIN { exit !($t2 - $t0 < $LIMIT) }" || fail "python: install and examples took over $LIMIT s"
@@ -253,7 +254,11 @@ test_node() {
         out=$(in_root "$root" env SYNCSTORE_ROOT="/opt/app/stores-$example" SF_INSTANCE_URL="$url" \
             SF_ACCESS_TOKEN="$token" sh -c "cd /opt/app && node $example")
         echo "$out" | sed 's/^/   | /'
-        echo "$out" | grep -q . || fail "node: $example printed nothing"
+        case "$example" in
+            modern.js) expected='synced down 150 records.*sync up DONE.*pages' ;;
+            cordova-style.js) expected='DONE 100%.*contacts named A\.\.\., first page' ;;
+        esac
+        echo "$out" | tr '\n' ' ' | grep -q "$expected" || fail "node: $example's output misses /$expected/"
     done
     t2=$(now)
     record node "install + modern.js + cordova-style.js" "$(elapsed "$t0" "$t2")"
