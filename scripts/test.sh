@@ -158,8 +158,7 @@ stage_sanitize() {
     bash scripts/sanitize.sh tsan --ci
 }
 
-stage_artifacts() {
-    need_setup; need_library
+stage_artifacts() {  # release.sh builds (or finds up to date) the release library in build/ itself
     bash scripts/test-release.sh --slice
 }
 
