@@ -26,7 +26,7 @@
 #   sanitize the sanitizer slices: CTest, Python and Node on the ASan+UBSan library, CTest on the
 #            TSan library (scripts/sanitize.sh --ci; docs/fuzzing.md)
 #   all      every stage above, in this order
-#   release  not in all (about 20 minutes, most of it the CLI's release build and debootstrap): the
+#   release  not in all (11 minutes on a fresh clone, most of it the release builds and debootstrap): the
 #            release artifacts (scripts/release.sh) installed into pristine Debian 12 roots, each
 #            running its example (scripts/test-release.sh; needs root). ARGS: python, node, c
 #
