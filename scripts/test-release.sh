@@ -50,7 +50,7 @@ case "${1:-}" in --no-build) build=0; shift ;; --slice) slice=1; shift ;; esac
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || [ $slice = 1 ] || targets=(python node c)
 for t in ${targets[@]+"${targets[@]}"}; do
-    case "$t" in python|node|c) [ $slice = 0 ] ;; *) false ;; esac || { sed -n 2,42p "$0"; exit 2; }
+    case "$t" in python|node|c) [ $slice = 0 ] ;; *) false ;; esac || { sed -n 2,38p "$0"; exit 2; }
 done
 [ $slice = 1 ] || [ "$(id -u)" -eq 0 ] || { echo "test-release: needs root (debootstrap, chroot, mount)"; exit 1; }
 
