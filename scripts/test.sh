@@ -14,6 +14,10 @@
 #            inspector in headless Chromium (Tests/inspector; screenshots in build/inspector-screenshots).
 #            ARGS: pytest's, replacing the suites, e.g. Tests/devserver -k faults
 #   node     the N-API addon and its Cordova / promise faces (bindings/node/test). ARGS: node --test's
+#   artifacts the release artifacts' slice: the wheel, the npm tarball and the C packages without
+#            the CLI (scripts/release.sh --without-cli: versions, sizes), the wheel and the tarball
+#            installed offline into a fresh venv and an empty app, each running a store
+#            (scripts/test-release.sh --slice; the full run in pristine roots is `release`, below)
 #   chaos    the chaos suite (Tests/chaos), its short run. ARGS: pytest's; --long first: the long run
 #            (below)
 #   readme   the README's first hour: its marked blocks, verbatim, on a fresh clone of HEAD (Tests/readme;
@@ -24,6 +28,9 @@
 #   sanitize the sanitizer slices: CTest, Python and Node on the ASan+UBSan library, CTest on the
 #            TSan library (scripts/sanitize.sh --ci; docs/fuzzing.md)
 #   all      every stage above, in this order
+#   release  not in all (11 minutes on a fresh clone, most of it the release builds and debootstrap): the
+#            release artifacts (scripts/release.sh) installed into pristine Debian 12 roots, each
+#            running its example (scripts/test-release.sh; needs root). ARGS: python, node, c
 #
 # A stage builds what it needs (the debug dev server and CLI in .build/, the release library in
 # build/, the package in .venv) unless an earlier stage of the same run did.
@@ -42,10 +49,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_stages=(swift c python node chaos readme fuzz sanitize)
+all_stages=(swift c python node artifacts chaos readme fuzz sanitize)
 stages=()
 while [ $# -gt 0 ]; do
-    case " ${all_stages[*]} all " in *" $1 "*) ;; *) break ;; esac
+    case " ${all_stages[*]} all release " in *" $1 "*) ;; *) break ;; esac
     if [ "$1" = all ]; then stages+=("${all_stages[@]}"); else stages+=("$1"); fi
     shift
 done
@@ -152,6 +159,14 @@ stage_sanitize() {
     need_setup; need_swift
     bash scripts/sanitize.sh asan --ci
     bash scripts/sanitize.sh tsan --ci
+}
+
+stage_artifacts() {  # release.sh builds (or finds up to date) the release library in build/ itself
+    bash scripts/test-release.sh --slice
+}
+
+stage_release() {
+    bash scripts/test-release.sh "$@"
 }
 
 timings=()

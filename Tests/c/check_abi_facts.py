@@ -4,8 +4,8 @@ forces on us must agree with it.
 
 The header defines SYNCSTORE_VERSION, SYNCSTORE_ABI_VERSION (the soname's suffix) and the status
 codes. CMake, SwiftPM, the library, the CLI and the Node addon read them from the header; the
-copies checked here are the ones that cannot: package metadata (package.json, pyproject.toml),
-the Python package's ABI_VERSION, the status tables users program against (Swift's ErrorCode,
+copies checked here are the ones that cannot: package metadata (package.json, pyproject.toml,
+the Python package's __version__), the Python package's ABI_VERSION, the status tables users program against (Swift's ErrorCode,
 Python's exception classes, the Node typings), the lists of status macro names, and every
 "libsyncstore.so.N" written anywhere in the tree (code, scripts and prose). It also checks that
 the header documents every sync target type the engine accepts.
@@ -74,6 +74,7 @@ def package_json_version(repo):
 
 PYPROJECT_VERSION = re.compile(r'^(version = ")([^"]*)(")', re.M)
 PYTHON_ABI = re.compile(r"^(ABI_VERSION = )(\d+)$", re.M)
+PYTHON_DUNDER_VERSION = re.compile(r'^(__version__ = ")([^"]*)(")', re.M)
 
 
 def python_version(repo):
@@ -200,6 +201,10 @@ def check(repo, facts):
         problems.append(f"bindings/node/package.json: version {package_json_version(repo)}, the header says {facts.version}")
     if python_version(repo) != facts.version:
         problems.append(f"bindings/python/pyproject.toml: version {python_version(repo)}, the header says {facts.version}")
+    m = PYTHON_DUNDER_VERSION.search((repo / "bindings/python/syncstore/__init__.py").read_text())
+    if not m or m.group(2) != facts.version:
+        problems.append(f"bindings/python/syncstore/__init__.py: __version__ {m.group(2) if m else 'missing'}, "
+                        f"the header says {facts.version}")
     if python_abi(repo) != facts.abi:
         problems.append(f"bindings/python/syncstore/_lib.py: ABI_VERSION {python_abi(repo)}, the header says {facts.abi}")
     compare(problems, "Sources/SyncStoreCore/StoreError.swift ErrorCode", swift_error_code(repo), facts.errors)
@@ -237,6 +242,8 @@ def write(repo, facts):
     path.write_text(re.sub(r'^(  "version": ")[^"]*(")', rf"\g<1>{facts.version}\g<2>", text, count=1, flags=re.M))
     path = repo / "bindings/python/pyproject.toml"
     path.write_text(PYPROJECT_VERSION.sub(rf"\g<1>{facts.version}\g<3>", path.read_text(), count=1))
+    path = repo / "bindings/python/syncstore/__init__.py"
+    path.write_text(PYTHON_DUNDER_VERSION.sub(rf"\g<1>{facts.version}\g<3>", path.read_text(), count=1))
     path = repo / "bindings/python/syncstore/_lib.py"
     path.write_text(PYTHON_ABI.sub(rf"\g<1>{facts.abi}", path.read_text(), count=1))
 

@@ -198,8 +198,8 @@ public final class JSONDocument {
             $0.withMemoryRebound(to: CChar.self, capacity: Int(JSON_ERROR_TEXT_LENGTH)) { String(cString: $0) }
         }
         // jansson's own words for two parts of the rule; say the rule too.
-        if text.contains("NUL byte in object key") { text += "; \(JSONRules.nulKeyRule)" }
-        if text.contains("maximum parsing depth") { text += "; \(JSONRules.depthRule)" }
+        if text.includes("NUL byte in object key") { text += "; \(JSONRules.nulKeyRule)" }
+        if text.includes("maximum parsing depth") { text += "; \(JSONRules.depthRule)" }
         return .argument("Malformed \(what) at line \(e.line), column \(e.column): \(text)")
     }
 

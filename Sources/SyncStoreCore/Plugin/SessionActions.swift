@@ -56,7 +56,7 @@ enum NetworkActions {
         }
         var path = (try call.optionalString("endPoint") ?? "") + (try call.string("path"))
         if !path.hasPrefix("/") { path = "/" + path }
-        guard !path.contains("://"), !path.contains("@") else {
+        guard !path.includes("://"), !path.includes("@") else {
             throw StoreError.argument("pgSendRequest: the path must be a path on the instance, not a URL")
         }
         var body: [UInt8]? = nil
@@ -65,7 +65,7 @@ enum NetworkActions {
                 let query = params.members.map { name, value in
                     "\(RemoteURL.encode(name))=\(RemoteURL.encode(value.string ?? value.dump()))"
                 }
-                path += (path.contains("?") ? "&" : "?") + query.joined(separator: "&")
+                path += (path.includes("?") ? "&" : "?") + query.joined(separator: "&")
             } else {
                 body = Array(params.dump().utf8)
             }

@@ -15,7 +15,7 @@ enum ErrorBodySummary {
         let text = String(decoding: body.prefix(scannedBytes), as: UTF8.self)
         let type = contentType?.lowercased() ?? ""
         let first = text.unicodeScalars.first { !isSpace($0) }
-        if type.contains("html") || type.contains("xml") || first == "<" {
+        if type.includes("html") || type.includes("xml") || first == "<" {
             return bounded(markupSummary(text))
         }
         return bounded(collapse(text.unicodeScalars))

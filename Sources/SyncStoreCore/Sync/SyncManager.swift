@@ -446,7 +446,7 @@ public final class SyncManager: @unchecked Sendable {
                 default:
                     throw StoreError.argument("Sync '\(name)' has syncType '\(type)'; use syncDown or syncUp")
                 }
-            } catch let error as StoreError where !error.message.contains("'\(name)'") {
+            } catch let error as StoreError where !error.message.includes("'\(name)'") {
                 throw StoreError(error.code, "Sync '\(name)' of the config: \(error.message)", retryable: error.retryable)
             }
         }

@@ -452,7 +452,7 @@ struct SyncUpTask {
         // first, so a lost answer cannot make it twice).
         for i in items.indices {
             if case .failed(let error) = outcomes[i], items[i].action == .update, options.mergeMode == .overwrite,
-               error.contains("ENTITY_IS_DELETED") || error.contains("NOT_FOUND") {
+               error.includes("ENTITY_IS_DELETED") || error.includes("NOT_FOUND") {
                 outcomes[i] = .recreate
             }
         }
@@ -551,7 +551,7 @@ struct SyncUpTask {
     /// A collection delete's result: a record already gone counts as deleted.
     func deleteOutcome(_ results: JSONDocument, _ position: Int) -> Outcome {
         let result = collectionOutcome(results, position, created: false)
-        if case .failed(let e) = result, e.contains("ENTITY_IS_DELETED") || e.contains("NOT_FOUND") { return .deleted }
+        if case .failed(let e) = result, e.includes("ENTITY_IS_DELETED") || e.includes("NOT_FOUND") { return .deleted }
         if case .updated = result { return .deleted }
         return result
     }

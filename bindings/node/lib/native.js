@@ -46,10 +46,13 @@ function syncStoreError(status, message, retryable = false) {
 // The library's file name ("libsyncstore.so.1"), from the header's SYNCSTORE_ABI_VERSION.
 const LIBRARY = addon.SONAME;
 
-/** Where libsyncstore is looked for, in order: $SYNCSTORE_LIB alone when set, else the
+/** Where libsyncstore is looked for, in order: $SYNCSTORE_LIB alone when set, else the copy
+ *  packed beside the addon (the npm tarball of scripts/release.sh carries one), else the
  *  repository's build/lib, else the system loader path. [place, what dlopen gets] pairs. */
 function libraryPlaces() {
   if (process.env.SYNCSTORE_LIB) return [[`$SYNCSTORE_LIB (${process.env.SYNCSTORE_LIB})`, process.env.SYNCSTORE_LIB]];
+  const packed = path.join(__dirname, '..', 'build', LIBRARY);
+  if (fs.existsSync(packed)) return [[packed, packed]];
   const inRepo = path.join(REPO, 'build', 'lib', LIBRARY);
   return [[inRepo, inRepo], ['the system loader path (LD_LIBRARY_PATH, /etc/ld.so.cache, /lib, /usr/lib)', LIBRARY]];
 }

@@ -29,7 +29,11 @@ __all__ = ["Store", "Cursor", "SyncRun", "CustomTarget", "SyncStoreError", "Argu
            "InternalError", "StateError", "CallbackError", "WaitTimeout", "error_for_code", "list_stores",
            "remove_store", "remove_all_stores", "version", "abi_version", "status_name", "library_path",
            "ABI_VERSION", "Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "SyncCallback",
-           "SyncState"]
+           "SyncState", "__version__"]
+
+#: The package's version: the header's SYNCSTORE_VERSION (Tests/c/check_abi_facts.py checks the
+#: copy; scripts/release.sh checks that the wheel and the library it carries say the same).
+__version__ = "0.1.0"
 
 #: The ABI major version this package was written for (SYNCSTORE_ABI_VERSION).
 ABI_VERSION = _lib.ABI_VERSION

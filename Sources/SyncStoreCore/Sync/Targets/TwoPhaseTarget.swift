@@ -83,6 +83,6 @@ struct TwoPhaseTarget {
     /// The phase 1 request: the fetch URL naming this target's tables.
     var fetchPath: String {
         let names = RemoteURL.query([("tables", tables.map(\.name).joined(separator: ","))])
-        return fetchUrl + (fetchUrl.contains("?") ? "&" : "?") + names
+        return fetchUrl + (fetchUrl.includes("?") ? "&" : "?") + names
     }
 }
