@@ -39,8 +39,9 @@
  *    (--limit-rounds R, default 1; the issue's "best of 3 paired runs" is --limit-rounds 3).
  * 6. (--scale-records M) a sync at M records over HTTP: a named sync down, 1% of the records
  *    changed on the server then reSync (beside: the full sync, and fetching only the changed
- *    records), 1% deleted on the server then cleanResyncGhosts in a process of its own (time,
- *    peak RSS; beside: fetching only the remaining Ids with curl), then an exact query on Id and
+ *    records), a first cleanResyncGhosts (every id compared; it sets the sync's mark), 1% deleted
+ *    on the server then cleanResyncGhosts again (the records deleted since the mark), each in a
+ *    process of its own (time, peak RSS; beside: fetching only the remaining Ids with curl), then an exact query on Id and
  *    a Smart SQL aggregate on the soup, engine vs sqlite3 alone on the same file.
  * 7. (--stall-records M, --stall-up-records U) reads during syncs: exact indexed queries
  *    (syncstore_query_page on Id, the first 1000 records' Ids, one read per ms) from a thread on
