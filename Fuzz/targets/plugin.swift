@@ -1,7 +1,8 @@
 // The hybrid plugins' dispatcher (docs/hybrid-plugin.md): the first line names a service and an
 // action ("smartstore pgQuerySoup"), the rest is the args array cordova.exec would pass. Every
 // call must answer exactly once, with a status the header knows (never INTERNAL), a success
-// value that is JSON and an error message that is a JSON string. Runs are left out (they would
+// value that is JSON (never none: the platforms answer "OK" or true where there is nothing else
+// to say) and an error message that is a JSON string. Runs are left out (they would
 // answer from the sync thread, after this input) and there is no remote, so the session
 // services answer AUTH.
 import Glibc
@@ -36,10 +37,7 @@ public func fuzzPlugin(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard (0...11).contains(status), status != ErrorCode.internal.rawValue else {
         fuzzFail("\(head) answered status \(status): \(json ?? "")")
     }
-    guard let json else {
-        if status != 0 { fuzzFail("\(head) failed without a message") }
-        return 0
-    }
+    guard let json else { fuzzFail("\(head) answered status \(status) without a value") }
     guard let doc = try? JSONDocument.parse(json, what: "answer") else { fuzzFail("\(head) answered text that is not JSON: \(json)") }
     if status != 0 && doc.root.string == nil { fuzzFail("\(head)'s error is not a JSON string: \(json)") }
     return 0
