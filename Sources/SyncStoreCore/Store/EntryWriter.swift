@@ -225,11 +225,6 @@ final class EntryWriter {
             let text = scratch
             try text.withUnsafeBufferPointer { t in
                 guard let p = t.baseAddress else { return }
-                // The scanner bounds the depth of what it reads; the rule is still checked on
-                // the text stored, as on every tree entry, so no spelling of a page gets past it.
-                if JSONRules.firstTooDeep(p, count: t.count, limit: JSONRules.maxDepth) != nil {
-                    throw StoreError(ruleErrorCode, "\(page.describe(record: k)) is nested deeper than \(JSONRules.maxDepth) levels; \(JSONRules.depthRule). Nothing was stored")
-                }
                 try store(id: id, replacing: existing != nil, now: now, text: p, length: t.count) { statement, position, column in
                     let value: ScannedValue
                     switch overrides[column] {
