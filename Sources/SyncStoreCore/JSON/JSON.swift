@@ -33,6 +33,23 @@ public struct JSON {
     }
 
     public var isNull: Bool { raw.pointee.type == JSON_NULL }
+
+    /// The same JSON value as `other`, numbers compared by value at any depth (`200` and
+    /// `200.0` are one: a server may answer a number sent as an integer as a real).
+    func sameValue(as other: JSON) -> Bool {
+        switch (kind, other.kind) {
+        case (.integer, .integer): return int64 == other.int64
+        case (.integer, .real), (.real, .integer), (.real, .real): return double == other.double
+        case (.object, .object):
+            let mine = members
+            return mine.count == other.members.count
+                && mine.allSatisfy { name, value in other[name].map { value.sameValue(as: $0) } ?? false }
+        case (.array, .array):
+            return count == other.count && zip(elements, other.elements).allSatisfy { $0.sameValue(as: $1) }
+        default:
+            return json_equal(raw, other.raw) != 0
+        }
+    }
     public var isObject: Bool { raw.pointee.type == JSON_OBJECT }
     public var isArray: Bool { raw.pointee.type == JSON_ARRAY }
 

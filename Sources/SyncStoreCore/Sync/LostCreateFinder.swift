@@ -182,10 +182,7 @@ struct LostCreateFinder {
 
     /// Equal values, numbers compared by value (a server may answer 5 for 5.0).
     static func same(_ stored: JSON?, _ sent: JSON) -> Bool {
-        guard let stored else { return false }
-        if json_equal(stored.raw, sent.raw) != 0 { return true }
-        if let a = stored.double, let b = sent.double { return a == b }
-        return false
+        stored?.sameValue(as: sent) ?? false
     }
 }
 

@@ -496,7 +496,7 @@ struct TwoPhaseTask {
             // row that differs and is newer than the one sent is another change: stale.
             let sent = row(local).root
             let same = sent.members.allSatisfy { name, value in
-                name == TwoPhaseTarget.lastUpdate || server[name].map { TwoPhaseTask.sameValue($0, value) } ?? false
+                name == TwoPhaseTarget.lastUpdate || server[name].map { $0.sameValue(as: value) } ?? false
             }
             let newer = { () -> Bool in
                 guard let theirs = server[TwoPhaseTarget.lastUpdate]?.string.flatMap(Timestamp.parse) else { return false }
@@ -511,23 +511,6 @@ struct TwoPhaseTask {
             if let row = byId[id] { out.rows.append(row) } else { out.gone.insert(id) }
         }
         return out
-    }
-
-    /// The same JSON value, numbers compared by value (`200` and `200.0` are one).
-    static func sameValue(_ a: JSON, _ b: JSON) -> Bool {
-        switch (a.kind, b.kind) {
-        case (.integer, .integer): return a.int64 == b.int64
-        case (.integer, .real), (.real, .integer), (.real, .real): return a.double == b.double
-        case (.object, .object):
-            let am = a.members, bm = b.members
-            guard am.count == bm.count else { return false }
-            return am.allSatisfy { name, value in b[name].map { sameValue(value, $0) } ?? false }
-        case (.array, .array):
-            guard a.count == b.count else { return false }
-            return zip(a.elements, b.elements).allSatisfy { sameValue($0, $1) }
-        default:
-            return json_equal(a.raw, b.raw) != 0
-        }
     }
 
     // MARK: after phase 2
