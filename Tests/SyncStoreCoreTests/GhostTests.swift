@@ -25,6 +25,21 @@ final class GhostTests: StoreTestCase {
         return [:]
     }
 
+    /// Beside the ghosts to be: a local edit of `deleted[0]` (a dirty ghost) and an entry this
+    /// sync did not write.
+    private func editLocally(_ store: SmartStore, _ deleted: [String]) throws {
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"local-1","LastName":"Mine","__local__":true,"__locally_created__":true}]"#)
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"\#(deleted[0])","LastName":"Edited","__local__":true,"__locally_updated__":true}]"#,
+                             externalIdPath: "Id")
+    }
+
+    /// After a clean: the dirty ghost and the other entry are kept, `deleted[1]` is gone.
+    private func checkKept(_ store: SmartStore, _ deleted: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try count(store, "{contacts:LastName} = 'Edited'"), 1, "a dirty ghost is kept", file: file, line: line)
+        XCTAssertEqual(try count(store, "{contacts:Id} = 'local-1'"), 1, "an entry this sync did not write is kept", file: file, line: line)
+        XCTAssertEqual(try count(store, "{contacts:Id} = '\(deleted[1])'"), 0, file: file, line: line)
+    }
+
     private func ghostsAreCleaned(key: StoreKey?) throws {
         let server = try DevServerProcess(["--seed", "Contact=2500"])
         let store = try SmartStore(path: dbPath, key: key)
@@ -37,21 +52,17 @@ final class GhostTests: StoreTestCase {
         XCTAssertEqual(try count(store), 2500)
 
         // An entry created here (not this sync's) and, for one record the server will delete, a local edit.
-        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"local-1","LastName":"Mine","__local__":true,"__locally_created__":true}]"#)
         let page = try server.call("GET", "query?q=SELECT+Id+FROM+Contact+ORDER+BY+Id+LIMIT+700") as? [String: Any]
         let deleted = ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["Id"] as? String }
         XCTAssertEqual(deleted.count, 700)
-        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"\#(deleted[0])","LastName":"Edited","__local__":true,"__locally_updated__":true}]"#,
-                             externalIdPath: "Id")
+        try editLocally(store, deleted)
         for remoteId in deleted { _ = try server.call("DELETE", "sobjects/Contact/\(remoteId)") }
 
         let report = try clean(manager, id: id)
         XCTAssertEqual(report["status"] as? String, "DONE", "\(report)")
         XCTAssertEqual(report["removed"] as? Int, 699, "\(report)")
         XCTAssertEqual(try count(store), 2500 - 699 + 1)
-        XCTAssertEqual(try count(store, "{contacts:LastName} = 'Edited'"), 1, "a dirty ghost is kept")
-        XCTAssertEqual(try count(store, "{contacts:Id} = 'local-1'"), 1, "an entry this sync did not write is kept")
-        XCTAssertEqual(try count(store, "{contacts:Id} = '\(deleted[1])'"), 0)
+        try checkKept(store, deleted)
         XCTAssertNotEqual(access(dbPath + "-ghosts", F_OK), 0, "the scratch database is removed")
 
         // Nothing more to clean: a second run removes nothing.
@@ -99,17 +110,13 @@ final class GhostTests: StoreTestCase {
         XCTAssertEqual(try clean(manager, id: id)["removed"] as? Int, 0)
 
         let deleted = try deleteOnServer(5)
-        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"\#(deleted[0])","LastName":"Edited","__local__":true,"__locally_updated__":true}]"#,
-                             externalIdPath: "Id")
-        _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"Id":"local-1","LastName":"Mine","__local__":true,"__locally_created__":true}]"#)
+        try editLocally(store, deleted)
         try refuseQueries(true)
         var report = try clean(manager, id: id)
         XCTAssertEqual(report["status"] as? String, "DONE", "\(report)")
         XCTAssertEqual(report["removed"] as? Int, 4, "\(report)")
         XCTAssertEqual(try count(store), 300 - 4 + 1)
-        XCTAssertEqual(try count(store, "{contacts:LastName} = 'Edited'"), 1, "a dirty ghost is kept")
-        XCTAssertEqual(try count(store, "{contacts:Id} = 'local-1'"), 1, "an entry this sync did not write is kept")
-        XCTAssertEqual(try count(store, "{contacts:Id} = '\(deleted[1])'"), 0)
+        try checkKept(store, deleted)
 
         _ = try deleteOnServer(3)
         try refuseQueries(true)
