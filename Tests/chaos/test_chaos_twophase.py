@@ -149,10 +149,14 @@ def server_rows(server):
 
 
 def replay(log_path):
-    """Per (table, key): the last value written for sure, and the one being written when killed."""
+    """Per (table, key): the last value written for sure, and the value a write cut by a kill may
+    have left instead. A write whose "intent" has no "done" (the next line is the next host's)
+    may or may not have happened, and stays so until a later write of the same row is done: the
+    hosts after the kill need not touch that row again (a maybe-delete hides it from them)."""
     done, pending = {}, {}
     if not os.path.exists(log_path):
         return done, pending
+    open_intent = None
     with open(log_path) as f:
         for line in f:
             try:
@@ -161,10 +165,15 @@ def replay(log_path):
                 continue  # a line cut by the kill
             k = (e["table"], e["key"])
             if e["op"] == "intent":
-                pending = {k: e["v"]}
+                if open_intent is not None:
+                    pending[open_intent[0]] = open_intent[1]
+                open_intent = (k, e["v"])
             else:
                 done[k] = e["v"]
-                pending = {}
+                pending.pop(k, None)
+                open_intent = None
+    if open_intent is not None:
+        pending[open_intent[0]] = open_intent[1]
     return done, pending
 
 
