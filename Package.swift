@@ -48,14 +48,26 @@ let package = Package(
             name: "SyncStoreSupport",
             dependencies: ["CSQLite"]
         ),
+        // The store: soups, entries, queries, cursors, transactions, encryption. It knows no sync
+        // type; the layers above attach to each open store through `StoreCompanion`.
         .target(
             name: "SyncStoreCore",
             // CSyncStoreABI (the header, no code): SYNCSTORE_VERSION.
-            dependencies: ["SyncStoreSupport", "CSQLite", "CJansson", "CCurl", "CSyncStoreCipher", "CSyncStoreABI"]
+            dependencies: ["SyncStoreSupport", "CSQLite", "CJansson", "CSyncStoreCipher", "CSyncStoreABI"]
+        ),
+        // Sync on the store: HTTP and the REST clients (Remote/), targets, sync down / up runs.
+        .target(
+            name: "SyncStoreSync",
+            dependencies: ["SyncStoreCore", "SyncStoreSupport", "CSQLite", "CJansson", "CCurl"]
+        ),
+        // The hybrid plugins' native half (docs/hybrid-plugin.md), on the store and sync.
+        .target(
+            name: "SyncStorePlugin",
+            dependencies: ["SyncStoreSync", "SyncStoreCore", "SyncStoreSupport", "CJansson", "CSyncStoreABI"]
         ),
         .target(
             name: "SyncStoreC",
-            dependencies: ["SyncStoreCore", "CSyncStoreABI"],
+            dependencies: ["SyncStorePlugin", "SyncStoreSync", "SyncStoreCore", "CSyncStoreABI"],
             exclude: ["exports.map"],
             linkerSettings: [
                 .unsafeFlags([
@@ -88,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "syncstore-cli",
             dependencies: [
-                "SyncStoreCore", "SyncStoreSupport", "SyncStoreDevServer",
+                "SyncStoreCore", "SyncStoreSync", "SyncStorePlugin", "SyncStoreSupport", "SyncStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `inspect`: the store inspector's web server.
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -101,7 +113,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncStoreCoreTests",
-            dependencies: ["SyncStoreCore", "SyncStoreSupport", "CJansson", "CSQLite"]
+            dependencies: ["SyncStoreCore", "SyncStoreSync", "SyncStorePlugin", "SyncStoreSupport", "CJansson", "CSQLite"]
         ),
     ]
 )

@@ -5,6 +5,8 @@ import CJansson
 import CSQLite
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// Stops the run on a broken invariant; the message says which and why.
 func fuzzFail(_ message: String) -> Never {

@@ -77,14 +77,16 @@ MAP
     }
     swift_module SyncStoreSupport
     swift_module SyncStoreCore "$OUT/SyncStoreSupport.o" include/syncstore.h
+    swift_module SyncStoreSync "$OUT/SyncStoreCore.o"
+    swift_module SyncStorePlugin "$OUT/SyncStoreSync.o"
     for t in "${targets[@]}"; do
         if [ -f "$FUZZ/targets/$t.swift" ]; then
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.swift" "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$OUT/SyncStoreCore.o" \
-                "$OUT/SyncStoreSupport.o" || continue
+                "$OUT/SyncStoreSync.o" "$OUT/SyncStorePlugin.o" "$OUT/SyncStoreSupport.o" || continue
             echo "== fuzz build: $t"
             swiftc -O -parse-as-library -sanitize=fuzzer,address "${includes[@]}" -module-name "fuzz_$t" \
                 "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$FUZZ/targets/$t.swift" \
-                "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSupport.o" "${cipher_objs[@]}" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
+                "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSync.o" "$OUT/SyncStorePlugin.o" "$OUT/SyncStoreSupport.o" "${cipher_objs[@]}" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         elif [ -f "$FUZZ/targets/$t.c" ]; then
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.c" "$OUT/cipher_vfs.o" || continue
             echo "== fuzz build: $t"

@@ -3,6 +3,8 @@
 // the soup answers a range query on each of its paths.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, path) = fuzzFixtureStore("index_specs")
 

@@ -7,6 +7,8 @@
 // services answer AUTH.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let plugin: HybridPlugin = fuzzSetup("plugin") {
     let made = try HybridPlugin(root: "\(fuzzRoot)/plugin", optionsJSON: nil)

@@ -9,6 +9,8 @@
 // The scanner declining a page is always allowed: the tree path then reads it.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 import SyncStoreSupport
 
 /// Index paths as a soup would have them (nested, a prefix of another, one on an object), the

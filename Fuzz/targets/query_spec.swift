@@ -4,6 +4,8 @@
 // never changes the store.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, path) = fuzzFixtureStore("query_spec")
 private let before = fuzzFingerprint(path)

@@ -3,6 +3,8 @@
 // an API version of the form v<major>.<minor>, and settings inside their documented ranges.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRemoteConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

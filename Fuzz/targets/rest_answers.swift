@@ -10,6 +10,8 @@
 // (status and entries stored).
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let server = FakeServer()
 private let store: SmartStore = {

@@ -4,6 +4,8 @@
 // schema change, no PRAGMA, ATTACH or extension gets past the guard).
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, path): (SmartStore, String) = {
     let (store, path) = fuzzFixtureStore("smart_sql")

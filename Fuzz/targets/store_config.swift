@@ -4,6 +4,8 @@
 // it was; an accepted one registers every soup it names.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, path) = fuzzFixtureStore("store_config")
 

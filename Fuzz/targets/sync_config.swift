@@ -4,6 +4,8 @@
 // after each input.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, _) = fuzzFixtureStore("sync_config")
 private let manager = fuzzSetup("sync manager") { try store.syncManager() }

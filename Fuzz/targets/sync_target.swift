@@ -5,6 +5,8 @@
 // soup and options; nothing is ever run (no server).
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, _) = fuzzFixtureStore("sync_target")
 private let manager = fuzzSetup("sync manager") { try store.syncManager() }

@@ -3,6 +3,8 @@
 // that succeeds returns a JSON array with one stored entry per input entry.
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 private let (store, path) = fuzzFixtureStore("upsert")
 

@@ -1,6 +1,8 @@
 import CSyncStoreABI
 import Glibc
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 // Shared plumbing of the @_cdecl entry points: turning C arguments into Swift values and every
 // thrown error into a status code plus syncstore_error, so nothing ever traps into the host.
@@ -25,6 +27,7 @@ struct StaticCString: @unchecked Sendable {
 /// Runs an entry point body: success clears `err`, a StoreError fills it, anything else is INTERNAL.
 @inline(__always)
 func guarded(_ err: UnsafeMutablePointer<syncstore_error>?, _ body: () throws -> Void) -> Int32 {
+    SyncCompanion.install()
     do {
         try body()
         if let err { fill(err, code: 0, retryable: false, message: "") }

@@ -1,6 +1,8 @@
 import CSyncStoreABI
 import Glibc
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 @_cdecl("syncstore_version")
 public func syncstore_version() -> UnsafePointer<CChar> { libraryVersion.pointer }

@@ -1,6 +1,8 @@
 import CSyncStoreABI
 import Glibc
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 // The hybrid plugins' dispatcher (include/syncstore.h, "The hybrid plugins").
 

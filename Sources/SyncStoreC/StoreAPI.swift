@@ -1,5 +1,7 @@
 import CSyncStoreABI
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 public typealias CString = UnsafePointer<CChar>
 public typealias OutString = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>

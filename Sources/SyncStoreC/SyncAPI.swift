@@ -1,6 +1,8 @@
 import CSyncStoreABI
 import Glibc
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 public typealias CSyncCallback = @convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void
 

@@ -46,20 +46,20 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { "\(code): \(message)" }
 
-    static func argument(_ message: String) -> StoreError { StoreError(.argument, message) }
-    static func notFound(_ message: String) -> StoreError { StoreError(.notFound, message) }
-    static func soupNotFound(_ soup: String) -> StoreError {
+    package static func argument(_ message: String) -> StoreError { StoreError(.argument, message) }
+    package static func notFound(_ message: String) -> StoreError { StoreError(.notFound, message) }
+    package static func soupNotFound(_ soup: String) -> StoreError {
         StoreError(.notFound, "Soup '\(soup)' does not exist; register it first")
     }
 }
 
 /// Server text kept in sync states, callbacks and `__last_error__` is bounded: a misbehaving
 /// server must not copy megabytes into every status callback.
-enum MessageLimit {
-    static let bytes = 4096
+package enum MessageLimit {
+    package static let bytes = 4096
 
     /// `text` cut to at most `bytes` UTF-8 bytes (on a character boundary), saying how much was cut.
-    static func bound(_ text: String) -> String {
+    package static func bound(_ text: String) -> String {
         let utf8 = text.utf8
         guard utf8.count > bytes else { return text }
         var end = utf8.index(utf8.startIndex, offsetBy: bytes - 64)

@@ -6,7 +6,7 @@ extension StringProtocol {
     /// lives in the _StringProcessing module: one call to it links that module and the regex
     /// parser into libsyncstore, about 1 MB of the stripped library (scripts/release.sh bounds
     /// the library's size).
-    func includes(_ other: some StringProtocol) -> Bool {
+    package func includes(_ other: some StringProtocol) -> Bool {
         let needle = Array(other.utf8)
         guard !needle.isEmpty else { return true }
         let hay = Array(utf8)

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// `demo`: offline sync end to end against a dev server it starts and stops itself.
 struct DemoCommand: ParsableCommand {

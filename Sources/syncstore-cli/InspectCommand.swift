@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 import SyncStoreDevServer
 
 /// `inspect`: a local web page to look into stores and watch their syncs (docs in the README).

@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// What one run of `inspect` was started with.
 struct InspectorSettings: Sendable {

@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// The inspector's HTTP front: the token, the page and its assets, the JSON API, and the
 /// server-sent events of sync states. No CORS headers: other origins' pages cannot read answers.

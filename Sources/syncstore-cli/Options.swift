@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// Which store a command works on, and the key that opens it.
 struct StoreOptions: ParsableArguments {

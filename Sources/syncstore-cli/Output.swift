@@ -1,5 +1,7 @@
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// Writes text to stdout or stderr without buffering surprises between the two.
 enum Console {

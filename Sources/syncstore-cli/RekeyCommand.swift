@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// `rekey`: encrypt a store, change its key, or decrypt it.
 struct RekeyCommand: ParsableCommand {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 import SyncStoreDevServer
 
 /// `serve`: the dev server, announced with what a client needs to reach it.

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 import SyncStoreSupport
 
 /// `status`: the sync states of a store.

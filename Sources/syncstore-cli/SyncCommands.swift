@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 /// `sync`: run the named syncs of a usersyncs.json, or an ad-hoc SOQL sync down.
 struct SyncCommand: ParsableCommand {

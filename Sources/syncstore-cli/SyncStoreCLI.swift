@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SyncStoreCore
+import SyncStorePlugin
+import SyncStoreSync
 
 @main
 struct SyncStoreCLI: AsyncParsableCommand {
@@ -50,6 +52,7 @@ struct SyncStoreCLI: AsyncParsableCommand {
 
     /// Errors of the engine become a message on stderr and an exit code by class.
     static func main() async {
+        SyncCompanion.install()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -3,6 +3,8 @@
 // (Invalid UTF-8 cannot be built as a Swift String; the C tests cover it at the ABI.)
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/smartstore.md#bad-input bad input
 final class BadInputTests: StoreTestCase {

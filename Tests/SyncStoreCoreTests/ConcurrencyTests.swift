@@ -5,6 +5,8 @@ import Foundation
 import Glibc
 import CSQLite
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// A thread-safe list of failures collected from worker threads.
 final class Failures: @unchecked Sendable {

@@ -3,6 +3,8 @@
 import XCTest
 import Foundation
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 final class DatasyncTests: StoreTestCase {
     static let down = #"{"type":"datasync","table":"todo"}"#

@@ -3,6 +3,8 @@
 import XCTest
 import Foundation
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// A syncstore-devserver process on 127.0.0.1 for one test.
 final class DevServerProcess {

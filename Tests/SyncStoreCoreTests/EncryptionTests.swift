@@ -4,6 +4,8 @@ import XCTest
 import Foundation
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 final class EncryptionTests: StoreTestCase {
     private let canary = "CANARY-7f3e9a1c-plaintext-must-not-reach-disk"

@@ -2,6 +2,8 @@
 // atomicity, timestamps, retrieve order, removal by ids and by query.
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/smartstore.md#upsert-retrieve-remove
 final class UpsertTests: StoreTestCase {

@@ -3,6 +3,8 @@
 // changes nothing). Seeded, so a failure reproduces.
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/smartstore.md
 final class EntryModelTests: StoreTestCase {

@@ -3,6 +3,8 @@
 // both when indexed as string and when not indexed.
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/smartstore.md#local-change-flags
 final class LocalFlagsTests: StoreTestCase {

@@ -4,6 +4,8 @@
 import Glibc
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 final class GhostTests: StoreTestCase {
     private func count(_ store: SmartStore, _ condition: String = "1 = 1") throws -> Int {

@@ -9,6 +9,8 @@ import Foundation
 import Glibc
 import CSQLite
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// Serves canned bodies on 127.0.0.1: each GET of a query path gets the next page in order.
 final class CannedPageServer: @unchecked Sendable {

@@ -4,6 +4,8 @@
 import Glibc
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 final class PageFeedTests: XCTestCase {
     /// Page `n` of `total`, holding `records` records; its locator names the next page.

@@ -3,6 +3,8 @@
 // every page of every cursor. Seeded, so a failure reproduces.
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// A small deterministic generator (SplitMix64).
 struct SeededRandom: RandomNumberGenerator {

@@ -3,6 +3,8 @@
 // text is stored as it arrived (docs/smartstore.md#upsert-retrieve-remove: entries are valid JSON; docs/sync.md#sync-down: query pages).
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 final class QueryPageScannerTests: XCTestCase {
     static let paths = [["Id"], ["Name"], ["Account", "Name"], ["Account", "Id"], ["Amount"], ["LastModifiedDate"]]

@@ -2,6 +2,8 @@
 // selectPaths, pageSize, cursor paging, numeric comparisons, unindexed paths.
 import XCTest
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/queries.md#query-specs
 final class QuerySpecTests: StoreTestCase {

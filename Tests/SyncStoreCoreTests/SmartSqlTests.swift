@@ -3,6 +3,8 @@
 import XCTest
 import Foundation
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/queries.md#smart-sql
 final class SmartSqlTokenTests: StoreTestCase {

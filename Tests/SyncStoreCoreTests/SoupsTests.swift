@@ -3,6 +3,8 @@
 import XCTest
 import CSQLite
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 let allFiveSpecs = #"[{"path":"name","type":"string"},{"path":"age","type":"integer"},{"path":"score","type":"floating"},{"path":"bio","type":"full_text"},{"path":"meta.tag","type":"json1"}]"#
 

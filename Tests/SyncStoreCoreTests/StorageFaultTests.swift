@@ -8,6 +8,8 @@ import Foundation
 import Glibc
 import CSQLite
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// A small tmpfs: a real file system that runs out of space, or is remounted read-only.
 final class SmallDisk: @unchecked Sendable {

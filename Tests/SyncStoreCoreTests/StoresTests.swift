@@ -3,6 +3,8 @@
 import XCTest
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 // docs/smartstore.md#stores
 final class StoreConfigTests: XCTestCase {

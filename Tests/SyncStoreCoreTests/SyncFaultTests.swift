@@ -6,6 +6,8 @@ import Foundation
 import Glibc
 import CJansson
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 import SyncStoreSupport
 
 final class SyncFaultTests: StoreTestCase {

@@ -4,6 +4,8 @@ import XCTest
 import Foundation
 import Glibc
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 import SyncStoreSupport
 
 final class SoqlRewriterTests: XCTestCase {
@@ -294,5 +296,5 @@ final class SyncRunTests: StoreTestCase {
 
 extension SmartStore {
     /// Ends the sync worker and drops the manager, as closing the last handle does.
-    func syncManager_forTestsClose() { try? closeSyncs(owner: 0, last: true) }
+    func syncManager_forTestsClose() { closeCompanions(owner: 0, last: true) }
 }

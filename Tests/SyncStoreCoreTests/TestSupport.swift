@@ -5,6 +5,8 @@ import Foundation
 import Glibc
 import CSQLite
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 
 /// Base class: a fresh temp directory per test and one store file in it.
 class StoreTestCase: XCTestCase {
@@ -13,6 +15,8 @@ class StoreTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
+        // As the C ABI does: every store opened gets the sync engine's companion.
+        SyncCompanion.install()
         var template = Array("/tmp/syncstore-coretests-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard let made else { throw XCTSkip("mkdtemp failed: \(String(cString: strerror(errno)))") }

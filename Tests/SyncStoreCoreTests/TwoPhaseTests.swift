@@ -4,6 +4,8 @@
 import XCTest
 import Foundation
 @testable import SyncStoreCore
+@testable import SyncStorePlugin
+@testable import SyncStoreSync
 import SyncStoreSupport
 
 final class TwoPhaseTests: StoreTestCase {

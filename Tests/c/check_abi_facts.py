@@ -153,7 +153,7 @@ def target_types(repo):
     """The sync target types the engine accepts, read from the core's Swift sources (wherever the
     files live): sync down's factory switch, sync up's Mode enum and its parent_children test."""
     down, up = set(), set()
-    for path in sorted((repo / "Sources/SyncStoreCore").rglob("*.swift")):
+    for path in sorted((repo / "Sources/SyncStoreSync").rglob("*.swift")):
         text = path.read_text()
         down |= set(re.findall(r'case "(\w+)": return try \w+Target\(', text))
         if "struct SyncUpTarget" in text:
@@ -225,7 +225,7 @@ def check(repo, facts):
     down, up = target_types(repo)
     for kind, types, function in (("down", down, "syncstore_sync_down"), ("up", up, "syncstore_sync_up")):
         if not types:
-            problems.append(f"no sync {kind} target types found in Sources/SyncStoreCore (update {Path(__file__).name})")
+            problems.append(f"no sync {kind} target types found in Sources/SyncStoreSync (update {Path(__file__).name})")
         undocumented = types - header_target_types(header, function)
         if undocumented:
             problems.append(f"include/syncstore.h: {function}'s comment does not document the sync {kind} "

@@ -13,7 +13,7 @@ echo "stripped $(basename "$lib"): $size bytes (bound $max)"
 linked=$(nm "$lib" | grep -c -E '17_StringProcessing|12_RegexParser' || true)
 if [ "$linked" -gt 0 ]; then
     echo "the library links _StringProcessing / _RegexParser ($linked symbols); the engine's callers of it:"
-    nm -u "$(dirname "$lib")"/../swiftpm/release/SyncStoreCore.build/*.o 2>/dev/null | grep -E '17_StringProcessing|12_RegexParser' | sort -u || true
+    nm -u "$(dirname "$lib")"/../swiftpm/release/SyncStore{Core,Sync,Plugin,C}.build/*.o 2>/dev/null | grep -E '17_StringProcessing|12_RegexParser' | sort -u || true
     exit 1
 fi
 [ "$size" -lt "$max" ] || { echo "over the bound"; exit 1; }

@@ -5,19 +5,19 @@ import CSQLite
 /// so checkpointing there keeps the WAL small without the writer ever stopping for it.
 /// PASSIVE: never waits for readers or the writer; it copies what it can. Not thread-safe: one
 /// thread at a time (the sync's fetches run one after another).
-final class BackgroundCheckpoint {
+package final class BackgroundCheckpoint {
     private let connection: Connection?
     private var pending = 0
     /// Pages (transactions) written between two checkpoints.
     private let every: Int
 
-    init(file: DatabaseFile, every: Int = 4) {
+    package init(file: DatabaseFile, every: Int = 4) {
         connection = try? Connection(file: file, readOnly: false)
         self.every = every
     }
 
     /// Called once per transaction the writer made; checkpoints every `every` of them.
-    func transactionWritten() {
+    package func transactionWritten() {
         pending += 1
         guard pending >= every, let connection else { return }
         pending = 0

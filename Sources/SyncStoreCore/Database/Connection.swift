@@ -5,18 +5,18 @@ import SyncStoreSupport
 
 /// One SQLite connection. Not thread-safe by itself: the store hands each connection to one
 /// thread at a time (the writer under its lock, readers through a pool).
-final class Connection: SQLiteErrorReporter {
+package final class Connection: SQLiteErrorReporter {
     /// How long a statement waits for another connection's lock before SQLITE_BUSY.
-    static let busyTimeoutMs: Int32 = 10_000
+    package static let busyTimeoutMs: Int32 = 10_000
 
-    let db: OpaquePointer
-    let file: DatabaseFile
+    package let db: OpaquePointer
+    package let file: DatabaseFile
     /// Opened for reading only (a reader of the pool).
-    let readOnly: Bool
-    var path: String { file.path }
+    package let readOnly: Bool
+    package var path: String { file.path }
     private var statementCache = StatementCache()
 
-    init(file: DatabaseFile, readOnly: Bool) throws {
+    package init(file: DatabaseFile, readOnly: Bool) throws {
         _ = ss_sqlite_configure()
         var handle: OpaquePointer?
         // NOMUTEX: we serialize access ourselves; each connection is used by one thread at a time.
@@ -54,14 +54,14 @@ final class Connection: SQLiteErrorReporter {
 
     /// Makes a new encrypted database (`schema`: main or an attached one) keep 80 bytes of every
     /// page for its IV and HMAC; effective before its first page is written.
-    func reserveCipherBytes(schema: String) {
+    package func reserveCipherBytes(schema: String) {
         var reserve = Int32(SS_CIPHER_RESERVE)
         _ = sqlite3_file_control(db, schema, SQLITE_FCNTL_RESERVE_BYTES, &reserve)
     }
 
     /// Whether the file this connection opened is no longer at its path: another process's change
     /// of key renamed the new store over it while this connection waited for its first lock.
-    var hasMoved: Bool {
+    package var hasMoved: Bool {
         var moved: Int32 = 0
         return sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
     }
@@ -86,27 +86,27 @@ final class Connection: SQLiteErrorReporter {
 
     /// Closes the connection now, before the object goes (a change of key replaces the store's
     /// file under it). The caller must not use the connection afterwards.
-    func close() {
+    package func close() {
         guard !closed else { return }
         closed = true
         statementCache.removeAll()
         sqlite3_close_v2(db)
     }
 
-    var errorMessage: String { String(cString: sqlite3_errmsg(db)) }
+    package var errorMessage: String { String(cString: sqlite3_errmsg(db)) }
 
     /// Copies every frame of the WAL into the database file and truncates the WAL to zero bytes
     /// (SQLITE_CHECKPOINT_TRUNCATE). Waits at most `waitMs` for other connections (other
     /// processes) that are writing or still reading older WAL frames; after that it copies
     /// what it can and returns SQLITE_BUSY, leaving the rest in the WAL. Returns the SQLite code.
     @discardableResult
-    func checkpointTruncate(waitMs: Int32) -> Int32 {
+    package func checkpointTruncate(waitMs: Int32) -> Int32 {
         sqlite3_busy_timeout(db, waitMs)
         defer { sqlite3_busy_timeout(db, Connection.busyTimeoutMs) }
         return sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
     }
 
-    func error(_ rc: Int32, _ context: String) -> StoreError {
+    package func error(_ rc: Int32, _ context: String) -> StoreError {
         let primary = rc & 0xff
         if rc == Int32(SS_CIPHER_IOERR_DATA) || (file.isEncrypted && primary == SQLITE_NOTADB) {
             return StoreError(.storage, "\(context): a page of the encrypted store '\(path)' failed its integrity check (HMAC): the file is damaged or was changed outside SyncStore; restore it from a backup or sync it again into a new store")
@@ -125,7 +125,7 @@ final class Connection: SQLiteErrorReporter {
         return StoreError(code, "\(context): \(errorMessage)\(advice)", retryable: code == .busy)
     }
 
-    func sqliteError(_ code: Int32, _ context: String) -> any Error { error(code, context) }
+    package func sqliteError(_ code: Int32, _ context: String) -> any Error { error(code, context) }
 
     /// What a storage failure means and what to do, from SQLite's code and the OS error under it.
     private static func storageAdvice(_ primary: Int32, _ db: OpaquePointer, path: String) -> String {
@@ -143,32 +143,32 @@ final class Connection: SQLiteErrorReporter {
     }
 
     /// Runs SQL without results (may hold several statements). Only for trusted SQL.
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         if let failure = sqliteExec(db, sql) {
             throw error(failure.code, failure.message == errorMessage ? "SQL failed" : "SQL failed (\(failure.message))")
         }
     }
 
     /// A prepared statement for trusted SQL, cached per connection.
-    func cached(_ sql: String) throws -> Statement {
+    package func cached(_ sql: String) throws -> Statement {
         try statementCache.statement(sql) { try prepare(sql) }
     }
 
     /// Forgets cached statements (after schema changes that drop tables).
-    func clearCache() { statementCache.removeAll() }
+    package func clearCache() { statementCache.removeAll() }
 
-    func prepare(_ sql: String) throws -> Statement { try Statement(db: db, sql: sql, reporter: self) }
+    package func prepare(_ sql: String) throws -> Statement { try Statement(db: db, sql: sql, reporter: self) }
 
-    var lastInsertRowId: Int64 { sqlite3_last_insert_rowid(db) }
-    var changes: Int { Int(sqlite3_changes(db)) }
+    package var lastInsertRowId: Int64 { sqlite3_last_insert_rowid(db) }
+    package var changes: Int { Int(sqlite3_changes(db)) }
 
     /// Runs `body` in one IMMEDIATE transaction; rolls back on any error.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try sqliteTransaction(begin: { try execute("BEGIN IMMEDIATE") }, commit: { try execute("COMMIT") },
                               rollback: { _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil) }, body)
     }
 
-    func scalarInt(_ sql: String, _ bindings: [SQLValue] = []) throws -> Int64? {
+    package func scalarInt(_ sql: String, _ bindings: [SQLValue] = []) throws -> Int64? {
         let statement = try cached(sql)
         defer { statement.reset() }
         try statement.bind(bindings)
@@ -178,4 +178,4 @@ final class Connection: SQLiteErrorReporter {
 }
 
 /// The file was replaced while the connection opened (see `Connection.hasMoved`): open again.
-struct DatabaseFileReplaced: Error {}
+package struct DatabaseFileReplaced: Error {}

@@ -37,7 +37,7 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
 
     public static func == (a: StoreKey, b: StoreKey) -> Bool { a.kdfIter == b.kdfIter && a.secret.bytes == b.secret.bytes }
 
-    func withBytes<T>(_ body: (UnsafePointer<CChar>, Int) -> T) -> T {
+    package func withBytes<T>(_ body: (UnsafePointer<CChar>, Int) -> T) -> T {
         secret.bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
                 guard let base = chars.baseAddress else { return "".withCString { body($0, 0) } }
@@ -49,35 +49,35 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
     /// A class so the bytes are wiped once, when the last copy of the key goes, and so reflection
     /// (`dump`, default descriptions of containing types) shows no text.
     private final class Secret: @unchecked Sendable, CustomReflectable {
-        var bytes: [UInt8]
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        package var bytes: [UInt8]
+        package init(_ bytes: [UInt8]) { self.bytes = bytes }
         deinit {
             bytes.withUnsafeMutableBufferPointer { buffer in
                 if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
             }
         }
-        var customMirror: Mirror { Mirror(self, children: []) }
+        package var customMirror: Mirror { Mirror(self, children: []) }
     }
 }
 
 /// The database file a store's connections open: its path and, for an encrypted store, the key
 /// the codec registered for it (derived once per store open; wiped when the last connection using
 /// it has closed and this object is gone).
-final class DatabaseFile: @unchecked Sendable {
-    let path: String
+package final class DatabaseFile: @unchecked Sendable {
+    package let path: String
     /// The codec's number for the key; 0 for a plaintext store.
-    let keyId: Int64
-    var isEncrypted: Bool { keyId != 0 }
+    package let keyId: Int64
+    package var isEncrypted: Bool { keyId != 0 }
     /// The KDF iterations of the key (the default for a plaintext file).
-    let kdfIter: Int
+    package let kdfIter: Int
     /// Read as a file nobody changes (SQLite's `immutable`): a read-only store in a directory
     /// this process cannot write, with no -wal file, which SQLite could not open otherwise.
-    var immutable = false
+    package var immutable = false
 
     /// Checks that `key` fits the file at `path` (nil: the file must be plaintext or new) and
     /// registers the key. Never writes the file. `keyFrom` names the file whose salt the key
     /// takes when it is not `path` (a change of key writes the new store beside the old one).
-    init(path: String, key: StoreKey?, keyFrom: String? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
+    package init(path: String, key: StoreKey?, keyFrom: String? = nil, kdfIter: Int = StoreKey.defaultKdfIter) throws {
         self.path = path
         self.kdfIter = key?.kdfIter ?? kdfIter
         let probed = keyFrom ?? path
@@ -124,7 +124,7 @@ final class DatabaseFile: @unchecked Sendable {
     }
 
     /// Whether `key` is the one this file was opened with (nil: a plaintext file).
-    func matches(_ key: StoreKey?) -> Bool {
+    package func matches(_ key: StoreKey?) -> Bool {
         guard let key else { return keyId == 0 }
         guard keyId != 0 else { return false }
         return key.withBytes { ss_cipher_key_matches(keyId, $0, $1, Int32(key.kdfIter)) } == 1
@@ -132,28 +132,28 @@ final class DatabaseFile: @unchecked Sendable {
 
     /// What sqlite3_open_v2 takes: the name (a URI carrying the key's number when encrypted),
     /// the flags to add, and the VFS.
-    var sqliteName: String {
+    package var sqliteName: String {
         DatabaseFile.uri(path, parameters: [keyId == 0 ? nil : "sskey=\(keyId)", immutable ? "immutable=1" : nil]
             .compactMap { $0 }.joined(separator: "&"))
     }
     /// The name of `otherPath` opened with this file's key, for ATTACH / VACUUM INTO from a
     /// connection that may not use the codec's VFS.
-    func uri(at otherPath: String) -> String {
+    package func uri(at otherPath: String) -> String {
         DatabaseFile.uri(otherPath, parameters: keyId == 0 ? "" : "vfs=\(DatabaseFile.vfsName)&sskey=\(keyId)")
     }
     /// Always a URI, so VACUUM INTO (a change of key) can name a file with its VFS and key.
-    var openFlags: Int32 { SQLITE_OPEN_URI }
-    var vfs: String? { keyId == 0 ? nil : DatabaseFile.vfsName }
+    package var openFlags: Int32 { SQLITE_OPEN_URI }
+    package var vfs: String? { keyId == 0 ? nil : DatabaseFile.vfsName }
 
-    static let vfsName = String(cString: ss_cipher_vfs_name())
+    package static let vfsName = String(cString: ss_cipher_vfs_name())
 
-    static func registerCodec() throws {
+    package static func registerCodec() throws {
         let rc = ss_cipher_vfs_register()
         guard rc == SQLITE_OK else { throw StoreError(.internal, "Cannot register the encryption VFS (SQLite code \(rc))") }
     }
 
     /// `file:` URI for a path: every byte but unreserved ones and '/' percent-encoded.
-    static func uri(_ path: String, parameters: String) -> String {
+    package static func uri(_ path: String, parameters: String) -> String {
         var out = "file:"
         for byte in path.utf8 {
             switch byte {

@@ -1,10 +1,10 @@
 import Glibc
 
 /// A plain mutex. Used instead of Foundation's NSLock (the library does not link Foundation).
-final class Lock: @unchecked Sendable {
+package final class Lock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init() {
+    package init() {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
     }
@@ -14,7 +14,7 @@ final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
@@ -22,11 +22,11 @@ final class Lock: @unchecked Sendable {
 }
 
 /// A mutex with a condition variable, for threads that wait for a state change.
-final class ConditionLock: @unchecked Sendable {
+package final class ConditionLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
     }
@@ -38,14 +38,14 @@ final class ConditionLock: @unchecked Sendable {
         condition.deallocate()
     }
 
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Waits (the lock held) until signalled; with a deadline, false when it passed.
-    func wait(deadline: timespec? = nil) -> Bool {
+    package func wait(deadline: timespec? = nil) -> Bool {
         guard var deadline else {
             pthread_cond_wait(condition, mutex)
             return true
@@ -53,11 +53,11 @@ final class ConditionLock: @unchecked Sendable {
         return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
     }
 
-    func signal() { pthread_cond_signal(condition) }
-    func broadcast() { pthread_cond_broadcast(condition) }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 
     /// The wall-clock time `ms` milliseconds from now, for `wait(deadline:)`.
-    static func deadline(afterMs ms: Int64) -> timespec {
+    package static func deadline(afterMs ms: Int64) -> timespec {
         var t = timespec()
         clock_gettime(CLOCK_REALTIME, &t)
         let nanos = Int64(t.tv_nsec) + (ms % 1000) * 1_000_000

@@ -2,7 +2,7 @@ import Glibc
 
 /// Read-only connections handed to one caller at a time. WAL lets them read while the writer
 /// holds a long transaction; each read sees the last committed state.
-final class ReaderPool: @unchecked Sendable {
+package final class ReaderPool: @unchecked Sendable {
     private let lock = Lock()
     private var file: DatabaseFile
     private var idle: [Connection] = []
@@ -11,12 +11,12 @@ final class ReaderPool: @unchecked Sendable {
     /// key): no read runs on the old file once the new one is in place.
     private let gate = ReadWriteLock()
 
-    init(file: DatabaseFile, maxIdle: Int = 4) {
+    package init(file: DatabaseFile, maxIdle: Int = 4) {
         self.file = file
         self.maxIdle = maxIdle
     }
 
-    func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
+    package func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
         try gate.reading {
             let (pooled, file) = lock.withLock { (idle.popLast(), self.file) }
             let connection = try pooled ?? Connection(file: file, readOnly: true)
@@ -28,11 +28,11 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     /// Drops idle connections (their cached statements may name dropped tables).
-    func drain() { lock.withLock { idle.removeAll() } }
+    package func drain() { lock.withLock { idle.removeAll() } }
 
     /// Runs `body` with no read in flight and none starting; idle connections are closed first
     /// and, when `body` returns a new file, later reads open that one.
-    func replacingFile(_ body: () throws -> DatabaseFile?) rethrows {
+    package func replacingFile(_ body: () throws -> DatabaseFile?) rethrows {
         try gate.writing {
             drain()
             if let next = try body() { lock.withLock { file = next } }
@@ -41,23 +41,23 @@ final class ReaderPool: @unchecked Sendable {
 }
 
 /// pthread's reader-writer lock.
-final class ReadWriteLock: @unchecked Sendable {
+package final class ReadWriteLock: @unchecked Sendable {
     private let rw = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
 
-    init() { pthread_rwlock_init(rw, nil) }
+    package init() { pthread_rwlock_init(rw, nil) }
 
     deinit {
         pthread_rwlock_destroy(rw)
         rw.deallocate()
     }
 
-    func reading<T>(_ body: () throws -> T) rethrows -> T {
+    package func reading<T>(_ body: () throws -> T) rethrows -> T {
         pthread_rwlock_rdlock(rw)
         defer { pthread_rwlock_unlock(rw) }
         return try body()
     }
 
-    func writing<T>(_ body: () throws -> T) rethrows -> T {
+    package func writing<T>(_ body: () throws -> T) rethrows -> T {
         pthread_rwlock_wrlock(rw)
         defer { pthread_rwlock_unlock(rw) }
         return try body()

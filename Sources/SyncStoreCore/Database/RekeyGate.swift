@@ -8,15 +8,15 @@ import Glibc
 /// connection opens (until it holds SQLite's own shared lock, which every connection of a WAL
 /// store keeps while open, and which the change of key waits out), exclusive while a key changes.
 /// The kernel drops it when a process ends, so a crash never leaves a store locked.
-struct RekeyGate {
-    static let suffix = "-rekey.lock"
+package struct RekeyGate {
+    package static let suffix = "-rekey.lock"
 
     private let fd: Int32
     private let path: String
 
     /// Takes the gate of the store at `databasePath`, waiting up to `waitMs`. Where the lock file
     /// cannot be created (read-only media, where no key can change either) there is no gate.
-    init(databasePath: String, exclusive: Bool, waitMs: Int32) throws {
+    package init(databasePath: String, exclusive: Bool, waitMs: Int32) throws {
         let path = databasePath + RekeyGate.suffix
         self.path = path
         var waited: Int32 = 0
@@ -55,7 +55,7 @@ struct RekeyGate {
 
     /// Lets go of the gate, and removes the lock file when nobody else holds it: a store leaves
     /// no file behind but its database (and a refused open none at all).
-    func release() {
+    package func release() {
         guard fd >= 0 else { return }
         if flock(fd, LOCK_EX | LOCK_NB) == 0 && RekeyGate.isFile(fd, at: path) { unlink(path) }
         close(fd)

@@ -7,11 +7,11 @@ import Glibc
 /// rename leaves the old file as it was (the leftover copy is deleted by the next change or
 /// removal); after it, the new file is complete. So the store always opens with exactly one of
 /// the two keys, every entry in it (docs/encryption.md).
-enum StoreRekey {
-    static let suffix = ".rekey"
+package enum StoreRekey {
+    package static let suffix = ".rekey"
 
     /// How long the change waits for other connections (other processes) to let go of the file.
-    static let exclusiveWaitMs: Int32 = 2000
+    package static let exclusiveWaitMs: Int32 = 2000
 
     /// Writes the store that `writer` holds under `newKey` and puts it in place of the file.
     /// `writer` must be the only connection of this process to the file. Either way it must be
@@ -19,7 +19,7 @@ enum StoreRekey {
     /// and the returned file is the store's; on error the old file is in place, unchanged, but
     /// `writer` may still hold SQLite's locks from the refused attempt (a PENDING lock blocks
     /// every reader), so a new connection must take its place.
-    static func rewrite(_ writer: Connection, to newKey: StoreKey?) throws -> DatabaseFile {
+    package static func rewrite(_ writer: Connection, to newKey: StoreKey?) throws -> DatabaseFile {
         let path = writer.file.path
         let temp = path + suffix
         removeLeftovers(of: path)
@@ -50,7 +50,7 @@ enum StoreRekey {
     }
 
     /// The leftovers of a change interrupted before its rename.
-    static func removeLeftovers(of path: String) {
+    package static func removeLeftovers(of path: String) {
         for name in [path + suffix, path + suffix + "-journal", path + suffix + "-wal", path + suffix + "-shm"] {
             unlink(name)
         }

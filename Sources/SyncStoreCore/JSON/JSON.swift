@@ -1,9 +1,9 @@
 import CJansson
 import Glibc
 
-enum JSONFlags {
-    static let decode = Int(JSON_DECODE_ANY | JSON_ALLOW_NUL)
-    static let encode = Int(JSON_COMPACT | JSON_ENCODE_ANY)
+package enum JSONFlags {
+    package static let decode = Int(JSON_DECODE_ANY | JSON_ALLOW_NUL)
+    package static let encode = Int(JSON_COMPACT | JSON_ENCODE_ANY)
 }
 
 /// A view of a jansson value inside a document. It keeps its document alive (Swift may release
@@ -13,7 +13,7 @@ public struct JSON {
     public let raw: UnsafeMutablePointer<json_t>
     private let owner: JSONDocument?
 
-    init(_ raw: UnsafeMutablePointer<json_t>, owner: JSONDocument?) {
+    package init(_ raw: UnsafeMutablePointer<json_t>, owner: JSONDocument?) {
         self.raw = raw
         self.owner = owner
     }
@@ -36,7 +36,7 @@ public struct JSON {
 
     /// The same JSON value as `other`, numbers compared by value at any depth (`200` and
     /// `200.0` are one: a server may answer a number sent as an integer as a real).
-    func sameValue(as other: JSON) -> Bool {
+    package func sameValue(as other: JSON) -> Bool {
         switch (kind, other.kind) {
         case (.integer, .integer): return int64 == other.int64
         case (.integer, .real), (.real, .integer), (.real, .real): return double == other.double

@@ -16,14 +16,14 @@ public enum JSONRules {
     public static let maxDepth = 1000
 
     /// What the rule says, for messages.
-    static let depthRule = "entries may nest at most \(maxDepth) levels of arrays and objects (SYNCSTORE_JSON_MAX_DEPTH), the deepest SQLite's JSON functions read"
-    static let nulRule = "JSON text never holds a NUL byte (inside a string write \\u0000)"
-    static let nulKeyRule = "object keys may not hold U+0000 (\\u0000)"
+    package static let depthRule = "entries may nest at most \(maxDepth) levels of arrays and objects (SYNCSTORE_JSON_MAX_DEPTH), the deepest SQLite's JSON functions read"
+    package static let nulRule = "JSON text never holds a NUL byte (inside a string write \\u0000)"
+    package static let nulKeyRule = "object keys may not hold U+0000 (\\u0000)"
 
     /// The offset of the first container opened deeper than `limit` in `bytes`, nil when the text
     /// stays within it. Exact for valid JSON (brackets inside strings do not count); invalid
     /// text is refused by the parser anyway. Text shorter than 2 * limit + 2 cannot be deeper.
-    static func firstTooDeep(_ bytes: UnsafePointer<UInt8>, count: Int, limit: Int) -> Int? {
+    package static func firstTooDeep(_ bytes: UnsafePointer<UInt8>, count: Int, limit: Int) -> Int? {
         guard count > 2 * limit else { return nil }
         var depth = 0
         var inString = false

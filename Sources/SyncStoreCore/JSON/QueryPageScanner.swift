@@ -3,15 +3,15 @@ import Glibc
 /// What to read from each record of a query page: one slot per path. A path is a list of keys
 /// (an index path split at its dots); a record's value for a slot is what `SoupPath.project`
 /// would find there, for the scalar cases the scanner handles.
-struct ScanPlan {
-    let paths: [[String]]
+package struct ScanPlan {
+    package let paths: [[String]]
     /// The slot of the record's id, which messages about a record name it by.
-    let idSlot: Int?
+    package let idSlot: Int?
     fileprivate let root: ScanNode
 
     /// `reservedKeys`: top-level keys whose presence sends a record to the tree path (keys the
     /// store writes). nil when the plan is beyond what the scanner tracks (over 64 keys at one level).
-    init?(paths: [[String]], reservedKeys: [String], idSlot: Int? = nil) {
+    package init?(paths: [[String]], reservedKeys: [String], idSlot: Int? = nil) {
         self.paths = paths
         self.idSlot = idSlot
         let root = ScanNode(key: [])
@@ -28,14 +28,14 @@ struct ScanPlan {
 }
 
 private final class ScanNode {
-    let key: [UInt8]
-    var slots: [Int] = []
-    var children: [ScanNode] = []
-    var reserved = false
+    package let key: [UInt8]
+    package var slots: [Int] = []
+    package var children: [ScanNode] = []
+    package var reserved = false
 
-    init(key: [UInt8]) { self.key = key }
+    package init(key: [UInt8]) { self.key = key }
 
-    func child(_ key: [UInt8]) -> ScanNode {
+    package func child(_ key: [UInt8]) -> ScanNode {
         if let found = children.first(where: { $0.key == key }) { return found }
         let node = ScanNode(key: key)
         children.append(node)
@@ -43,12 +43,12 @@ private final class ScanNode {
     }
 
     /// Duplicate keys are detected with a 64-bit mask per object.
-    var fits: Bool { children.count <= 64 && children.allSatisfy(\.fits) }
+    package var fits: Bool { children.count <= 64 && children.allSatisfy(\.fits) }
 }
 
 /// A value read for one slot. Text without escapes stays in the page (`text`); text with
 /// escapes is decoded into the page's `strings`.
-enum ScannedValue {
+package enum ScannedValue {
     case null
     case bool(Bool)
     case int(Int64)
@@ -60,31 +60,31 @@ enum ScannedValue {
 /// One record of a scanned page: where its object text lies, and whether it must be parsed
 /// into a tree instead (escaped keys, duplicate or reserved keys, a path through an array or
 /// ending at an object, numbers jansson would judge): rare, handled by the slower path.
-struct ScannedRecord {
-    let start: Int32
-    let end: Int32
-    let needsTree: Bool
+package struct ScannedRecord {
+    package let start: Int32
+    package let end: Int32
+    package let needsTree: Bool
 }
 
 /// A `query` answer (`{totalSize, done, nextRecordsUrl, records}`) read without building a
 /// jansson tree: the records stay as text, with the values of the plan's paths. The scanner
 /// validates the whole text as strictly as jansson does (syntax, UTF-8, escapes, surrogates),
 /// because the record text is stored as it arrived.
-struct ScannedPage {
-    let bytes: [UInt8]
-    let plan: ScanPlan
-    var totalSize: Int64?
-    var done = true
-    var nextRecordsUrl: String?
-    var records: [ScannedRecord] = []
+package struct ScannedPage {
+    package let bytes: [UInt8]
+    package let plan: ScanPlan
+    package var totalSize: Int64?
+    package var done = true
+    package var nextRecordsUrl: String?
+    package var records: [ScannedRecord] = []
     /// `records.count * plan.paths.count` values, record-major.
-    var values: [ScannedValue] = []
-    var strings: [String] = []
+    package var values: [ScannedValue] = []
+    package var strings: [String] = []
 
-    func value(record: Int, slot: Int) -> ScannedValue { values[record * plan.paths.count + slot] }
+    package func value(record: Int, slot: Int) -> ScannedValue { values[record * plan.paths.count + slot] }
 
     /// "Record 3 (Id '001…')" for messages about record `k`.
-    func describe(record k: Int) -> String {
+    package func describe(record k: Int) -> String {
         guard let slot = plan.idSlot else { return "Record \(k)" }
         let id = value(record: k, slot: slot)
         if case .int(let v) = id { return "Record \(k) (\(plan.paths[slot].joined(separator: ".")) \(v))" }
@@ -93,12 +93,12 @@ struct ScannedPage {
     }
 
     /// The text of a text value as a String (nil for other kinds).
-    func string(_ value: ScannedValue) -> String? {
+    package func string(_ value: ScannedValue) -> String? {
         withText(value) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the bytes of a text value (nil for other kinds).
-    func withText<T>(_ value: ScannedValue, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
+    package func withText<T>(_ value: ScannedValue, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
         switch value {
         case .text(let start, let count):
             return try bytes.withUnsafeBufferPointer { all in
@@ -114,7 +114,7 @@ struct ScannedPage {
 
     /// Scans `bytes`; nil when the text is not a query answer the scanner can read (the caller
     /// then parses it with jansson, which also reports any syntax error).
-    static func scan(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
+    package static func scan(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
         guard bytes.count < Int(Int32.max) else { return nil }
         var page = ScannedPage(bytes: bytes, plan: plan)
         let ok = bytes.withUnsafeBufferPointer { buffer -> Bool in
@@ -134,21 +134,21 @@ private let comma = UInt8(ascii: ","), colon = UInt8(ascii: ":")
 /// A validating JSON scanner over raw bytes. Methods return false on a syntax error; anything
 /// valid that the fast path does not handle sets `unsupported` instead.
 private struct ByteScanner {
-    let p: UnsafePointer<UInt8>
-    let n: Int
-    var i = 0
-    var unsupported = false
+    package let p: UnsafePointer<UInt8>
+    package let n: Int
+    package var i = 0
+    package var unsupported = false
     /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson. Records
     /// (two levels down) then stay within JSONRules.maxDepth, which the fast path relies on.
-    var depth = 0
-    static let maxDepth = min(512, JSONRules.maxDepth)
+    package var depth = 0
+    package static let maxDepth = min(512, JSONRules.maxDepth)
 
-    init(p: UnsafePointer<UInt8>, n: Int) {
+    package init(p: UnsafePointer<UInt8>, n: Int) {
         self.p = p
         self.n = n
     }
 
-    @inline(__always) mutating func skipSpace() {
+    @inline(__always) package mutating func skipSpace() {
         while i < n {
             let c = p[i]
             guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
@@ -156,11 +156,11 @@ private struct ByteScanner {
         }
     }
 
-    @inline(__always) func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
+    @inline(__always) package func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
 
     /// A member's key and its colon; the value starts at p[i]. A key holding U+0000 (which
     /// jansson refuses) makes the record `unsupported`: the tree path then refuses it by name.
-    @inline(__always) mutating func memberKey() -> StringRange? {
+    @inline(__always) package mutating func memberKey() -> StringRange? {
         skipSpace()
         guard at(quote), let key = string() else { return nil }
         if key.escaped && holdsNul(key) { unsupported = true }
@@ -173,7 +173,7 @@ private struct ByteScanner {
 
     /// After a member or element: true when a comma says another follows, false when
     /// `closing` ends the container (both consumed), nil on anything else.
-    @inline(__always) mutating func separator(_ closing: UInt8) -> Bool? {
+    @inline(__always) package mutating func separator(_ closing: UInt8) -> Bool? {
         skipSpace()
         guard i < n else { return nil }
         if p[i] == comma { i += 1; return true }
@@ -184,7 +184,7 @@ private struct ByteScanner {
 
     // MARK: page
 
-    mutating func page(into page: inout ScannedPage) -> Bool {
+    package mutating func page(into page: inout ScannedPage) -> Bool {
         skipSpace()
         guard at(openBrace) else { return false }
         i += 1
@@ -230,7 +230,7 @@ private struct ByteScanner {
         return i == n && sawRecords && readable
     }
 
-    mutating func records(into page: inout ScannedPage) -> Bool {
+    package mutating func records(into page: inout ScannedPage) -> Bool {
         i += 1
         skipSpace()
         if at(closeBracket) { i += 1; return true }
@@ -258,7 +258,7 @@ private struct ByteScanner {
     // MARK: values
 
     /// An object at p[i] == '{'. With a node, the values of its paths are recorded.
-    mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
+    package mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
         var seen: UInt64 = 0
         return container(closing: closeBrace) { s in
             guard let key = s.memberKey() else { return false }
@@ -282,7 +282,7 @@ private struct ByteScanner {
 
     /// An object or array at p[i]: `element` reads each member or element in turn (the
     /// separators, the closing `closing` and the depth bound are handled here).
-    @inline(__always) mutating func container(closing: UInt8, _ element: (inout ByteScanner) -> Bool) -> Bool {
+    @inline(__always) package mutating func container(closing: UInt8, _ element: (inout ByteScanner) -> Bool) -> Bool {
         depth += 1
         defer { depth -= 1 }
         guard depth <= ByteScanner.maxDepth else { return false }
@@ -298,7 +298,7 @@ private struct ByteScanner {
     }
 
     /// The value of a key on some plan path.
-    mutating func matched(_ node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
+    package mutating func matched(_ node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
         let c = p[i]
         if c == openBrace {
             if !node.slots.isEmpty { unsupported = true }  // an index on an object: stored as its dump
@@ -317,7 +317,7 @@ private struct ByteScanner {
 
     /// A string, number, true, false or null.
     /// `wanted`: the value is read (escapes decoded, reals converted); otherwise only validated.
-    mutating func scalar(strings: inout [String], wanted: Bool) -> ScannedValue? {
+    package mutating func scalar(strings: inout [String], wanted: Bool) -> ScannedValue? {
         let c = p[i]
         if c == quote {
             guard let s = string() else { return nil }
@@ -331,7 +331,7 @@ private struct ByteScanner {
         return number(wanted: wanted)
     }
 
-    mutating func skipValue() -> Bool {
+    package mutating func skipValue() -> Bool {
         guard i < n else { return false }
         switch p[i] {
         case quote:
@@ -346,7 +346,7 @@ private struct ByteScanner {
         }
     }
 
-    @inline(__always) mutating func matchLiteral(_ word: StaticString) -> Bool {
+    @inline(__always) package mutating func matchLiteral(_ word: StaticString) -> Bool {
         let count = word.utf8CodeUnitCount
         guard n - i >= count, memcmp(p + i, word.utf8Start, count) == 0 else { return false }
         i += count
@@ -355,14 +355,14 @@ private struct ByteScanner {
 
     // MARK: strings
 
-    struct StringRange {
-        let start: Int
-        let end: Int
-        let escaped: Bool
+    package struct StringRange {
+        package let start: Int
+        package let end: Int
+        package let escaped: Bool
     }
 
     /// A string at p[i] == '"'; the range excludes the quotes.
-    mutating func string() -> StringRange? {
+    package mutating func string() -> StringRange? {
         i += 1
         let start = i
         var escaped = false
@@ -388,7 +388,7 @@ private struct ByteScanner {
     }
 
     /// An escape at p[i] == '\\' (surrogates must pair, as jansson requires).
-    mutating func escape() -> Bool {
+    package mutating func escape() -> Bool {
         guard i + 1 < n else { return false }
         switch p[i + 1] {
         case quote, backslash, UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
@@ -411,7 +411,7 @@ private struct ByteScanner {
     }
 
     /// Whether a validated string's escapes spell U+0000.
-    func holdsNul(_ s: StringRange) -> Bool {
+    package func holdsNul(_ s: StringRange) -> Bool {
         var k = s.start
         while k < s.end {
             guard p[k] == backslash else { k += 1; continue }
@@ -425,7 +425,7 @@ private struct ByteScanner {
         return false
     }
 
-    func hex4(_ at: Int) -> UInt32? {
+    package func hex4(_ at: Int) -> UInt32? {
         guard at + 4 <= n else { return nil }
         var v: UInt32 = 0
         for k in 0..<4 {
@@ -443,7 +443,7 @@ private struct ByteScanner {
     }
 
     /// One UTF-8 sequence starting at p[i] >= 0x80: no overlongs, surrogates or values past U+10FFFF.
-    mutating func utf8() -> Bool {
+    package mutating func utf8() -> Bool {
         let c = p[i]
         var low: UInt8 = 0x80, high: UInt8 = 0xBF
         let extra: Int
@@ -470,7 +470,7 @@ private struct ByteScanner {
     }
 
     /// The decoded text of a validated string.
-    func decode(_ s: StringRange) -> String {
+    package func decode(_ s: StringRange) -> String {
         if !s.escaped { return String(decoding: UnsafeBufferPointer(start: p + s.start, count: s.end - s.start), as: UTF8.self) }
         var out: [UInt8] = []
         out.reserveCapacity(s.end - s.start)
@@ -505,7 +505,7 @@ private struct ByteScanner {
 
     /// A number in JSON's grammar. Integers out of the 64-bit range and reals that could
     /// overflow are valid text jansson refuses: they mark the record unsupported.
-    mutating func number(wanted: Bool) -> ScannedValue? {
+    package mutating func number(wanted: Bool) -> ScannedValue? {
         let start = i
         var negative = false
         if at(UInt8(ascii: "-")) { negative = true; i += 1 }
@@ -554,7 +554,7 @@ private struct ByteScanner {
         return .int(Int64(magnitude))
     }
 
-    func keyEquals(_ key: StringRange, _ word: StaticString) -> Bool {
+    package func keyEquals(_ key: StringRange, _ word: StaticString) -> Bool {
         key.end - key.start == word.utf8CodeUnitCount && memcmp(p + key.start, word.utf8Start, word.utf8CodeUnitCount) == 0
     }
 }
@@ -562,7 +562,7 @@ private struct ByteScanner {
 extension ScannedPage {
     /// What SoupPath reads at `path` in `record`, in a form comparable with `comparable(record:slot:)`
     /// (reals bit for bit).
-    static func comparable(_ record: JSON, at path: [String]) -> String {
+    package static func comparable(_ record: JSON, at path: [String]) -> String {
         let projected = SoupPath.project(record, path[...])
         return withExtendedLifetime(projected) { () -> String in
             guard let v = projected.json else { return "null" }
@@ -578,7 +578,7 @@ extension ScannedPage {
     }
 
     /// What the scanner read for record `record` at plan slot `slot`, in a comparable form.
-    func comparable(record: Int, slot: Int) -> String {
+    package func comparable(record: Int, slot: Int) -> String {
         switch value(record: record, slot: slot) {
         case .null: return "null"
         case .int(let v): return "i:\(v)"
@@ -586,44 +586,5 @@ extension ScannedPage {
         case .bool(let b): return "b:\(b)"
         case let other: return "s:" + (string(other) ?? "?")
         }
-    }
-
-    /// Differential check of the two ways sync down reads a query page (for fuzz targets and
-    /// tests): the scanner (fast path) against jansson (the tree path), on the same bytes and
-    /// plan. nil when they agree, else what differs. They agree when the scanner declines
-    /// (jansson then takes the page), or when every record the scanner would store as text
-    /// parses with jansson to the record jansson reads in the page, with the same values on
-    /// the plan's paths, and the page's totalSize, done and nextRecordsUrl match. A record
-    /// the scanner leaves to the tree path may be one jansson refuses: that fails the run, as
-    /// jansson refusing the page does.
-    static func disagreement(_ bytes: [UInt8], plan: ScanPlan) -> String? {
-        guard let page = scan(bytes, plan: plan) else { return nil }
-        let whole = try? RestClient.parse(bytes, method: "GET", path: "query")
-        var trees: [JSONDocument] = []
-        for (k, record) in page.records.enumerated() {
-            let text = Array(bytes[Int(record.start)..<Int(record.end)])
-            guard let tree = try? RestClient.parse(text, method: "GET", path: "record") else {
-                if record.needsTree { return whole == nil ? nil : "jansson reads the page but refuses record \(k) alone" }
-                return "the scanner stores record \(k) as text jansson refuses"
-            }
-            trees.append(tree)
-        }
-        guard let whole else { return "the scanner accepts a page jansson refuses" }
-        guard let records = whole.root["records"], records.isArray, records.count == page.records.count else {
-            return "jansson reads another records array"
-        }
-        if page.totalSize != whole.root["totalSize"]?.int64 { return "totalSize differs" }
-        if page.done != (whole.root["done"]?.bool ?? true) { return "done differs" }
-        if page.nextRecordsUrl != whole.root["nextRecordsUrl"]?.string { return "nextRecordsUrl differs" }
-        for (k, record) in records.elements.enumerated() {
-            if trees[k].root.dump() != record.dump() { return "record \(k)'s text is not the record jansson reads" }
-            if page.records[k].needsTree { continue }
-            for (slot, path) in page.plan.paths.enumerated() {
-                let expected = ScannedPage.comparable(record, at: path)
-                let actual = page.comparable(record: k, slot: slot)
-                if actual != expected { return "record \(k) path \(path.joined(separator: ".")): scanner \(actual), jansson \(expected)" }
-            }
-        }
-        return nil
     }
 }

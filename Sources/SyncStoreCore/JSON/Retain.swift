@@ -1,6 +1,6 @@
 import CJansson
 
 /// A new JSON null (jansson's null is a shared singleton; the reference is still counted).
-func json_null_value() -> UnsafeMutablePointer<json_t> {
+package func json_null_value() -> UnsafeMutablePointer<json_t> {
     json_null() ?? json_object()
 }

@@ -8,9 +8,9 @@ public struct TextBuffer {
     public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     public mutating func append(_ s: String) { bytes.append(contentsOf: s.utf8) }
-    mutating func append(_ byte: UInt8) { bytes.append(byte) }
-    mutating func append(_ buffer: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: buffer) }
-    mutating func append(cString: UnsafePointer<CChar>) {
+    package mutating func append(_ byte: UInt8) { bytes.append(byte) }
+    package mutating func append(_ buffer: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: buffer) }
+    package mutating func append(cString: UnsafePointer<CChar>) {
         let n = strlen(cString)
         cString.withMemoryRebound(to: UInt8.self, capacity: n) { bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
     }
@@ -29,5 +29,5 @@ public struct TextBuffer {
 }
 
 extension TextBuffer {
-    mutating func append(contentsOf other: TextBuffer) { bytes.append(contentsOf: other.bytes) }
+    package mutating func append(contentsOf other: TextBuffer) { bytes.append(contentsOf: other.bytes) }
 }

@@ -1,27 +1,27 @@
 /// What a cursor was opened on, so it can be planned again when the soups' indexes change.
-enum CursorSource {
+package enum CursorSource {
     case soup(name: String, spec: QuerySpec)
     case smart(sql: String, timeLimitMs: Int64)
 }
 
 /// A query left open for paging. Pages are re-queried when moved to (not a snapshot);
 /// totalEntries is the count taken at open (docs/queries.md#cursors).
-struct OpenCursor {
-    let id: Int64
-    var plan: QueryPlan
-    let source: CursorSource
+package struct OpenCursor {
+    package let id: Int64
+    package var plan: QueryPlan
+    package let source: CursorSource
     /// The store's catalog version before `plan` was made: another one means plan again.
-    var catalogVersion: Int
-    let pageSize: Int
-    let totalEntries: Int64
+    package var catalogVersion: Int
+    package let pageSize: Int
+    package let totalEntries: Int64
     /// Which handle opened it, so closing a handle closes its cursors.
-    let owner: Int
+    package let owner: Int
 
-    var totalPages: Int64 { totalEntries == 0 ? 0 : (totalEntries + Int64(pageSize) - 1) / Int64(pageSize) }
+    package var totalPages: Int64 { totalEntries == 0 ? 0 : (totalEntries + Int64(pageSize) - 1) / Int64(pageSize) }
 
-    func clamp(_ page: Int64) -> Int64 { max(0, min(page, totalPages - 1)) }
+    package func clamp(_ page: Int64) -> Int64 { max(0, min(page, totalPages - 1)) }
 
-    func json(page: Int64, entries: TextBuffer) -> TextBuffer {
+    package func json(page: Int64, entries: TextBuffer) -> TextBuffer {
         var out = TextBuffer(capacity: entries.bytes.count + 160)
         out.append("{\"cursorId\":\(id),\"currentPageIndex\":\(page),\"pageSize\":\(pageSize),\"totalEntries\":\(totalEntries),\"totalPages\":\(totalPages),\"currentPageOrderedEntries\":")
         out.append(contentsOf: entries)
@@ -31,7 +31,7 @@ struct OpenCursor {
 }
 
 /// Open cursors of one store.
-final class CursorTable: @unchecked Sendable {
+package final class CursorTable: @unchecked Sendable {
     private let lock = Lock()
     private var cursors: [Int64: OpenCursor] = [:]
     private var nextId: Int64 = 1
@@ -46,16 +46,16 @@ final class CursorTable: @unchecked Sendable {
         }
     }
 
-    func get(_ id: Int64) -> OpenCursor? { lock.withLock { cursors[id] } }
+    package func get(_ id: Int64) -> OpenCursor? { lock.withLock { cursors[id] } }
     /// Keeps a cursor's new plan (unless it was closed meanwhile).
-    func replan(_ id: Int64, _ plan: QueryPlan, catalogVersion: Int) {
+    package func replan(_ id: Int64, _ plan: QueryPlan, catalogVersion: Int) {
         lock.withLock {
             guard cursors[id] != nil else { return }
             cursors[id]?.plan = plan
             cursors[id]?.catalogVersion = catalogVersion
         }
     }
-    func close(_ id: Int64) { lock.withLock { _ = cursors.removeValue(forKey: id) } }
-    func closeAll(owner: Int) { lock.withLock { cursors = cursors.filter { $0.value.owner != owner } } }
-    var count: Int { lock.withLock { cursors.count } }
+    package func close(_ id: Int64) { lock.withLock { _ = cursors.removeValue(forKey: id) } }
+    package func closeAll(owner: Int) { lock.withLock { cursors = cursors.filter { $0.value.owner != owner } } }
+    package var count: Int { lock.withLock { cursors.count } }
 }

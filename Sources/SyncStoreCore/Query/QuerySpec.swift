@@ -31,7 +31,7 @@ public struct QuerySpec {
     public enum SQLKey {
         case text(String), int(Int64), real(Double), bool(Bool)
         /// The bound value; booleans match how the index stores them ("true" in text columns).
-        func sql(textual: Bool) -> SQLValue {
+        package func sql(textual: Bool) -> SQLValue {
             switch self {
             case .text(let s): return .text(s)
             case .int(let i): return .int(i)
@@ -39,7 +39,7 @@ public struct QuerySpec {
             case .bool(let b): return textual ? .text(b ? "true" : "false") : .int(b ? 1 : 0)
             }
         }
-        var text: String {
+        package var text: String {
             switch self {
             case .text(let s): return s
             case .int(let i): return String(i)

@@ -6,8 +6,8 @@ import SyncStoreSupport
 /// Writes query rows as JSON text. Entry rows are copied as stored (no parse); value rows are
 /// built with jansson, and a column whose declared type is the soup column's is parsed back into
 /// an object, so `{soup:_soup}` in Smart SQL yields entries, not strings.
-enum ResultWriter {
-    static func writeRows(_ statement: Statement, rows: QueryPlan.Rows, into out: inout TextBuffer) throws {
+package enum ResultWriter {
+    package static func writeRows(_ statement: Statement, rows: QueryPlan.Rows, into out: inout TextBuffer) throws {
         out.append(UInt8(ascii: "["))
         var first = true
         while try statement.step() {

@@ -3,7 +3,7 @@ import SyncStoreSupport
 
 /// Makes sure Smart SQL from a host can only read: one SELECT, no parameters, no PRAGMA,
 /// ATTACH, writes, schema changes or recursive CTEs (an unbounded WITH RECURSIVE would hang).
-enum SmartSqlGuard {
+package enum SmartSqlGuard {
     private static let authorizer: @convention(c) (
         UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
         UnsafePointer<CChar>?, UnsafePointer<CChar>?
@@ -26,7 +26,7 @@ enum SmartSqlGuard {
     }
 
     /// Prepares `sql` with the read-only authorizer in force.
-    static func prepare(_ sql: String, on db: Connection) throws -> Statement {
+    package static func prepare(_ sql: String, on db: Connection) throws -> Statement {
         func guarded() throws -> Statement {
             sqlite3_set_authorizer(db.db, authorizer, nil)
             defer { sqlite3_set_authorizer(db.db, nil, nil) }
@@ -54,7 +54,7 @@ enum SmartSqlGuard {
 
     /// Checks translated Smart SQL and returns it without trailing `;` and blanks, ready to be
     /// wrapped in `SELECT ... FROM ( ... )`.
-    static func vet(_ sql: String, on db: Connection) throws -> String {
+    package static func vet(_ sql: String, on db: Connection) throws -> String {
         var body = Substring(sql)
         while let last = body.last, last == ";" || last == " " || last == "\n" || last == "\t" || last == "\r" {
             body = body.dropLast()

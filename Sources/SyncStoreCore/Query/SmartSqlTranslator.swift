@@ -4,10 +4,10 @@
 /// Quoted strings and identifiers are copied untouched, except a string literal right after
 /// MATCH, whose `{soup:path}` tokens become FTS column names. `alias.{soup:path}` reads through
 /// the alias. Errors name the byte position of the offending token.
-struct SmartSqlTranslator {
-    let lookup: (String) -> SoupInfo?
+package struct SmartSqlTranslator {
+    package let lookup: (String) -> SoupInfo?
 
-    func translate(_ sql: String) throws -> String {
+    package func translate(_ sql: String) throws -> String {
         let input = Array(sql.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(input.count + 64)

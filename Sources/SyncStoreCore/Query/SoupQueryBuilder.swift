@@ -1,26 +1,26 @@
 import SyncStoreSupport
 
 /// SQL for one page of a query spec, plus the SQL that counts all its rows.
-struct QueryPlan {
-    enum Rows {
+package struct QueryPlan {
+    package enum Rows {
         /// Whole entries: the single column is the stored JSON text.
         case entries
         /// One JSON array per row built from the columns (selectPaths and Smart SQL).
         case values
     }
-    let pageSQL: String   // ends with "LIMIT ? OFFSET ?"
-    let countSQL: String
-    let bindings: [SQLValue]
-    let rows: Rows
+    package let pageSQL: String   // ends with "LIMIT ? OFFSET ?"
+    package let countSQL: String
+    package let bindings: [SQLValue]
+    package let rows: Rows
     /// Smart SQL is checked against the authorizer when prepared.
-    let isSmart: Bool
+    package let isSmart: Bool
     /// The soup table a non-smart plan reads, to tell a cursor whose soup is gone.
-    var soupTable: String? = nil
+    package var soupTable: String? = nil
     /// Smart SQL: how long the count or one page may run (QuerySpec.timeoutMs).
-    var timeLimitMs: Int64? = nil
+    package var timeLimitMs: Int64? = nil
 
     /// Runs `body` on `db` within the plan's time limit, if it has one.
-    func limited<T>(on db: Connection, _ body: () throws -> T) throws -> T {
+    package func limited<T>(on db: Connection, _ body: () throws -> T) throws -> T {
         guard let timeLimitMs else { return try body() }
         return try StatementDeadline.run(on: db, milliseconds: timeLimitMs, what: "Smart SQL", body)
     }
@@ -28,17 +28,17 @@ struct QueryPlan {
 
 /// The SQL of recent query specs by their shape (all but the key values): a repeated lookup
 /// only binds new values (building the text was a third of an exact query's time).
-final class PlanCache: @unchecked Sendable {
-    struct Shape: Hashable {
-        let queryType: QuerySpec.QueryType
-        let indexPath: String?
-        let orderPath: String?
-        let order: QuerySpec.Order
-        let selectPaths: [String]?
-        let hasBegin: Bool
-        let hasEnd: Bool
+package final class PlanCache: @unchecked Sendable {
+    package struct Shape: Hashable {
+        package let queryType: QuerySpec.QueryType
+        package let indexPath: String?
+        package let orderPath: String?
+        package let order: QuerySpec.Order
+        package let selectPaths: [String]?
+        package let hasBegin: Bool
+        package let hasEnd: Bool
 
-        init(_ spec: QuerySpec) {
+        package init(_ spec: QuerySpec) {
             queryType = spec.queryType
             indexPath = spec.indexPath
             orderPath = spec.orderPath
@@ -49,19 +49,19 @@ final class PlanCache: @unchecked Sendable {
         }
     }
 
-    struct Text {
-        let pageSQL: String
-        let countSQL: String
-        let rows: QueryPlan.Rows
+    package struct Text {
+        package let pageSQL: String
+        package let countSQL: String
+        package let rows: QueryPlan.Rows
     }
 
-    static let capacity = 64
+    package static let capacity = 64
     private let lock = Lock()
     private var texts: [Shape: Text] = [:]
 
-    func text(_ shape: Shape) -> Text? { lock.withLock { texts[shape] } }
+    package func text(_ shape: Shape) -> Text? { lock.withLock { texts[shape] } }
 
-    func store(_ text: Text, for shape: Shape) {
+    package func store(_ text: Text, for shape: Shape) {
         lock.withLock {
             if texts.count >= PlanCache.capacity { texts.removeAll(keepingCapacity: true) }
             texts[shape] = text
@@ -70,8 +70,8 @@ final class PlanCache: @unchecked Sendable {
 }
 
 /// Turns a non-smart query spec into SQL over a soup's table (docs/queries.md#query-specs).
-enum SoupQueryBuilder {
-    static func plan(_ spec: QuerySpec, soup: SoupInfo) throws -> QueryPlan {
+package enum SoupQueryBuilder {
+    package static func plan(_ spec: QuerySpec, soup: SoupInfo) throws -> QueryPlan {
         let shape = PlanCache.Shape(spec)
         let text: PlanCache.Text
         if let cached = soup.plans.text(shape) {
@@ -109,7 +109,7 @@ enum SoupQueryBuilder {
     }
 
     /// The WHERE condition selecting the spec's rows, shared by queries and removal by query.
-    static func whereClause(_ spec: QuerySpec, soup: SoupInfo) throws -> (String, [SQLValue]) {
+    package static func whereClause(_ spec: QuerySpec, soup: SoupInfo) throws -> (String, [SQLValue]) {
         (try whereSQL(spec, soup: soup), try whereBindings(spec, soup: soup))
     }
 

@@ -5,7 +5,7 @@ import SyncStoreSupport
 
 /// Writes the entries of one upsert call with statements prepared once for the batch
 /// (docs/smartstore.md#upsert-retrieve-remove). Runs inside the caller's transaction on the writer connection.
-final class EntryWriter {
+package final class EntryWriter {
     private let soup: SoupInfo
     private let columns: [IndexColumn]
     /// Index paths split once per batch, not once per entry.
@@ -23,17 +23,15 @@ final class EntryWriter {
     private let db: Connection
     /// Sync down with LEAVE_IF_CHANGED: entries whose stored copy is locally dirty are skipped.
     private let leaveIfChanged: Bool
-    private(set) var nextId: Int64
-    /// Host writes (the public upsert), which may be a read-modify-write that overlapped a sync
-    /// up: a pending create written back without the engine's "sent" mark keeps the stored one,
-    /// and one written back without the id its create just got (`RecentCreates`) gets it back,
-    /// as an update. Either loss would make the next sync up create the record again.
-    var hostWrite: RecentCreates?
+    package private(set) var nextId: Int64
+    /// Host writes (the public upsert): the store's companions see each entry that replaces a
+    /// stored one before it is stored (a read-modify-write may have overlapped their work).
+    package var hostWrite: [any StoreCompanion] = []
     /// The code of an entry that breaks the JSON rule: ARGUMENT for the host's own, SERVER for
     /// a server's records.
-    var ruleErrorCode = ErrorCode.argument
+    package var ruleErrorCode = ErrorCode.argument
 
-    init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?, leaveIfChanged: Bool = false) throws {
+    package init(db: Connection, soup: SoupInfo, externalIdPath: String?, nextId cached: Int64?, leaveIfChanged: Bool = false) throws {
         self.db = db
         self.leaveIfChanged = leaveIfChanged
         self.soup = soup
@@ -82,27 +80,13 @@ final class EntryWriter {
     /// to `out` when given. Returns false when the entry was skipped (leaveIfChanged and the
     /// stored copy is dirty).
     @discardableResult
-    func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?) throws -> Bool {
+    package func upsert(_ entry: JSON, index: Int, now: Int64, into out: inout TextBuffer?) throws -> Bool {
         let (existing, dirty) = try existingId(entry, index: index)
         if dirty && leaveIfChanged { return false }
         let id = existing ?? nextId
-        if let recent = hostWrite, let existing, entry[TwoPhaseTask.stampMark] == nil, LocalFlags.isSet(entry[LocalFlags.local]),
-           recent.wasStamped(table: soup.table, entryId: existing), let mark = try storedMember(TwoPhaseTask.stampMark, of: existing) {
-            TwoPhaseTask.keepStamp(entry, stored: mark.root)
-        }
-        if let recent = hostWrite, let existing, LocalFlags.isSet(entry[LocalFlags.created]) {
-            if entry[LocalFlags.pendingCreate] == nil { try keepSentMark(entry, of: existing) }
-            // Read before the create's answer was stored (with or without the mark), written
-            // after: the stored entry holds the id the create just got, the write does not.
-            if let created = recent.lookup(table: soup.table, entryId: existing),
-               entry[created.field]?.string.map({ $0.isEmpty }) ?? true,
-               try storedText(of: existing, path: created.field) == created.serverId {
-                entry.set(created.field, owned: JSONMake.string(created.serverId))
-                entry.set(LocalFlags.created, owned: JSONMake.bool(false))
-                entry.set(LocalFlags.updated, owned: JSONMake.bool(true))
-                entry.set(LocalFlags.local, owned: JSONMake.bool(true))
-                entry.remove(LocalFlags.pendingCreate)
-            }
+        if let existing, !hostWrite.isEmpty {
+            let stored = StoredEntry(db: db, table: soup.table, id: existing)
+            for companion in hostWrite { try companion.hostWillReplace(entry, existing: existing, soup: soup, stored: stored) }
         }
         entry.set(SoupPath.entryId, owned: JSONMake.int(id))
         entry.set(SoupPath.lastModified, owned: JSONMake.int(now))
@@ -141,43 +125,20 @@ final class EntryWriter {
         }
     }
 
-    /// The stored entry's text value at `path` (nil when absent or not text).
-    private func storedText(of id: Int64, path: String) throws -> String? {
-        let statement = try db.cached("SELECT \(SoupPath.jsonExtract(path)) FROM \(soup.table) WHERE id = ?")
-        defer { statement.reset() }
-        try statement.bind([.int(id)])
-        guard try statement.step(), statement.type(0) == SQLITE_TEXT else { return nil }
-        return statement.text(0)
-    }
-
-    private func keepSentMark(_ entry: JSON, of id: Int64) throws {
-        guard let mark = try storedMember(LocalFlags.pendingCreate, of: id) else { return }
-        entry.set(LocalFlags.pendingCreate, owned: mark.root.retained())
-    }
-
-    /// The stored entry's top-level member `key` (JSON), nil when it has none.
-    private func storedMember(_ key: String, of id: Int64) throws -> JSONDocument? {
-        let statement = try db.cached("SELECT \(SoupPath.jsonExtract(key)) FROM \(soup.table) WHERE id = ?")
-        defer { statement.reset() }
-        try statement.bind([.int(id)])
-        guard try statement.step(), !statement.isNull(0) else { return nil }
-        return try? JSONDocument.parse(statement.text(0))
-    }
-
     /// The scan plan `upsert(scanned:)` reads records of `soup` with: the index columns' paths,
     /// then the external id path, then `extraKeys` (top-level keys the caller reads itself, from
     /// slot `firstExtraSlot` on). nil when the plan is too wide for the scanner.
-    static func scanPlan(soup: SoupInfo, externalIdPath: String, extraKeys: [String], reservedKeys: [String]) -> ScanPlan? {
+    package static func scanPlan(soup: SoupInfo, externalIdPath: String, extraKeys: [String], reservedKeys: [String]) -> ScanPlan? {
         ScanPlan(paths: soup.columnIndexes.map { SoupPath.components($0.path) } + [SoupPath.components(externalIdPath)]
                     + extraKeys.map { [$0] },
                  reservedKeys: reservedKeys, idSlot: soup.columnIndexes.count)
     }
 
-    var firstExtraSlot: Int { columns.count + 1 }
+    package var firstExtraSlot: Int { columns.count + 1 }
 
     /// Whether `page` was scanned with this writer's plan (the soup's indexes may have changed
     /// since the page was fetched).
-    func canStore(_ page: ScannedPage) -> Bool {
+    package func canStore(_ page: ScannedPage) -> Bool {
         externalIdPath != nil && page.plan.paths.count >= firstExtraSlot
             && Array(page.plan.paths[..<columns.count]) == columnPaths && page.plan.paths[columns.count] == externalPathComponents
     }
@@ -188,7 +149,7 @@ final class EntryWriter {
     /// added key or a store key get that value, as if the members were in the record.
     /// Returns false when the record was skipped (leaveIfChanged and the stored copy is dirty).
     @discardableResult
-    func upsert(scanned page: ScannedPage, record k: Int, added: AddedMembers, now: Int64) throws -> Bool {
+    package func upsert(scanned page: ScannedPage, record k: Int, added: AddedMembers, now: Int64) throws -> Bool {
         let record = page.records[k]
         let base = k * page.plan.paths.count
         if addedColumns == nil || addedColumnsFor !== added {
@@ -359,12 +320,12 @@ final class EntryWriter {
 /// Members added to each record stored from its text (`EntryWriter.upsert(scanned:)`), as JSON
 /// text and as values, for index columns on them. Values are booleans and integers (anything
 /// else is written as null).
-final class AddedMembers {
-    let values: [(key: String, value: ScannedValue)]
+package final class AddedMembers {
+    package let values: [(key: String, value: ScannedValue)]
     /// `"k1":v1,"k2":v2,` (no braces; empty when there are none): the store's keys follow.
-    let text: [UInt8]
+    package let text: [UInt8]
 
-    init(_ values: [(key: String, value: ScannedValue)]) {
+    package init(_ values: [(key: String, value: ScannedValue)]) {
         self.values = values
         var json = ""
         for (key, value) in values {

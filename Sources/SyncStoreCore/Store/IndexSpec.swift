@@ -5,7 +5,7 @@ public enum IndexType: String, Sendable, CaseIterable {
     case json1
 
     /// SQLite column type; its affinity converts bound values (e.g. numbers to text).
-    var columnType: String {
+    package var columnType: String {
         switch self {
         case .string, .fullText: return "TEXT"
         case .integer: return "INTEGER"

@@ -12,14 +12,14 @@ public final class SmartStore: @unchecked Sendable {
     /// STATE, and the "writer" is a read-only connection that only loads the catalog.
     public let readOnly: Bool
     /// The writer; replaced only by a change of key, under writeLock.
-    private(set) var writer: Connection
+    package private(set) var writer: Connection
     private let writeLock = Lock()
     /// Set when a change of key replaced the file but the new file could not be opened for
     /// writing: writes fail with it (reads open the new file) until the store is opened again.
     private var writerFailure: StoreError?
     private let fileLock = Lock()
     private var currentFile: DatabaseFile
-    let readers: ReaderPool
+    package let readers: ReaderPool
     private let catalogLock = Lock()
     private var soups: [String: SoupInfo]
     /// Bumped (under catalogLock) whenever the catalog changes or an alter starts, so a read
@@ -36,18 +36,16 @@ public final class SmartStore: @unchecked Sendable {
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
     /// when another connection (another process) commits. Under writeLock.
     private var dataVersion: Int64 = 0
-    /// The sync engine of this store, created on first use.
-    private var syncManagerStorage: SyncManager?
-    private let syncManagerLock = Lock()
-    /// Set (under syncManagerLock) when the last handle starts closing: no engine is built
-    /// after that, so a call racing the close cannot leave one holding the sync lock file.
-    private var syncsClosed = false
+    /// What the layers above attach to this store (see StoreCompanion), by type.
+    private var companions: [ObjectIdentifier: any StoreCompanion] = [:]
+    private let companionsLock = Lock()
+    /// Set (under companionsLock) when the last handle starts closing: no companion is made
+    /// after that, so a call racing the close cannot leave one holding the store's files.
+    private var companionsClosed = false
     /// The registry's handles open on this store (a leaf lock: taken inside the sync engine's).
     private let ownersLock = Lock()
     private var openOwners: Set<Int> = []
-    /// Creates a sync up just completed (see RecentCreates).
-    let recentCreates = RecentCreates()
-    let cursors = CursorTable()
+    package let cursors = CursorTable()
 
     /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
     /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
@@ -66,6 +64,7 @@ public final class SmartStore: @unchecked Sendable {
         if !readOnly { StoreRekey.removeLeftovers(of: path) }
         dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
         readers = ReaderPool(file: file)
+        for (type, make) in StoreCompanions.registered { companions[type] = try make(self) }
     }
 
     /// The file (checked against `key`) and the writer. A change of key in another process may
@@ -101,7 +100,7 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// The file (and key) connections open now.
-    var file: DatabaseFile { fileLock.withLock { currentFile } }
+    package var file: DatabaseFile { fileLock.withLock { currentFile } }
 
     /// Whether `key` is the key this store is open with (nil: it is not encrypted).
     public func isOpen(with key: StoreKey?) -> Bool { file.matches(key) }
@@ -113,9 +112,9 @@ public final class SmartStore: @unchecked Sendable {
 
     // MARK: plumbing
 
-    func soup(_ name: String) -> SoupInfo? { catalogLock.withLock { soups[name] } }
+    package func soup(_ name: String) -> SoupInfo? { catalogLock.withLock { soups[name] } }
 
-    func requireSoup(_ name: String) throws -> SoupInfo {
+    package func requireSoup(_ name: String) throws -> SoupInfo {
         if let info = soup(name) { return info }
         // Another process may have registered it since the catalog was loaded.
         adoptCatalogFromFile()
@@ -134,7 +133,7 @@ public final class SmartStore: @unchecked Sendable {
     /// from the database so memory matches what was rolled back. `committed` runs after the
     /// commit, still under the write lock: catalog changes are published there, so the next
     /// writer never sees a catalog that disagrees with the committed schema.
-    func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
+    package func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
         try writeLock.withLock {
             if readOnly { throw readOnlyError("written") }
             if let writerFailure { throw writerFailure }
@@ -184,7 +183,7 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// Writes entries inside a write transaction the caller holds (see `write`).
-    func withEntryWriter<T>(_ db: Connection, soup info: SoupInfo, externalIdPath: String?,
+    package func withEntryWriter<T>(_ db: Connection, soup info: SoupInfo, externalIdPath: String?,
                             leaveIfChanged: Bool = false, _ body: (EntryWriter) throws -> T) throws -> T {
         let writer = try EntryWriter(db: db, soup: info, externalIdPath: externalIdPath,
                                      nextId: nextIds[info.table], leaveIfChanged: leaveIfChanged)
@@ -194,44 +193,40 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// What a write to a read-only store answers.
-    func readOnlyError(_ what: String) -> StoreError {
+    package func readOnlyError(_ what: String) -> StoreError {
         StoreError(.state, "Store file '\(path)' is open read-only (\"readOnly\": true in the store config), so it cannot be \(what); open it without readOnly (the file and its directory must be writable)")
     }
 
-    /// The store's sync engine (one per store, shared by all handles). STATE once the last
-    /// handle has started closing, or for a read-only store.
-    public func syncManager() throws -> SyncManager {
-        if readOnly { throw readOnlyError("synced") }
-        return try syncManagerLock.withLock {
-            if let manager = syncManagerStorage { return manager }
-            if syncsClosed { throw StoreError(.state, "The store is closed; open it again") }
-            let manager = try SyncManager(store: self)
-            syncManagerStorage = manager
-            return manager
+    /// The store's companion of type `T` (one per store, shared by all handles), made by
+    /// `make` if it has none yet. STATE once the last handle has started closing.
+    package func companion<T: StoreCompanion>(_ type: T.Type, make: () throws -> T) throws -> T {
+        try companionsLock.withLock {
+            if let existing = companions[ObjectIdentifier(type)] as? T { return existing }
+            if companionsClosed { throw StoreError(.state, "The store is closed; open it again") }
+            let made = try make()
+            companions[ObjectIdentifier(type)] = made
+            return made
         }
     }
+
+    private var attached: [any StoreCompanion] { companionsLock.withLock { Array(companions.values) } }
 
     /// Handles of the registry: a run starts only for an open one (owner 0, the Swift API's
     /// default, is always open), so a call racing the close of its handle cannot start a run
     /// that calls back after that close returned.
-    func ownerOpened(_ owner: Int) { ownersLock.withLock { _ = openOwners.insert(owner) } }
-    func ownerClosed(_ owner: Int) { ownersLock.withLock { _ = openOwners.remove(owner) } }
-    func isOwnerOpen(_ owner: Int) -> Bool { owner == 0 || ownersLock.withLock { openOwners.contains(owner) } }
+    package func ownerOpened(_ owner: Int) { ownersLock.withLock { _ = openOwners.insert(owner) } }
+    package func ownerClosed(_ owner: Int) { ownersLock.withLock { _ = openOwners.remove(owner) } }
+    package func isOwnerOpen(_ owner: Int) -> Bool { owner == 0 || ownersLock.withLock { openOwners.contains(owner) } }
 
-    /// Stops the syncs a handle started and waits for their terminal callbacks; when it is the
-    /// last handle, the sync worker ends too and releases the store's sync lock file.
-    func closeSyncs(owner: Int, last: Bool) throws {
-        let manager: SyncManager? = syncManagerLock.withLock {
-            if last { syncsClosed = true }
-            return syncManagerStorage
+    /// Tells the companions a handle is closing (they stop and wait for the work it started);
+    /// with the last handle they are dropped (they hold the store), so the store can go.
+    package func closeCompanions(owner: Int, last: Bool) {
+        let all: [any StoreCompanion] = companionsLock.withLock {
+            if last { companionsClosed = true }
+            return Array(companions.values)
         }
-        guard let manager else { return }
-        try manager.close(owner: owner)
-        if last {
-            manager.close()
-            // The manager holds the store: drop it so the store (and its connections) can go.
-            syncManagerLock.withLock { syncManagerStorage = nil }
-        }
+        for companion in all { try? companion.handleClosing(owner, last: last) }
+        if last { companionsLock.withLock { companions.removeAll() } }
     }
 
     /// The last handle closed: every commit moves from the WAL into the database file and the
@@ -241,7 +236,7 @@ public final class SmartStore: @unchecked Sendable {
     /// Best effort: when another process is writing, or reading older WAL frames, the
     /// checkpoint stops after a short wait with the rest left in the WAL (a later checkpoint
     /// copies it); the close does not fail for it.
-    func checkpointForClose() {
+    package func checkpointForClose() {
         writeLock.withLock {
             readers.drain()
             if writerFailure != nil || readOnly { return }
@@ -253,15 +248,11 @@ public final class SmartStore: @unchecked Sendable {
     /// StoreRekey). Every handle of this process keeps working and uses the new file. BUSY
     /// while a sync of the store runs or is queued, or another process has the store open.
     public func changeKey(to newKey: StoreKey?) throws {
-        if onSyncWorker { throw StoreError(.state, "A sync callback cannot change its store's key (its own run would never end first)") }
+        if onCallbackThread { throw StoreError(.state, "A sync callback cannot change its store's key (its own run would never end first)") }
         if readOnly { throw readOnlyError("re-keyed") }
-        try syncManagerLock.withLock {
-            if let manager = syncManagerStorage {
-                try manager.withoutRuns { try rekey(to: newKey) }
-            } else {
-                try rekey(to: newKey)
-            }
-        }
+        // Not under companionsLock: a callback of a run the pause waits for may write.
+        let pause = attached.reduce({ try self.rekey(to: newKey) }) { body, companion in { try companion.paused(body) } }
+        try pause()
     }
 
     private func rekey(to newKey: StoreKey?) throws {
@@ -306,10 +297,10 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// How long the checkpoint of a closing store waits for other processes' transactions.
-    static let closeCheckpointWaitMs: Int32 = 500
+    package static let closeCheckpointWaitMs: Int32 = 500
 
-    /// Whether the caller runs on this store's sync worker (inside a sync callback).
-    var onSyncWorker: Bool { syncManagerLock.withLock { syncManagerStorage }?.isWorkerThread ?? false }
+    /// Whether the caller runs on a thread a companion calls host code on (inside a sync callback).
+    package var onCallbackThread: Bool { attached.contains { $0.isCallbackThread } }
 
     // MARK: soups
 
@@ -425,7 +416,7 @@ public final class SmartStore: @unchecked Sendable {
     /// A stored entry parsed. One an earlier version stored against today's JSON rule (a key
     /// with U+0000, nesting jansson refuses) is named by its id, so the host can delete or
     /// rewrite it; an entry only deeper than the rule's limit still reads.
-    static func storedEntry(_ bytes: UnsafeRawPointer, length: Int, id: Int64, soup: String) throws -> JSONDocument {
+    package static func storedEntry(_ bytes: UnsafeRawPointer, length: Int, id: Int64, soup: String) throws -> JSONDocument {
         do {
             return try JSONDocument.parse(bytes: bytes, length: length, what: "stored entry", limitDepth: false)
         } catch let error as StoreError {
@@ -504,13 +495,13 @@ public final class SmartStore: @unchecked Sendable {
         for (i, entry) in list.enumerated() where !entry.isObject {
             throw StoreError.argument("Entry \(i) is not a JSON object; soup entries must be objects")
         }
-        let carriesMarks = list.contains(where: { $0[LocalFlags.pendingCreate] != nil })
         let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
+        let companions = attached
         return try write { db in
             let info = try self.requireSoup(name)
-            if carriesMarks { try CreateMarkLedger.forget(db) }
+            for companion in companions { try companion.hostWillUpsert(list, soup: info, inside: db) }
             return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
-                writer.hostWrite = self.recentCreates
+                writer.hostWrite = companions
                 var out: TextBuffer? = TextBuffer(capacity: 64 + list.count * 256)
                 out?.append(UInt8(ascii: "["))
                 let now = Clock.nowMillis()
@@ -618,7 +609,7 @@ public final class SmartStore: @unchecked Sendable {
         try write { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
     }
 
-    func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
+    package func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
         let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
         let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
         for id in ids {
@@ -722,7 +713,7 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
-    func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
+    package func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
         let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)
         let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
         return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",

@@ -1,42 +1,42 @@
 /// An indexed path of a soup and where its values live.
-struct IndexColumn {
-    let spec: IndexSpec
+package struct IndexColumn {
+    package let spec: IndexSpec
     /// Unique per table; names the column (TABLE_N_<slot>) and its SQLite index.
-    let slot: Int
-    let table: String
+    package let slot: Int
+    package let table: String
 
-    var path: String { spec.path }
-    var type: IndexType { spec.type }
-    var columnName: String { "\(table)_\(slot)" }
-    var indexName: String { "\(table)_\(slot)_idx" }
+    package var path: String { spec.path }
+    package var type: IndexType { spec.type }
+    package var columnName: String { "\(table)_\(slot)" }
+    package var indexName: String { "\(table)_\(slot)_idx" }
     /// Whether the value is copied into a column (json1 indexes read the JSON instead).
-    var hasColumn: Bool { type != .json1 }
+    package var hasColumn: Bool { type != .json1 }
 
     /// The SQL expression reading this path, optionally through a table alias.
-    func expression(qualifier: String? = nil) -> String {
+    package func expression(qualifier: String? = nil) -> String {
         if hasColumn { return qualifier.map { "\($0).\(columnName)" } ?? columnName }
         return SoupPath.jsonExtract(path, soupColumn: qualifier.map { "\($0).soup" } ?? "soup", guarded: false)
     }
 }
 
 /// Everything the store knows about one soup.
-struct SoupInfo {
-    let name: String
-    let table: String
-    let indexes: [IndexColumn]
+package struct SoupInfo {
+    package let name: String
+    package let table: String
+    package let indexes: [IndexColumn]
     /// SQL of recent queries on this soup. A catalog change makes a new SoupInfo, and with it
     /// an empty cache, so a plan never outlives the indexes it was made for.
-    let plans = PlanCache()
+    package let plans = PlanCache()
 
-    var specs: [IndexSpec] { indexes.map(\.spec) }
-    var columnIndexes: [IndexColumn] { indexes.filter(\.hasColumn) }
-    var fullTextIndexes: [IndexColumn] { indexes.filter { $0.type == .fullText } }
-    var ftsTable: String { "\(table)_fts" }
+    package var specs: [IndexSpec] { indexes.map(\.spec) }
+    package var columnIndexes: [IndexColumn] { indexes.filter(\.hasColumn) }
+    package var fullTextIndexes: [IndexColumn] { indexes.filter { $0.type == .fullText } }
+    package var ftsTable: String { "\(table)_fts" }
 
-    func index(for path: String) -> IndexColumn? { indexes.first { $0.path == path } }
+    package func index(for path: String) -> IndexColumn? { indexes.first { $0.path == path } }
 
     /// SQL reading `path` from this soup's table: system columns, index columns, or the JSON.
-    func expression(for path: String, qualifier: String? = nil) -> String {
+    package func expression(for path: String, qualifier: String? = nil) -> String {
         let q = qualifier.map { "\($0)." } ?? ""
         switch path {
         case SoupPath.entryId: return "\(q)id"
@@ -52,10 +52,10 @@ struct SoupInfo {
 
 /// Persists soup definitions (tables soup_attrs and soup_index_map) and creates soup tables.
 /// Every method runs on the writer connection inside the caller's transaction.
-enum SoupCatalog {
-    static let soupColumnType = "JSON_TEXT"
+package enum SoupCatalog {
+    package static let soupColumnType = "JSON_TEXT"
 
-    static func createMetadataTables(_ db: Connection) throws {
+    package static func createMetadataTables(_ db: Connection) throws {
         try db.execute("""
             CREATE TABLE IF NOT EXISTS soup_attrs (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -68,10 +68,9 @@ enum SoupCatalog {
                 slot INTEGER NOT NULL,
                 PRIMARY KEY (soupName, path));
             """)
-        try CreateMarkLedger.createTables(db)
     }
 
-    static func loadAll(_ db: Connection) throws -> [String: SoupInfo] {
+    package static func loadAll(_ db: Connection) throws -> [String: SoupInfo] {
         var soups: [String: SoupInfo] = [:]
         let attrs = try db.prepare("SELECT id, soupName FROM soup_attrs")
         var tables: [(String, String)] = []
@@ -92,7 +91,7 @@ enum SoupCatalog {
         return soups
     }
 
-    static func create(_ db: Connection, name: String, specs: [IndexSpec]) throws -> SoupInfo {
+    package static func create(_ db: Connection, name: String, specs: [IndexSpec]) throws -> SoupInfo {
         let insert = try db.prepare("INSERT INTO soup_attrs (soupName) VALUES (?)")
         try insert.bind([.text(name)])
         try insert.run()
@@ -110,17 +109,17 @@ enum SoupCatalog {
         return info
     }
 
-    static func createIndex(_ db: Connection, _ index: IndexColumn) throws {
+    package static func createIndex(_ db: Connection, _ index: IndexColumn) throws {
         try db.execute("CREATE INDEX \(index.indexName) ON \(index.table)(\(index.expression()))")
     }
 
-    static func createFullText(_ db: Connection, _ info: SoupInfo) throws {
+    package static func createFullText(_ db: Connection, _ info: SoupInfo) throws {
         let columns = info.fullTextIndexes.map(\.columnName)
         guard !columns.isEmpty else { return }
         try db.execute("CREATE VIRTUAL TABLE \(info.ftsTable) USING fts5(\(columns.joined(separator: ", ")))")
     }
 
-    static func saveIndexMap(_ db: Connection, _ info: SoupInfo) throws {
+    package static func saveIndexMap(_ db: Connection, _ info: SoupInfo) throws {
         let delete = try db.prepare("DELETE FROM soup_index_map WHERE soupName = ?")
         try delete.bind([.text(info.name)])
         try delete.run()
@@ -132,7 +131,7 @@ enum SoupCatalog {
         }
     }
 
-    static func drop(_ db: Connection, _ info: SoupInfo) throws {
+    package static func drop(_ db: Connection, _ info: SoupInfo) throws {
         try db.execute("DROP TABLE IF EXISTS \(info.ftsTable)")
         try db.execute("DROP TABLE IF EXISTS \(info.table)")
         for sql in ["DELETE FROM soup_index_map WHERE soupName = ?", "DELETE FROM soup_attrs WHERE soupName = ?",
@@ -146,7 +145,7 @@ enum SoupCatalog {
     /// Changes a soup's indexes in place: kept paths keep their column and values, dropped
     /// ones lose column and index, new ones get an empty column. The caller re-indexes.
     /// Returns the new info and the indexes whose values must be computed.
-    static func alter(_ db: Connection, _ old: SoupInfo, specs: [IndexSpec]) throws -> (SoupInfo, [IndexColumn]) {
+    package static func alter(_ db: Connection, _ old: SoupInfo, specs: [IndexSpec]) throws -> (SoupInfo, [IndexColumn]) {
         var nextSlot = (old.indexes.map(\.slot).max() ?? -1) + 1
         var indexes: [IndexColumn] = []
         var added: [IndexColumn] = []

@@ -2,13 +2,13 @@ import CJansson
 import SyncStoreSupport
 
 /// Dot-separated paths into soup entries ("Account.Name") and their projection (docs/smartstore.md#soups-and-index-specs).
-enum SoupPath {
-    static let entryId = "_soupEntryId"
-    static let lastModified = "_soupLastModifiedDate"
-    static let created = "_soupCreatedDate"
-    static let soupItself = "_soup"
+package enum SoupPath {
+    package static let entryId = "_soupEntryId"
+    package static let lastModified = "_soupLastModifiedDate"
+    package static let created = "_soupCreatedDate"
+    package static let soupItself = "_soup"
 
-    static func validate(_ path: String) throws {
+    package static func validate(_ path: String) throws {
         guard !path.isEmpty else { throw StoreError.argument("A path must not be empty") }
         var previous = UInt8(ascii: ".")
         for byte in path.utf8 {
@@ -36,7 +36,7 @@ enum SoupPath {
     /// caches a statement's parses of the same text. json1 index expressions stay unguarded: a
     /// query must spell the expression exactly as the stored CREATE INDEX does to use the index
     /// (and SQLite never let such an index hold an unparsable entry).
-    static func jsonExtract(_ path: String, soupColumn: String = "soup", guarded: Bool = true) -> String {
+    package static func jsonExtract(_ path: String, soupColumn: String = "soup", guarded: Bool = true) -> String {
         var jsonPath = "$"
         for part in path.split(separator: ".") { jsonPath += ".\"\(String(part).replacingAll("\\", with: "\\\\"))\"" }
         let extract = "json_extract(\(soupColumn), '\(jsonPath.replacingAll("'", with: "''"))')"
@@ -45,14 +45,14 @@ enum SoupPath {
 
     /// The value at `path`. Going through an array collects the projection of every element
     /// (nulls skipped), so "cats.color" over [{color:a},{color:b}] is ["a","b"].
-    static func project(_ entry: JSON, _ path: String) -> Projected {
+    package static func project(_ entry: JSON, _ path: String) -> Projected {
         project(entry, components(path)[...])
     }
 
     /// A path split at its dots, for callers that project the same path many times.
-    static func components(_ path: String) -> [String] { path.split(separator: ".").map(String.init) }
+    package static func components(_ path: String) -> [String] { path.split(separator: ".").map(String.init) }
 
-    static func project(_ node: JSON, _ parts: ArraySlice<String>) -> Projected {
+    package static func project(_ node: JSON, _ parts: ArraySlice<String>) -> Projected {
         guard let first = parts.first else { return .borrowed(node) }
         switch node.kind {
         case .object:
@@ -76,12 +76,12 @@ enum SoupPath {
         }
     }
 
-    enum Projected {
+    package enum Projected {
         case missing
         case borrowed(JSON)
         case owned(JSONDocument)
 
-        var json: JSON? {
+        package var json: JSON? {
             switch self {
             case .missing: return nil
             case .borrowed(let v): return v.isNull ? nil : v
@@ -92,18 +92,18 @@ enum SoupPath {
 
     /// The index value of `path` in `entry`. A collected projection (through an array) owns its
     /// JSON, so it is kept alive until the value is read.
-    static func indexValue(_ entry: JSON, _ path: String, for type: IndexType) -> SQLValue {
+    package static func indexValue(_ entry: JSON, _ path: String, for type: IndexType) -> SQLValue {
         indexValue(entry, components(path), for: type)
     }
 
-    static func indexValue(_ entry: JSON, _ components: [String], for type: IndexType) -> SQLValue {
+    package static func indexValue(_ entry: JSON, _ components: [String], for type: IndexType) -> SQLValue {
         let projected = project(entry, components[...])
         return withExtendedLifetime(projected) { sqlValue(projected.json, for: type) }
     }
 
     /// The SQL value an index column stores for a projected JSON value. Column affinity then
     /// converts (numbers to text in string columns, numeric text to numbers in integer columns).
-    static func sqlValue(_ value: JSON?, for type: IndexType) -> SQLValue {
+    package static func sqlValue(_ value: JSON?, for type: IndexType) -> SQLValue {
         guard let value else { return .null }
         switch value.kind {
         case .null: return .null
@@ -119,7 +119,7 @@ enum SoupPath {
 }
 
 extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
+    package func replacingAll(_ target: Character, with replacement: String) -> String {
         guard contains(target) else { return self }
         var out = ""
         out.reserveCapacity(utf8.count + 8)

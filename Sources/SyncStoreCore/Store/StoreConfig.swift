@@ -47,7 +47,7 @@ public struct StoreConfig: Equatable, Sendable {
 
     /// Which store an object names: "isGlobalStore" (false when missing or null) and "storeName"
     /// (the default store when missing or null); the hybrid plugins read their calls' the same way.
-    static func identity(_ root: JSON) throws -> (isGlobal: Bool, name: String) {
+    package static func identity(_ root: JSON) throws -> (isGlobal: Bool, name: String) {
         var isGlobal = false
         if let g = root["isGlobalStore"], !g.isNull {
             guard let b = g.bool else { throw StoreError.argument("isGlobalStore must be true or false") }
@@ -80,7 +80,7 @@ public struct StoreConfig: Equatable, Sendable {
     }
 
     /// Store names become file names, so they are restricted to a portable, traversal-free set.
-    static func validate(name: String) throws {
+    package static func validate(name: String) throws {
         let ok = !name.isEmpty && name.utf8.count <= 128 && !name.hasPrefix(".")
             && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "_" || $0 == "-" || $0 == "." }
         guard ok else {
@@ -88,5 +88,5 @@ public struct StoreConfig: Equatable, Sendable {
         }
     }
 
-    var folder: String { isGlobal ? "global" : "user" }
+    package var folder: String { isGlobal ? "global" : "user" }
 }

@@ -7,11 +7,11 @@ public final class StoreRegistry: @unchecked Sendable {
     public static let shared = StoreRegistry()
 
     private struct OpenStore {
-        let store: SmartStore
-        var handles: Set<Int>
+        package let store: SmartStore
+        package var handles: Set<Int>
         /// Its last handle is closing: the store stays here (one object per file) until its
         /// syncs have stopped, its sync lock file is released and its WAL checkpointed.
-        var closing = false
+        package var closing = false
     }
 
     /// Guards the tables; signalled when a closing store leaves them.
@@ -56,8 +56,6 @@ public final class StoreRegistry: @unchecked Sendable {
             } else {
                 if !config.readOnly { try FileSystem.makeDirectories("\(root)/\(config.folder)") }
                 store = try SmartStore(path: path, key: config.key, kdfIter: config.kdfIter, readOnly: config.readOnly)
-                // Best effort: the sync manager does it again when it starts.
-                if !config.readOnly { try? SyncStateStore.stopOrphansIfUnowned(store) }
             }
             let handle = nextHandle
             nextHandle += 1
@@ -85,7 +83,7 @@ public final class StoreRegistry: @unchecked Sendable {
     /// close; an open of the same file waits until the last close has ended (see `open`).
     public func close(_ handle: Int) throws {
         let store = try self.store(handle)
-        if store.onSyncWorker {
+        if store.onCallbackThread {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
         }
         let (path, last): (String, Bool) = try lock.withLock {
@@ -99,7 +97,7 @@ public final class StoreRegistry: @unchecked Sendable {
             return (path, open.closing)
         }
         // Outside the registry lock: waiting for a sync must not block other stores.
-        try? store.closeSyncs(owner: handle, last: last)
+        store.closeCompanions(owner: handle, last: last)
         store.closeCursors(owner: handle)
         guard last else { return }
         store.checkpointForClose()
@@ -147,19 +145,19 @@ public final class StoreRegistry: @unchecked Sendable {
 }
 
 /// The few file operations the store needs, on libc (no Foundation).
-enum FileSystem {
-    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+package enum FileSystem {
+    package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     /// The directory holding `path` ("." for a bare file name).
-    static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         let directory = String(path.reversed().drop(while: { $0 != "/" }).reversed())
         return directory.isEmpty ? "." : directory
     }
 
     /// Whether this process may create files in the directory holding `path`.
-    static func isWritableDirectory(of path: String) -> Bool { access(directory(of: path), W_OK) == 0 }
+    package static func isWritableDirectory(of path: String) -> Bool { access(directory(of: path), W_OK) == 0 }
 
-    static func makeDirectories(_ path: String) throws {
+    package static func makeDirectories(_ path: String) throws {
         var current = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             current += "/\(part)"
@@ -169,7 +167,7 @@ enum FileSystem {
         }
     }
 
-    static func list(_ folder: String) throws -> [String] {
+    package static func list(_ folder: String) throws -> [String] {
         guard let dir = opendir(folder) else {
             if errno == ENOENT { return [] }
             throw StoreError(.storage, "Cannot list '\(folder)': \(String(cString: strerror(errno)))")
@@ -185,8 +183,8 @@ enum FileSystem {
         return names
     }
 
-    static func removeDatabase(_ path: String) throws {
-        for suffix in ["-wal", "-shm", "-journal", SyncEngineLock.suffix, RekeyGate.suffix, GhostScratch.suffix] { unlink(path + suffix) }
+    package static func removeDatabase(_ path: String) throws {
+        for suffix in ["-wal", "-shm", "-journal", RekeyGate.suffix] + StoreCompanions.sideFileSuffixes { unlink(path + suffix) }
         StoreRekey.removeLeftovers(of: path)
         if unlink(path) != 0 && errno != ENOENT {
             throw StoreError(.storage, "Cannot delete '\(path)': \(String(cString: strerror(errno)))")
@@ -194,7 +192,7 @@ enum FileSystem {
     }
 
     /// Flushes a file's data to the disk.
-    static func syncFile(_ path: String) throws {
+    package static func syncFile(_ path: String) throws {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError(.storage, "Cannot open '\(path)' to sync it: \(String(cString: strerror(errno)))") }
         defer { Glibc.close(fd) }
@@ -202,14 +200,14 @@ enum FileSystem {
     }
 
     /// Flushes a directory entry change (a rename) to the disk; best effort.
-    static func syncDirectory(of path: String) {
+    package static func syncDirectory(of path: String) {
         let fd = open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         _ = fsync(fd)
         Glibc.close(fd)
     }
 
-    static func readFile(_ path: String) throws -> String {
+    package static func readFile(_ path: String) throws -> String {
         guard let file = fopen(path, "rb") else {
             throw StoreError(errno == ENOENT ? .notFound : .storage, "Cannot read '\(path)': \(String(cString: strerror(errno)))")
         }

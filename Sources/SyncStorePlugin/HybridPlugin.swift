@@ -1,0 +1,255 @@
+import SyncStoreCore
+import SyncStoreSync
+/// The native half of the Mobile SDK's hybrid plugins, once for every host (docs/hybrid-plugin.md):
+/// answers the service/action/args calls cordova.force.js makes through cordova.exec, with the
+/// answers, cursor objects, error strings and "sync" events of the SDK's SmartStorePlugin and
+/// MobileSyncPlugin. It opens the stores the calls name under its root on first use (with the
+/// host's key provider and remotes) and keeps them open until `close()`.
+public final class HybridPlugin: @unchecked Sendable {
+    /// status (0 or an ErrorCode), and the success value's JSON (every action answers one) or
+    /// the error message as a JSON string.
+    public typealias Answer = @Sendable (Int32, String?) -> Void
+    /// A document event: its name ("sync") and its detail as JSON.
+    public typealias Listener = @Sendable (String, String) -> Void
+    /// The key of a store about to open ({"storeName", "isGlobalStore"}): nil key for plaintext.
+    public typealias KeyProvider = (String) throws -> (key: String?, kdfIter: Int?)
+
+    public static let smartStoreService = "com.salesforce.smartstore"
+    public static let mobileSyncService = "com.salesforce.mobilesync"
+    public static let oauthService = "com.salesforce.oauth"
+    public static let networkService = "com.salesforce.network"
+    public static let sdkInfoService = "com.salesforce.sdkinfo"
+
+    package let root: String
+    private let lock = Lock()
+    private var handles: [PluginStoreSlot: Int] = [:]
+    private var defaultRemote: String?
+    private var remotes: [PluginStoreSlot: String] = [:]
+    /// The remote each open handle's sync engine was last given (see `syncManager`).
+    private var applied: [Int: String] = [:]
+    private var listener: Listener?
+    private var keyProvider: KeyProvider?
+    private var closed = false
+
+    /// options: {"remote": {...}}, the default remote of every store (RemoteConfig's JSON).
+    public init(root: String, optionsJSON: String?) throws {
+        guard !root.isEmpty else { throw StoreError.argument("The plugin's root directory must not be empty") }
+        self.root = root
+        if let options = try JSONDocument.parseOptional(optionsJSON, what: "plugin options") {
+            guard options.root.isObject else { throw StoreError.argument("The plugin options must be a JSON object: {\"remote\": {...}}") }
+            for (key, value) in options.root.members {
+                guard key == "remote" else { throw StoreError.argument("Unknown plugin option \"\(key)\": the options are {\"remote\": {...}}") }
+                if !value.isNull {
+                    let text = value.dump()
+                    _ = try RemoteConfig.parse(text)
+                    defaultRemote = text
+                }
+            }
+        }
+    }
+
+    // MARK: host settings
+
+    /// The remote of one store (`storeJSON` {"storeName", "isGlobalStore"}), or with nil the
+    /// default of every store without its own. Every run started after it uses it, in stores
+    /// already open too.
+    public func setRemote(storeJSON: String?, remoteJSON: String) throws {
+        _ = try RemoteConfig.parse(remoteJSON)
+        let slot = try storeJSON.map { text -> PluginStoreSlot in
+            let doc = try JSONDocument.parse(text, what: "store config")
+            guard doc.root.isObject else { throw StoreError.argument("The store config must be {\"storeName\", \"isGlobalStore\"}") }
+            return try PluginStoreSlot(doc.root)
+        }
+        try lock.withLock {
+            try checkOpen()
+            if let slot { remotes[slot] = remoteJSON } else { defaultRemote = remoteJSON }
+        }
+    }
+
+    public func setListener(_ listener: Listener?) throws {
+        try lock.withLock { try checkOpen(); self.listener = listener }
+    }
+
+    public func setKeyProvider(_ provider: KeyProvider?) throws {
+        try lock.withLock { try checkOpen(); keyProvider = provider }
+    }
+
+    /// Closes every store this plugin opened (their runs stop, as a close does); later calls fail
+    /// with STATE.
+    public func close() throws {
+        let open: [Int] = try lock.withLock {
+            try checkOpen()
+            // From a callback of one of its stores the close would wait for that callback: refuse
+            // before anything changes, as syncstore_close() does.
+            for handle in handles.values where (try? StoreRegistry.shared.store(handle))?.onCallbackThread == true {
+                throw StoreError(.state, "The plugin cannot be freed from a callback of one of its stores (it would wait for itself)")
+            }
+            closed = true
+            defer { handles.removeAll(); applied.removeAll() }
+            return Array(handles.values)
+        }
+        var first: Error? = nil
+        for handle in open {
+            do { try StoreRegistry.shared.close(handle) } catch { if first == nil { first = error } }
+        }
+        if let first { throw first }
+    }
+
+    /// The default remote's JSON as the host gave it (the logged-in user's credentials), if any.
+    package var defaultRemoteJSON: String? { lock.withLock { defaultRemote } }
+
+    /// Whether close() has run (its stores are closed, or were being closed when one failed).
+    public var isClosed: Bool { lock.withLock { closed } }
+
+    private func checkOpen() throws {
+        if closed { throw StoreError(.state, "The plugin was freed; create a new one") }
+    }
+
+    // MARK: calls
+
+    /// Runs one action; `answer` is called exactly once (see `PluginAnswer.later`).
+    public func exec(service: String, action: String, argsJSON: String, answer: @escaping Answer) {
+        do {
+            let table: [String: PluginAction]
+            switch service {
+            case HybridPlugin.smartStoreService: table = SmartStoreActions.table
+            case HybridPlugin.mobileSyncService: table = MobileSyncActions.table
+            case HybridPlugin.oauthService: table = OAuthActions.table
+            case HybridPlugin.networkService: table = NetworkActions.table
+            case HybridPlugin.sdkInfoService: table = SDKInfoActions.table
+            default:
+                throw StoreError.argument("Unknown plugin service '\(service)': use \(HybridPlugin.smartStoreService), \(HybridPlugin.mobileSyncService), \(HybridPlugin.oauthService), \(HybridPlugin.networkService) or \(HybridPlugin.sdkInfoService)")
+            }
+            guard let run = table[action] else {
+                throw StoreError.argument("Unknown action '\(action)' of \(service) (docs/hybrid-plugin.md lists them)")
+            }
+            try lock.withLock { try checkOpen() }
+            let call = try PluginCall(action: action, argsJSON: argsJSON)
+            switch try run(self, call, answer) {
+            case .json(let text): answer(0, text)
+            case .later: break
+            }
+        } catch let error as StoreError {
+            answer(error.code.rawValue, HybridPlugin.messageJSON(error.message))
+        } catch {
+            answer(ErrorCode.internal.rawValue, HybridPlugin.messageJSON("Unexpected error: \(error)"))
+        }
+    }
+
+    /// A message as a JSON string: how the plugins' error callbacks get it.
+    public static func messageJSON(_ message: String) -> String {
+        JSONMake.string(message).map { raw in JSONDocument(owning: raw).root.dump() } ?? "\"\""
+    }
+
+    // MARK: stores
+
+    /// The handle of the store a call names, opened on first use.
+    package func handle(_ slot: PluginStoreSlot) throws -> Int {
+        let provider: KeyProvider? = try lock.withLock {
+            try checkOpen()
+            return handles[slot] == nil ? keyProvider : nil
+        }
+        if let existing = lock.withLock({ handles[slot] }) { return existing }
+        // Opened outside the lock: the key provider is host code, and an open may run the KDF.
+        let given = try provider?(slot.json)
+        let key = try given?.key.map { try StoreKey($0, kdfIter: given?.kdfIter ?? StoreKey.defaultKdfIter) }
+        let config = try StoreConfig(isGlobal: slot.isGlobal, name: slot.name, key: key, kdfIter: given?.kdfIter)
+        let opened = try StoreRegistry.shared.open(root: root, config: config)
+        let winner: Int = lock.withLock {
+            if closed { return -1 }
+            if let raced = handles[slot] { return raced }
+            handles[slot] = opened
+            return opened
+        }
+        if winner != opened {
+            try? StoreRegistry.shared.close(opened)
+            if winner < 0 { throw StoreError(.state, "The plugin was freed; create a new one") }
+        }
+        return winner
+    }
+
+    /// The sync engine of a store the plugin opened, with the remote the plugin has for it. Only
+    /// sync actions ask for it: an engine holds the store's sync lock (one process runs a store's
+    /// syncs), which an app that only reads and writes entries must not take from another process.
+    package func syncManager(_ slot: PluginStoreSlot) throws -> (SyncManager, SmartStore, Int) {
+        let (store, handle) = try store(slot)
+        let manager = try store.syncManager()
+        let remote: String? = lock.withLock {
+            let wanted = remotes[slot] ?? defaultRemote
+            return wanted == applied[handle] ? nil : wanted
+        }
+        if let remote {
+            manager.setRemote(try RemoteConfig.parse(remote))
+            lock.withLock { applied[handle] = remote }
+        }
+        return (manager, store, handle)
+    }
+
+    package func store(_ slot: PluginStoreSlot) throws -> (SmartStore, Int) {
+        let h = try handle(slot)
+        return (try StoreRegistry.shared.store(h), h)
+    }
+
+    /// Closes the plugin's handles of the stores `matching` (before they are removed).
+    package func closeStores(_ matching: (PluginStoreSlot) -> Bool) throws {
+        let closing: [Int] = lock.withLock {
+            let slots = handles.keys.filter(matching)
+            let closing = slots.compactMap { handles[$0] }
+            for slot in slots { handles[slot] = nil }
+            for handle in closing { applied[handle] = nil }
+            return closing
+        }
+        for handle in closing { try StoreRegistry.shared.close(handle) }
+    }
+
+    // MARK: events
+
+    /// The callback of a run started through the plugin: every state as a "sync" event whose
+    /// detail also names the store.
+    package func syncEvents(_ slot: PluginStoreSlot) -> SyncCallback {
+        { [weak self] state in self?.fireSync(state, slot) }
+    }
+
+    private func fireSync(_ state: String, _ slot: PluginStoreSlot) {
+        guard let listener = lock.withLock({ listener }) else { return }
+        listener("sync", HybridPlugin.detail(state, slot))
+    }
+
+    /// A sync state with "isGlobalStore" and "storeName" added, as the plugins' events carry it.
+    package static func detail(_ state: String, _ slot: PluginStoreSlot) -> String {
+        guard let doc = try? JSONDocument.parse(state, what: "sync state"), doc.root.isObject else { return state }
+        doc.root.set("isGlobalStore", owned: JSONMake.bool(slot.isGlobal))
+        doc.root.set("storeName", owned: JSONMake.string(slot.name))
+        return doc.root.dump()
+    }
+}
+
+/// One action of a plugin: answers now (`.json`) or later through the answer it gets.
+package typealias PluginAction = @Sendable (HybridPlugin, PluginCall, @escaping HybridPlugin.Answer) throws -> PluginAnswer
+
+/// The C ABI's plugin handles: numbers, never pointers to freed memory, so a freed handle is a
+/// STATE error and not a crash.
+public enum PluginHandles {
+    private static let lock = Lock()
+    nonisolated(unsafe) private static var plugins: [Int: HybridPlugin] = [:]
+    nonisolated(unsafe) private static var next = 0x5000
+
+    public static func add(_ plugin: HybridPlugin) -> Int {
+        lock.withLock {
+            next += 16
+            plugins[next] = plugin
+            return next
+        }
+    }
+
+    public static func get(_ handle: Int) throws -> HybridPlugin {
+        guard let plugin = lock.withLock({ plugins[handle] }) else {
+            throw StoreError(.state, "Unknown or freed plugin handle")
+        }
+        return plugin
+    }
+
+    public static func remove(_ handle: Int) -> HybridPlugin? {
+        lock.withLock { plugins.removeValue(forKey: handle) }
+    }
+}

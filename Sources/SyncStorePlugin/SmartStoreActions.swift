@@ -1,0 +1,137 @@
+import SyncStoreCore
+import SyncStoreSync
+/// The actions of "com.salesforce.smartstore" (the SDK's SmartStorePlugin): one row per action,
+/// the fields it reads and what it answers (docs/hybrid-plugin.md).
+package enum SmartStoreActions {
+    package static let table: [String: PluginAction] = [
+        "pgRegisterSoup": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            try plugin.store(call.store).0.registerSoup(soup, specsJSON: try call.jsonText("indexes"))
+            return .json(quoted(soup))
+        },
+        "pgRemoveSoup": { plugin, call, _ in
+            try plugin.store(call.store).0.removeSoup(try call.string("soupName"))
+            return .ok
+        },
+        "pgSoupExists": { plugin, call, _ in
+            .json(try plugin.store(call.store).0.soupExists(try call.string("soupName")) ? "true" : "false")
+        },
+        "pgGetSoupIndexSpecs": { plugin, call, _ in
+            .json(try plugin.store(call.store).0.indexSpecsJSON(try call.string("soupName")))
+        },
+        "pgAlterSoup": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            try plugin.store(call.store).0.alterSoup(soup, specsJSON: try call.jsonText("indexes"),
+                                                     reIndexData: try call.bool("reIndexData", default: false))
+            return .json(quoted(soup))
+        },
+        "pgReIndexSoup": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            try plugin.store(call.store).0.reIndexSoup(soup, pathsJSON: try call.jsonText("paths"))
+            return .json(quoted(soup))
+        },
+        // SyncStore's own: the SDK's store config file (its native apps load it at start).
+        "loadStoreConfig": { plugin, call, _ in
+            try plugin.store(call.store).0.loadStoreConfig(path: try call.string("path"))
+            return .ok
+        },
+        "pgClearSoup": { plugin, call, _ in
+            try plugin.store(call.store).0.clearSoup(try call.string("soupName"))
+            return .ok
+        },
+        "pgQuerySoup": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            let spec = try QuerySpec.parse(try call.json("querySpec"), dialect: .plugin)
+            let (store, handle) = try plugin.store(call.store)
+            return .json(try store.querySoup(soup, spec: spec, owner: handle).string)
+        },
+        "pgRunSmartQuery": { plugin, call, _ in
+            let spec = try call.json("querySpec")
+            guard spec.isObject, spec["queryType"]?.string == "smart" else {
+                throw StoreError.argument("pgRunSmartQuery runs smart query specs only ({\"queryType\": \"smart\", \"smartSql\": ...})")
+            }
+            let (store, handle) = try plugin.store(call.store)
+            return .json(try store.runSmartQuery(specJSON: spec.dump(), owner: handle).string)
+        },
+        "pgRetrieveSoupEntries": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            return .json(try plugin.store(call.store).0.retrieve(soup: soup, idsJSON: try call.jsonText("entryIds")).string)
+        },
+        "pgUpsertSoupEntries": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            // The JS sends "_soupEntryId" for a plain upsert: the library's default.
+            let path = try call.optionalString("externalIdPath").flatMap { $0 == SoupPath.entryId ? nil : $0 }
+            let entries = try call.json("entries")
+            return .json(try plugin.store(call.store).0.upsert(soup: soup, entries: entries, externalIdPath: path).string)
+        },
+        "pgRemoveFromSoup": { plugin, call, _ in
+            let soup = try call.string("soupName")
+            let store = try plugin.store(call.store).0
+            if call.has("querySpec") {
+                _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(try call.json("querySpec"), dialect: .plugin))
+            } else {
+                try store.removeEntries(soup: soup, idsJSON: try call.jsonText("entryIds"))
+            }
+            return .ok
+        },
+        "pgMoveCursorToPageIndex": { plugin, call, _ in
+            let cursor = try call.int64("cursorId")
+            let index = try call.int64("index")
+            return .json(try plugin.store(call.store).0.moveCursor(cursor, toPage: index).string)
+        },
+        "pgCloseCursor": { plugin, call, _ in
+            try plugin.store(call.store).0.closeCursor(try call.int64("cursorId"))
+            return .ok
+        },
+        "pgGetDatabaseSize": { plugin, call, _ in
+            .json(String(try plugin.store(call.store).0.databaseSize()))
+        },
+        "pgGetAllStores": { plugin, _, _ in .json(try storeList(plugin, global: false)) },
+        "pgGetAllGlobalStores": { plugin, _, _ in .json(try storeList(plugin, global: true)) },
+        "pgRemoveStore": { plugin, call, _ in
+            try plugin.closeStores { $0 == call.store }
+            do {
+                try StoreRegistry.shared.removeStore(root: plugin.root,
+                                                     config: try StoreConfig(isGlobal: call.store.isGlobal, name: call.store.name))
+            } catch let error as StoreError where error.code == .notFound {
+                // The SDK's removeStore of a store that is not there has nothing to do.
+            }
+            return .yes
+        },
+        "pgRemoveAllStores": { plugin, _, _ in
+            try plugin.closeStores { !$0.isGlobal }
+            try StoreRegistry.shared.removeAllStores(root: plugin.root, global: false)
+            return .yes
+        },
+        "pgRemoveAllGlobalStores": { plugin, _, _ in
+            try plugin.closeStores { $0.isGlobal }
+            try StoreRegistry.shared.removeAllStores(root: plugin.root, global: true)
+            return .yes
+        },
+        "pgShowInspector": { plugin, call, _ in
+            // The inspector is a page served by `syncstore-cli inspect`: the plugin answers where
+            // the one running for this root is, for the host to open.
+            guard let running = InspectorRecord.running(root: plugin.root) else {
+                let global = call.store.isGlobal ? " --global" : ""
+                throw StoreError(.state, "No store inspector is running for this root: start one with `syncstore-cli inspect --root '\(plugin.root)' --store \(call.store.name)\(global) --open` (add --key-file for an encrypted store)")
+            }
+            let doc = JSONDocument.object()
+            doc.root.set("url", owned: JSONMake.string(running.url))
+            return .json(doc.root.dump())
+        },
+    ]
+
+    private static func quoted(_ text: String) -> String { HybridPlugin.messageJSON(text) }
+
+    /// [{"storeName", "isGlobalStore"}] of the stores under the plugin's root.
+    private static func storeList(_ plugin: HybridPlugin, global: Bool) throws -> String {
+        let list = JSONDocument.array()
+        for name in try StoreRegistry.shared.listStores(root: plugin.root, global: global) {
+            let entry = JSONDocument.object()
+            entry.root.set("storeName", owned: JSONMake.string(name))
+            entry.root.set("isGlobalStore", owned: JSONMake.bool(global))
+            list.root.append(owned: entry.root.retained())
+        }
+        return list.root.dump()
+    }
+}

@@ -1,0 +1,487 @@
+import SyncStoreSupport
+import SyncStoreCore
+
+/// Status updates: the whole state as JSON text, valid during the call.
+public typealias SyncCallback = @Sendable (String) -> Void
+
+/// MobileSync for one store (docs/sync.md): creates and runs syncs on one serial worker
+/// thread, persists their state in the store, reports every change through the run's callback
+/// (never while a store lock is held) and ends every run with exactly one terminal callback.
+public final class SyncManager: @unchecked Sendable {
+    package let store: SmartStore
+    package let states: SyncStateStore
+    package let customTargets = CustomTargetRegistry()
+    private let worker = SerialWorker()
+    private let tracker = RunTracker()
+    private let lock = Lock()
+    private var rest: RestClient?
+    /// After stop(), new runs are refused until restart() (as in the SDK).
+    private var paused = false
+    private var closed = false
+    /// True while the store's key changes: no run may start.
+    private var rekeying = false
+    private let engineLock: SyncEngineLock
+
+    package init(store: SmartStore) throws {
+        self.store = store
+        // Before RUNNING states are taken for a crash's leftovers: they may be another process's.
+        engineLock = try SyncEngineLock(databasePath: store.path)
+        states = try SyncStateStore(store: store)
+        try states.stopOrphans()
+    }
+
+    // MARK: configuration
+
+    public func setRemote(_ config: RemoteConfig) {
+        lock.withLock { rest = RestClient(config: config) }
+    }
+
+    public func registerCustomTarget(_ type: String, _ callbacks: CustomTargetCallbacks) throws {
+        try customTargets.register(type, callbacks)
+    }
+
+    // MARK: creating
+
+    /// `requested`: the sync is created RUNNING, for a run started at once (see `start`).
+    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+        try states.create(try syncDownState(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name),
+                          requested: requested)
+    }
+
+    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+        try states.create(try syncUpState(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name),
+                          requested: requested)
+    }
+
+    /// A new sync down, checked, not saved yet.
+    private func syncDownState(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+        let (_, options) = try SyncOptions.parse(optionsJSON)
+        let target = try JSONDocument.parse(targetJSON, what: "sync down target")
+        if TwoPhaseTarget.isTwoPhase(target.root) {
+            try TwoPhaseTarget(target.root, soupName: soupName).check(store)
+            return SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(), optionsJSON: options, soupName: soupName)
+        }
+        let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
+        let info = try store.requireSoup(soupName)
+        if info.index(for: parsed.idFieldName) == nil {
+            throw StoreError.argument("Soup '\(soupName)' needs an index on '\(parsed.idFieldName)' to receive synced records; register it with that index")
+        }
+        return SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(), optionsJSON: options, soupName: soupName)
+    }
+
+    /// A new sync up, checked, not saved yet.
+    private func syncUpState(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+        let (_, options) = try SyncOptions.parse(optionsJSON)
+        let normalized: String
+        if let targetJSON, let doc = try? JSONDocument.parse(targetJSON), TwoPhaseTarget.isTwoPhase(doc.root) {
+            try TwoPhaseTarget(doc.root, soupName: soupName).check(store)
+            normalized = doc.root.dump()
+        } else if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
+            // Checked now, as every other target is: a malformed one would fail only when run.
+            let target = try ParentChildrenUpTarget(targetJSON)
+            _ = try store.requireSoup(target.parentSoup)
+            _ = try store.requireSoup(target.childSoup)
+            normalized = targetJSON
+        } else {
+            normalized = try SyncUpTarget.parse(targetJSON, customTargets: customTargets).json
+        }
+        _ = try store.requireSoup(soupName)
+        return SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized, optionsJSON: options, soupName: soupName)
+    }
+
+    private func checkedName(_ name: String?) throws -> String? {
+        guard let name else { return nil }
+        guard !name.isEmpty else { throw StoreError.argument("A sync name must not be empty (pass none for an unnamed sync)") }
+        return name
+    }
+
+    // MARK: running
+
+    @discardableResult
+    public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+        try requestSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, owner: owner, callback: callback).id
+    }
+
+    /// The `request…` forms start a run as their namesakes do and answer the sync's state as it
+    /// was saved when the run was requested (RUNNING, progress 0), whatever the run has done
+    /// since: what the hybrid plugins answer, the same however fast the run ends.
+    public func requestSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+        try checkOpen()
+        let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
+        try start(state.id, owner: owner, callback: callback, created: state)
+        return state
+    }
+
+    @discardableResult
+    public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+        try requestSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, owner: owner, callback: callback).id
+    }
+
+    public func requestSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+        try checkOpen()
+        let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
+        try start(state.id, owner: owner, callback: callback, created: state)
+        return state
+    }
+
+    /// Runs an existing sync again (incrementally for sync down targets with a timestamp).
+    public func reSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
+        try requestReSync(id: id, owner: owner, callback: callback)
+    }
+
+    @discardableResult
+    public func reSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+        try requestReSync(name: name, owner: owner, callback: callback).id
+    }
+
+    @discardableResult
+    public func requestReSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+        guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
+        return try requested(start(id, owner: owner, callback: callback), id)
+    }
+
+    public func requestReSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+        guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
+        return try requested(start(state.id, owner: owner, callback: callback), state.id)
+    }
+
+    /// A run that `start` queued always has its requested state (start saves it).
+    private func requested(_ state: SyncState?, _ id: Int64) throws -> SyncState {
+        guard let state else { throw StoreError(.internal, "Sync \(id) was queued without its requested state") }
+        return state
+    }
+
+    private func checkOpen() throws { try lock.withLock { try checkOpenLocked() } }
+
+    private func checkOpenLocked() throws {
+        if closed { throw StoreError(.state, "The store is closed") }
+        if paused { throw StoreError(.state, "Syncs are stopped; call restart before starting new ones") }
+        if rekeying { throw StoreError(.busy, "The store's key is being changed; start the sync again when that returns", retryable: true) }
+    }
+
+    /// Runs `body` (a change of key) with no sync run queued or running, and none starting.
+    package func withoutRuns<T>(_ body: () throws -> T) throws -> T {
+        try lock.withLock {
+            if tracker.hasActive {
+                throw StoreError(.busy, "A sync of this store is running or queued: wait for it to end (syncstore_wait_sync) or stop it, then change the key", retryable: true)
+            }
+            rekeying = true
+        }
+        defer { lock.withLock { rekeying = false } }
+        return try body()
+    }
+
+    private func restClient() -> RestClient? { lock.withLock { rest } }
+
+    /// Starts a run; with `unlessActive`, a sync that already has one is skipped (false)
+    /// instead of BUSY. RUNNING is saved before the run is queued (`created`: the sync was
+    /// created RUNNING): if the process ends before the run does, the next open makes it
+    /// STOPPED and restart_syncs runs it again.
+    @discardableResult
+    private func start(_ id: Int64, owner: Int, callback: SyncCallback?, unlessActive: Bool = false,
+                       created: SyncState? = nil) throws -> SyncState? {
+        var requested: SyncState? = nil
+        let queued = try enqueue(id, owner: owner, unlessActive: unlessActive, saveRequested: true, created: created,
+                                 onRequested: { requested = $0 }) { [self] cancel in
+            run(id, cancel: cancel, callback: callback)
+        }
+        return queued ? requested : nil
+    }
+
+    /// Registers a run of sync `id`, saves it requested (`saveRequested`, unless `created` was
+    /// saved so), and queues `job` on the worker. The
+    /// checks and the registration are one critical section (a change of key sees every run,
+    /// stop() cancels every run that passed its check, close(owner:) every run of its handle),
+    /// and so is the queueing (close() runs what was queued before the worker finished and
+    /// refuses the rest); the save happens between them, outside the lock, as it writes.
+    @discardableResult
+    private func enqueue(_ id: Int64, owner: Int, unlessActive: Bool = false, saveRequested: Bool = false, created: SyncState? = nil,
+                         onRequested: ((SyncState) -> Void)? = nil,
+                         _ job: @escaping @Sendable (CancelFlag) -> Void) throws -> Bool {
+        let cancel: CancelFlag
+        do {
+            guard let registered = try lock.withLock({ () throws -> CancelFlag? in
+                try checkOpenLocked()
+                guard store.isOwnerOpen(owner) else { throw StoreError(.state, "The store handle is closed; open the store again") }
+                // Runs only begin under this lock: not active now means begin cannot say BUSY.
+                if unlessActive && tracker.isActive(id) { return nil }
+                return try tracker.begin(id, owner: owner)
+            }) else { return false }
+            cancel = registered
+        } catch {
+            // Stopped or closed meanwhile: the new sync stays, as created without a run.
+            if var state = created {
+                state.status = .new
+                state.startTime = 0
+                try? states.save(state)
+            }
+            throw error
+        }
+        if saveRequested && created == nil {
+            do {
+                onRequested?(try states.markRequested(id))
+            } catch {
+                tracker.finish(id, cancel)
+                throw error
+            }
+        } else if let created {
+            onRequested?(created)
+        }
+        try lock.withLock {
+            let queued = worker.submit { [tracker] in
+                defer { tracker.finish(id, cancel) }
+                job(cancel)
+            }
+            guard queued else {
+                tracker.finish(id, cancel)
+                // Requested and saved RUNNING: the next open makes it STOPPED, restart_syncs runs it.
+                if closed { throw StoreError(.state, "The store was closed before the run could start; open it again and restart the syncs") }
+                throw StoreError(.busy, "The sync worker thread could not be started (the system refused a new thread); retry later", retryable: true)
+            }
+        }
+        return true
+    }
+
+    private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?) {
+        let emit: (SyncState) -> Void = { state in callback?(state.jsonText) }
+        guard var state = try? states.get(id: id) else {
+            tracker.deliverTerminal(id, cancel) {
+                callback?("{\"_soupEntryId\":\(id),\"status\":\"FAILED\",\"error\":\"The sync was deleted before it ran\",\"errorCode\":\(ErrorCode.notFound.rawValue)}")
+            }
+            return
+        }
+        state.beginRun()
+        do {
+            if cancel.isCancelled { throw StoreError(.state, "The sync was stopped before it started") }
+            try states.save(state)
+            emit(state)
+            let ctx = try context(for: state, cancel: cancel)
+            let (options, _) = try SyncOptions.parse(state.optionsJSON)
+            // A sync up marks the creates it sends, in any soup of its target.
+            if state.kind == .syncUp { try ctx.store.write { db in try CreateMarkLedger.forget(db) } }
+            switch state.kind {
+            case .syncDown where TwoPhaseTarget.isTwoPhase(state.targetJSON), .syncUp where TwoPhaseTarget.isTwoPhase(state.targetJSON):
+                let targetDoc = try JSONDocument.parse(state.targetJSON, what: "twophase target")
+                let target = try TwoPhaseTarget(targetDoc.root, soupName: state.soupName)
+                let task = TwoPhaseTask(ctx: ctx, target: target, options: options, states: states, emit: emit, pushing: state.kind == .syncUp)
+                try task.run(&state)
+            case .syncDown:
+                let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
+                let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
+                let task = SyncDownTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
+                try task.run(&state, since: state.maxTimeStamp > 0 ? state.maxTimeStamp : nil)
+            case .syncUp where ParentChildrenUpTask.isParentChildren(state.targetJSON):
+                let task = try ParentChildrenUpTask(ctx: ctx, targetJSON: state.targetJSON, options: options, states: states, emit: emit)
+                try task.run(&state)
+            case .syncUp:
+                let target = try SyncUpTarget.parse(state.targetJSON, customTargets: customTargets)
+                let task = SyncUpTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
+                if target.mode == .datasync { try DatasyncUpTask(task).run(&state) } else { try task.run(&state) }
+            }
+            state.status = .done
+            state.progress = 100
+            state.reportRecordProblems()
+        } catch let error as StoreError {
+            state.status = (error.code == .state && cancel.isCancelled) ? .stopped : .failed
+            state.error = MessageLimit.bound(error.message)
+            state.errorCode = error.code.rawValue
+            state.errorRetryable = error.retryable
+        } catch {
+            state.status = .failed
+            state.error = MessageLimit.bound("\(error)")
+            state.errorCode = ErrorCode.internal.rawValue
+        }
+        state.endTime = Clock.nowMillis()
+        do {
+            try states.save(state)
+        } catch {
+            // The terminal state could not be stored (a full disk): the run is reported as
+            // failed, and reads of the sync return this state until it is saved.
+            let failure = error as? StoreError ?? StoreError(.storage, "\(error)")
+            if state.status == .done {
+                state.status = .failed
+                state.errorCode = failure.code.rawValue
+                state.errorRetryable = failure.retryable
+            }
+            let saving = state.error.hasPrefix(failure.message) ? "the sync state could not be saved either" : "saving the sync state failed: \(failure.message)"
+            state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + saving)
+            states.keepUnsaved(state)
+        }
+        tracker.deliverTerminal(id, cancel) { emit(state) }
+    }
+
+    private func context(for state: SyncState, cancel: CancelFlag) throws -> SyncContext {
+        let configured = restClient()
+        if configured == nil, !usesCustomTarget(state) {
+            throw StoreError(.state, "No remote is configured for this store; set one (instance URL and token) before syncing")
+        }
+        // Custom targets need no remote; they get a client that is never used.
+        let rest = configured ?? RestClient(config: RemoteConfig(instanceURL: "http://127.0.0.1:9", accessToken: ""))
+        return SyncContext(rest: rest, cancel: cancel, store: store, soupName: state.soupName, syncId: state.id)
+    }
+
+    private func usesCustomTarget(_ state: SyncState) -> Bool {
+        guard let doc = try? JSONDocument.parse(state.targetJSON), let type = doc.root["type"]?.string else { return false }
+        return customTargets.callbacks(type) != nil
+    }
+
+    // MARK: ghosts
+
+    /// Deletes local records of this sync down that the server no longer has (docs/sync.md#sync-down).
+    /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode",
+    /// "errorRetryable"}`.
+    public func cleanResyncGhosts(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
+        try checkOpen()
+        guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
+        guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
+        guard !TwoPhaseTarget.isTwoPhase(state.targetJSON) else {
+            throw StoreError.argument("A twophase sync down deletes the rows the server no longer has at every run; cleanResyncGhosts does not apply to it")
+        }
+        try enqueue(id, owner: owner) { [self] cancel in
+            var removed = 0
+            var status = "DONE"
+            var message = ""
+            var code: Int32 = 0
+            var retryable = false
+            callback?(ghostReport(id, "RUNNING", 0, "", 0, false))
+            do {
+                if cancel.isCancelled { throw StoreError(.state, "Stopped before it started") }
+                removed = try GhostCleaner(ctx: try context(for: state, cancel: cancel), state: state, customTargets: customTargets).run()
+            } catch let error as StoreError {
+                status = (error.code == .state && cancel.isCancelled) ? "STOPPED" : "FAILED"
+                message = MessageLimit.bound(error.message)
+                code = error.code.rawValue
+                retryable = error.retryable
+            } catch {
+                status = "FAILED"
+                message = "\(error)"
+                code = ErrorCode.internal.rawValue
+            }
+            tracker.deliverTerminal(id, cancel) { callback?(ghostReport(id, status, removed, message, code, retryable)) }
+        }
+    }
+
+    private func ghostReport(_ id: Int64, _ status: String, _ removed: Int, _ error: String, _ code: Int32, _ retryable: Bool) -> String {
+        let doc = JSONDocument.object()
+        doc.root.set("syncId", owned: JSONMake.int(id))
+        doc.root.set("type", owned: JSONMake.string("cleanResyncGhosts"))
+        doc.root.set("status", owned: JSONMake.string(status))
+        doc.root.set("removed", owned: JSONMake.int(Int64(removed)))
+        doc.root.set("error", owned: JSONMake.string(error))
+        doc.root.set("errorCode", owned: JSONMake.int(Int64(code)))
+        doc.root.set("errorRetryable", owned: JSONMake.bool(retryable))
+        return doc.root.dump()
+    }
+
+    // MARK: status and control
+
+    public func status(id: Int64) throws -> SyncState? { try states.get(id: id) }
+    public func status(name: String) throws -> SyncState? { try states.get(name: name) }
+
+    public func delete(id: Int64) throws {
+        guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
+        guard !tracker.isActive(id) else { throw StoreError(.busy, "Sync \(id) is running; stop it before deleting it", retryable: true) }
+        try states.delete(id: id)
+        try store.write { db in try DeletedRecordsWindow.forget(syncId: id, db: db) }
+    }
+
+    public func delete(name: String) throws {
+        guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
+        try delete(id: state.id)
+    }
+
+    /// Stops every queued and running sync (they end STOPPED) and refuses new ones until restart.
+    public func stop() {
+        // Under the lock that starts take: every run that passed its check is registered.
+        lock.withLock {
+            paused = true
+            tracker.cancelAll()
+        }
+    }
+
+    /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync (a stopped run, or
+    /// one the process ended while it was queued or running). Returns their ids.
+    @discardableResult
+    public func restart(restartStopped: Bool, owner: Int = 0, callback: SyncCallback?) throws -> [Int64] {
+        lock.withLock { paused = false }
+        guard restartStopped else { return [] }
+        var started: [Int64] = []
+        // A sync another call started meanwhile is left to that run; the others still restart.
+        for state in try states.all() where state.status == .stopped {
+            if try start(state.id, owner: owner, callback: callback, unlessActive: true) != nil { started.append(state.id) }
+        }
+        return started
+    }
+
+    /// Blocks until the sync has no queued or running run (timeoutMs < 0: no limit) and returns
+    /// its state. BUSY on timeout.
+    public func wait(id: Int64, timeoutMs: Int64) throws -> SyncState {
+        guard tracker.wait(id, timeoutMs: timeoutMs) else {
+            throw StoreError(.busy, "Sync \(id) is still running after \(timeoutMs) ms", retryable: true)
+        }
+        guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
+        return state
+    }
+
+    /// Creates the syncs of a usersyncs.json / globalsyncs.json document; existing names are
+    /// skipped. All or nothing: every sync is checked first and all are saved in one
+    /// transaction, so a document with one bad sync creates none.
+    public func loadSyncConfig(json: String) throws {
+        let doc = try JSONDocument.parse(json, what: "sync config")
+        guard let list = doc.root["syncs"], list.isArray else {
+            throw StoreError.argument("A sync config must be {\"syncs\": [{\"syncName\", \"syncType\", \"soupName\", \"target\", \"options\"}]}")
+        }
+        var checked: [SyncState] = []
+        for (i, item) in list.elements.enumerated() {
+            guard let name = item["syncName"]?.string, let type = item["syncType"]?.string, let soup = item["soupName"]?.string else {
+                throw StoreError.argument("Sync \(i) of the config needs syncName, syncType and soupName")
+            }
+            let options = item["options"].map { $0.dump() }
+            do {
+                switch type {
+                case "syncDown":
+                    guard let target = item["target"] else { throw StoreError.argument("Sync '\(name)' needs a target") }
+                    checked.append(try syncDownState(targetJSON: target.dump(), soupName: soup, optionsJSON: options, name: name))
+                case "syncUp":
+                    checked.append(try syncUpState(targetJSON: item["target"]?.dump(), soupName: soup, optionsJSON: options, name: name))
+                default:
+                    throw StoreError.argument("Sync '\(name)' has syncType '\(type)'; use syncDown or syncUp")
+                }
+            } catch let error as StoreError where !error.message.includes("'\(name)'") {
+                throw StoreError(error.code, "Sync '\(name)' of the config: \(error.message)", retryable: error.retryable)
+            }
+        }
+        try states.createAll(checked)
+    }
+
+    /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.
+    public func close() {
+        lock.withLock {
+            closed = true
+            tracker.cancelAll()
+        }
+        worker.finish()
+        states.saveUnsaved()
+        engineLock.release()
+    }
+
+    /// Stops the runs one handle started and waits for their terminal callbacks. The store has
+    /// already marked the handle closed (see SmartStore.isOwnerOpen), so no run of it starts
+    /// after the lock below is taken.
+    public func close(owner: Int) throws {
+        if worker.isCurrentThread {
+            throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
+        }
+        lock.withLock { tracker.cancel(owner: owner) }
+        _ = tracker.waitOwner(owner, timeoutMs: -1)
+    }
+
+    public var isWorkerThread: Bool { worker.isCurrentThread }
+}
+
+extension SyncManager {
+    /// Reads a usersyncs.json / globalsyncs.json file and creates its syncs.
+    public func loadSyncConfig(path: String) throws {
+        try loadSyncConfig(json: try FileSystem.readFile(path))
+    }
+}
