@@ -12,8 +12,8 @@ package final class RecentCreates: @unchecked Sendable {
     package static let capacity = 10_000
 
     private struct Key: Hashable {
-        package let table: String
-        package let entryId: Int64
+        let table: String
+        let entryId: Int64
     }
 
     package func record(table: String, entryId: Int64, idField: String, serverId: String) {

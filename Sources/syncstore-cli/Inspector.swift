@@ -36,7 +36,9 @@ final class InspectorStores: @unchecked Sendable {
             }
             let store: SmartStore
             do {
-                store = try SmartStore(path: path, key: config.key, kdfIter: config.kdfIter, readOnly: config.readOnly)
+                // Through the library's registry, as hosts open stores: the inspector's handle
+                // shares the one SmartStore of the file with every other handle of the process.
+                store = try StoreRegistry.shared.store(try StoreRegistry.shared.open(root: settings.root, config: config))
             } catch let error as StoreError where error.code == .auth {
                 throw StoreError(.auth, error.message + "; " + KeySource.hint(keySource: config.key == nil ? nil : "--key-file or $SYNCSTORE_KEY",
                                                                                kdfIter: config.kdfIter, path: path))
@@ -47,7 +49,7 @@ final class InspectorStores: @unchecked Sendable {
     }
 
     func names(global: Bool) -> [String] {
-        (try? StoreRegistry().listStores(root: settings.root, global: global)) ?? []
+        (try? StoreRegistry.shared.listStores(root: settings.root, global: global)) ?? []
     }
 }
 

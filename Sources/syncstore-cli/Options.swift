@@ -81,7 +81,7 @@ struct StoreOptions: ParsableArguments {
 
     /// "Stores there: a, b (global: c); " or "There are no stores under ROOT; ", for a store not found.
     private func existingStores(root: String) -> String {
-        let registry = StoreRegistry()
+        let registry = StoreRegistry.shared
         let user = (try? registry.listStores(root: root, global: false)) ?? []
         let globals = (try? registry.listStores(root: root, global: true)) ?? []
         if user.isEmpty && globals.isEmpty { return "there are no stores under \(root); " }
@@ -192,9 +192,10 @@ enum KeySource {
     }
 }
 
-/// An open store, closed when the command ends.
+/// An open store, closed when the command ends. Opened through the library's one registry, as
+/// every host's stores are (one SmartStore per file in the process).
 final class OpenedStore {
-    let registry = StoreRegistry()
+    let registry = StoreRegistry.shared
     let handle: Int
     let store: SmartStore
     let path: String

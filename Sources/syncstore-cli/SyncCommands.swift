@@ -113,7 +113,7 @@ struct SyncCommand: ParsableCommand {
             // A refused first command leaves no empty store behind.
             if !existed {
                 opened.close()
-                try? StoreRegistry().removeStore(root: storeOptions.resolvedRoot, config: try storeOptions.config())
+                try? StoreRegistry.shared.removeStore(root: storeOptions.resolvedRoot, config: try storeOptions.config())
             }
             throw error
         }

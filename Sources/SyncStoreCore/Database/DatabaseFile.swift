@@ -49,14 +49,14 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
     /// A class so the bytes are wiped once, when the last copy of the key goes, and so reflection
     /// (`dump`, default descriptions of containing types) shows no text.
     private final class Secret: @unchecked Sendable, CustomReflectable {
-        package var bytes: [UInt8]
-        package init(_ bytes: [UInt8]) { self.bytes = bytes }
+        var bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
         deinit {
             bytes.withUnsafeMutableBufferPointer { buffer in
                 if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
             }
         }
-        package var customMirror: Mirror { Mirror(self, children: []) }
+        var customMirror: Mirror { Mirror(self, children: []) }
     }
 }
 

@@ -6,9 +6,9 @@ import SyncStoreSupport
 /// SQLITE_INTERRUPT. For Smart SQL, where a join of large soups could run for hours.
 package enum StatementDeadline {
     private final class Deadline {
-        package let at: Int64
-        package var passed = false
-        package init(at: Int64) { self.at = at }
+        let at: Int64
+        var passed = false
+        init(at: Int64) { self.at = at }
     }
 
     /// Runs `body` with the deadline in force on `db`; a statement stopped by it throws

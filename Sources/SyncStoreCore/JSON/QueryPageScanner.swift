@@ -28,14 +28,14 @@ package struct ScanPlan {
 }
 
 private final class ScanNode {
-    package let key: [UInt8]
-    package var slots: [Int] = []
-    package var children: [ScanNode] = []
-    package var reserved = false
+    let key: [UInt8]
+    var slots: [Int] = []
+    var children: [ScanNode] = []
+    var reserved = false
 
-    package init(key: [UInt8]) { self.key = key }
+    init(key: [UInt8]) { self.key = key }
 
-    package func child(_ key: [UInt8]) -> ScanNode {
+    func child(_ key: [UInt8]) -> ScanNode {
         if let found = children.first(where: { $0.key == key }) { return found }
         let node = ScanNode(key: key)
         children.append(node)
@@ -43,7 +43,7 @@ private final class ScanNode {
     }
 
     /// Duplicate keys are detected with a 64-bit mask per object.
-    package var fits: Bool { children.count <= 64 && children.allSatisfy(\.fits) }
+    var fits: Bool { children.count <= 64 && children.allSatisfy(\.fits) }
 }
 
 /// A value read for one slot. Text without escapes stays in the page (`text`); text with
@@ -134,21 +134,21 @@ private let comma = UInt8(ascii: ","), colon = UInt8(ascii: ":")
 /// A validating JSON scanner over raw bytes. Methods return false on a syntax error; anything
 /// valid that the fast path does not handle sets `unsupported` instead.
 private struct ByteScanner {
-    package let p: UnsafePointer<UInt8>
-    package let n: Int
-    package var i = 0
-    package var unsupported = false
+    let p: UnsafePointer<UInt8>
+    let n: Int
+    var i = 0
+    var unsupported = false
     /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson. Records
     /// (two levels down) then stay within JSONRules.maxDepth, which the fast path relies on.
-    package var depth = 0
-    package static let maxDepth = min(512, JSONRules.maxDepth)
+    var depth = 0
+    static let maxDepth = min(512, JSONRules.maxDepth)
 
-    package init(p: UnsafePointer<UInt8>, n: Int) {
+    init(p: UnsafePointer<UInt8>, n: Int) {
         self.p = p
         self.n = n
     }
 
-    @inline(__always) package mutating func skipSpace() {
+    @inline(__always) mutating func skipSpace() {
         while i < n {
             let c = p[i]
             guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
@@ -156,11 +156,11 @@ private struct ByteScanner {
         }
     }
 
-    @inline(__always) package func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
+    @inline(__always) func at(_ c: UInt8) -> Bool { i < n && p[i] == c }
 
     /// A member's key and its colon; the value starts at p[i]. A key holding U+0000 (which
     /// jansson refuses) makes the record `unsupported`: the tree path then refuses it by name.
-    @inline(__always) package mutating func memberKey() -> StringRange? {
+    @inline(__always) mutating func memberKey() -> StringRange? {
         skipSpace()
         guard at(quote), let key = string() else { return nil }
         if key.escaped && holdsNul(key) { unsupported = true }
@@ -173,7 +173,7 @@ private struct ByteScanner {
 
     /// After a member or element: true when a comma says another follows, false when
     /// `closing` ends the container (both consumed), nil on anything else.
-    @inline(__always) package mutating func separator(_ closing: UInt8) -> Bool? {
+    @inline(__always) mutating func separator(_ closing: UInt8) -> Bool? {
         skipSpace()
         guard i < n else { return nil }
         if p[i] == comma { i += 1; return true }
@@ -184,7 +184,7 @@ private struct ByteScanner {
 
     // MARK: page
 
-    package mutating func page(into page: inout ScannedPage) -> Bool {
+    mutating func page(into page: inout ScannedPage) -> Bool {
         skipSpace()
         guard at(openBrace) else { return false }
         i += 1
@@ -230,7 +230,7 @@ private struct ByteScanner {
         return i == n && sawRecords && readable
     }
 
-    package mutating func records(into page: inout ScannedPage) -> Bool {
+    mutating func records(into page: inout ScannedPage) -> Bool {
         i += 1
         skipSpace()
         if at(closeBracket) { i += 1; return true }
@@ -258,7 +258,7 @@ private struct ByteScanner {
     // MARK: values
 
     /// An object at p[i] == '{'. With a node, the values of its paths are recorded.
-    package mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
+    mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
         var seen: UInt64 = 0
         return container(closing: closeBrace) { s in
             guard let key = s.memberKey() else { return false }
@@ -282,7 +282,7 @@ private struct ByteScanner {
 
     /// An object or array at p[i]: `element` reads each member or element in turn (the
     /// separators, the closing `closing` and the depth bound are handled here).
-    @inline(__always) package mutating func container(closing: UInt8, _ element: (inout ByteScanner) -> Bool) -> Bool {
+    @inline(__always) mutating func container(closing: UInt8, _ element: (inout ByteScanner) -> Bool) -> Bool {
         depth += 1
         defer { depth -= 1 }
         guard depth <= ByteScanner.maxDepth else { return false }
@@ -298,7 +298,7 @@ private struct ByteScanner {
     }
 
     /// The value of a key on some plan path.
-    package mutating func matched(_ node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
+    mutating func matched(_ node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
         let c = p[i]
         if c == openBrace {
             if !node.slots.isEmpty { unsupported = true }  // an index on an object: stored as its dump
@@ -317,7 +317,7 @@ private struct ByteScanner {
 
     /// A string, number, true, false or null.
     /// `wanted`: the value is read (escapes decoded, reals converted); otherwise only validated.
-    package mutating func scalar(strings: inout [String], wanted: Bool) -> ScannedValue? {
+    mutating func scalar(strings: inout [String], wanted: Bool) -> ScannedValue? {
         let c = p[i]
         if c == quote {
             guard let s = string() else { return nil }
@@ -331,7 +331,7 @@ private struct ByteScanner {
         return number(wanted: wanted)
     }
 
-    package mutating func skipValue() -> Bool {
+    mutating func skipValue() -> Bool {
         guard i < n else { return false }
         switch p[i] {
         case quote:
@@ -346,7 +346,7 @@ private struct ByteScanner {
         }
     }
 
-    @inline(__always) package mutating func matchLiteral(_ word: StaticString) -> Bool {
+    @inline(__always) mutating func matchLiteral(_ word: StaticString) -> Bool {
         let count = word.utf8CodeUnitCount
         guard n - i >= count, memcmp(p + i, word.utf8Start, count) == 0 else { return false }
         i += count
@@ -355,14 +355,14 @@ private struct ByteScanner {
 
     // MARK: strings
 
-    package struct StringRange {
+    struct StringRange {
         package let start: Int
         package let end: Int
         package let escaped: Bool
     }
 
     /// A string at p[i] == '"'; the range excludes the quotes.
-    package mutating func string() -> StringRange? {
+    mutating func string() -> StringRange? {
         i += 1
         let start = i
         var escaped = false
@@ -388,7 +388,7 @@ private struct ByteScanner {
     }
 
     /// An escape at p[i] == '\\' (surrogates must pair, as jansson requires).
-    package mutating func escape() -> Bool {
+    mutating func escape() -> Bool {
         guard i + 1 < n else { return false }
         switch p[i + 1] {
         case quote, backslash, UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
@@ -411,7 +411,7 @@ private struct ByteScanner {
     }
 
     /// Whether a validated string's escapes spell U+0000.
-    package func holdsNul(_ s: StringRange) -> Bool {
+    func holdsNul(_ s: StringRange) -> Bool {
         var k = s.start
         while k < s.end {
             guard p[k] == backslash else { k += 1; continue }
@@ -425,7 +425,7 @@ private struct ByteScanner {
         return false
     }
 
-    package func hex4(_ at: Int) -> UInt32? {
+    func hex4(_ at: Int) -> UInt32? {
         guard at + 4 <= n else { return nil }
         var v: UInt32 = 0
         for k in 0..<4 {
@@ -443,7 +443,7 @@ private struct ByteScanner {
     }
 
     /// One UTF-8 sequence starting at p[i] >= 0x80: no overlongs, surrogates or values past U+10FFFF.
-    package mutating func utf8() -> Bool {
+    mutating func utf8() -> Bool {
         let c = p[i]
         var low: UInt8 = 0x80, high: UInt8 = 0xBF
         let extra: Int
@@ -470,7 +470,7 @@ private struct ByteScanner {
     }
 
     /// The decoded text of a validated string.
-    package func decode(_ s: StringRange) -> String {
+    func decode(_ s: StringRange) -> String {
         if !s.escaped { return String(decoding: UnsafeBufferPointer(start: p + s.start, count: s.end - s.start), as: UTF8.self) }
         var out: [UInt8] = []
         out.reserveCapacity(s.end - s.start)
@@ -505,7 +505,7 @@ private struct ByteScanner {
 
     /// A number in JSON's grammar. Integers out of the 64-bit range and reals that could
     /// overflow are valid text jansson refuses: they mark the record unsupported.
-    package mutating func number(wanted: Bool) -> ScannedValue? {
+    mutating func number(wanted: Bool) -> ScannedValue? {
         let start = i
         var negative = false
         if at(UInt8(ascii: "-")) { negative = true; i += 1 }
@@ -554,7 +554,7 @@ private struct ByteScanner {
         return .int(Int64(magnitude))
     }
 
-    package func keyEquals(_ key: StringRange, _ word: StaticString) -> Bool {
+    func keyEquals(_ key: StringRange, _ word: StaticString) -> Bool {
         key.end - key.start == word.utf8CodeUnitCount && memcmp(p + key.start, word.utf8Start, word.utf8CodeUnitCount) == 0
     }
 }

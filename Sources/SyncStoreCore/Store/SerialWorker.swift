@@ -72,8 +72,8 @@ package final class SerialWorker: @unchecked Sendable {
 }
 
 private final class ThreadBody {
-    package let run: () -> Void
-    package init(_ run: @escaping () -> Void) { self.run = run }
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
 }
 
 /// Starts a joinable pthread running `body`; nil (and `body` not run) when no thread can be
@@ -127,5 +127,5 @@ package final class Prefetch<T>: @unchecked Sendable {
 }
 
 private final class ResultBox<T>: @unchecked Sendable {
-    package var result: Result<T, Error>?
+    var result: Result<T, Error>?
 }

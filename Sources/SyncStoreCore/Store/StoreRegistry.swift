@@ -7,11 +7,11 @@ public final class StoreRegistry: @unchecked Sendable {
     public static let shared = StoreRegistry()
 
     private struct OpenStore {
-        package let store: SmartStore
-        package var handles: Set<Int>
+        let store: SmartStore
+        var handles: Set<Int>
         /// Its last handle is closing: the store stays here (one object per file) until its
         /// syncs have stopped, its sync lock file is released and its WAL checkpointed.
-        package var closing = false
+        var closing = false
     }
 
     /// Guards the tables; signalled when a closing store leaves them.
@@ -20,7 +20,8 @@ public final class StoreRegistry: @unchecked Sendable {
     private var handles: [Int: String] = [:]
     private var nextHandle = 1
 
-    public init() {}
+    /// The process has one (`shared`); tests make others to play several processes.
+    init() {}
 
     public static func path(root: String, config: StoreConfig) -> String {
         "\(root)/\(config.folder)/\(config.name).db"

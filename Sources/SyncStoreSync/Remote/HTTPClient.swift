@@ -139,13 +139,13 @@ package final class HTTPClient {
 /// One transfer's state shared with libcurl's callbacks: the request body and how much of it
 /// was read, the response body and Date header, the cancel flag.
 private final class ResponseSink {
-    package var bytes: [UInt8] = []
-    package var date: Int64? = nil
-    package var contentType: String? = nil
-    package let body: [UInt8]
-    package var sent = 0
-    package let cancel: CancelFlag?
-    package init(cancel: CancelFlag?, body: [UInt8]) {
+    var bytes: [UInt8] = []
+    var date: Int64? = nil
+    var contentType: String? = nil
+    let body: [UInt8]
+    var sent = 0
+    let cancel: CancelFlag?
+    init(cancel: CancelFlag?, body: [UInt8]) {
         self.cancel = cancel
         self.body = body
     }
