@@ -12,30 +12,30 @@ public final class SmartStore: @unchecked Sendable {
     /// STATE, and the "writer" is a read-only connection that only loads the catalog.
     public let readOnly: Bool
     /// The writer; replaced only by a change of key, under writeLock.
-    package private(set) var writer: Connection
-    private let writeLock = Lock()
+    package internal(set) var writer: Connection
+    let writeLock = Lock()
     /// Set when a change of key replaced the file but the new file could not be opened for
     /// writing: writes fail with it (reads open the new file) until the store is opened again.
-    private var writerFailure: StoreError?
-    private let fileLock = Lock()
-    private var currentFile: DatabaseFile
+    var writerFailure: StoreError?
+    let fileLock = Lock()
+    var currentFile: DatabaseFile
     package let readers: ReaderPool
-    private let catalogLock = Lock()
-    private var soups: [String: SoupInfo]
+    let catalogLock = Lock()
+    var soups: [String: SoupInfo]
     /// Bumped (under catalogLock) whenever the catalog changes or an alter starts, so a read
     /// planned with old indexes can tell it should plan again (see `reading`).
-    private var catalogVersion = 0
+    var catalogVersion = 0
     /// True from the start of an alterSoup until its new indexes are published or rolled back.
-    private var alterInFlight = false
+    var alterInFlight = false
     /// True while a write transaction of this process runs (under catalogLock).
-    private var writeInFlight = false
+    var writeInFlight = false
     /// `PRAGMA schema_version` when the cached catalog last matched the file's (under catalogLock).
-    private var checkedSchemaVersion: Int64 = -1
+    var checkedSchemaVersion: Int64 = -1
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
-    private var nextIds: [String: Int64] = [:]
+    var nextIds: [String: Int64] = [:]
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
     /// when another connection (another process) commits. Under writeLock.
-    private var dataVersion: Int64 = 0
+    var dataVersion: Int64 = 0
     /// What the layers above attach to this store (see StoreCompanion), by type.
     private var companions: [ObjectIdentifier: any StoreCompanion] = [:]
     private let companionsLock = Lock()
@@ -70,7 +70,7 @@ public final class SmartStore: @unchecked Sendable {
     /// The file (checked against `key`) and the writer. A change of key in another process may
     /// rename a new file over the one the writer opened while it waited for its first lock; then
     /// the file is checked and opened again (with a key that may no longer fit: AUTH).
-    private static func openWriter(path: String, key: StoreKey?, kdfIter: Int, readOnly: Bool) throws -> (DatabaseFile, Connection, [String: SoupInfo]) {
+    static func openWriter(path: String, key: StoreKey?, kdfIter: Int, readOnly: Bool) throws -> (DatabaseFile, Connection, [String: SoupInfo]) {
         var attempts = 0
         while true {
             // The file is read (encrypted or not) and opened with no change of key in between;
@@ -122,7 +122,7 @@ public final class SmartStore: @unchecked Sendable {
         return info
     }
 
-    private func setSoup(_ name: String, _ info: SoupInfo?) {
+    func setSoup(_ name: String, _ info: SoupInfo?) {
         catalogLock.withLock {
             soups[name] = info
             catalogVersion += 1
@@ -163,7 +163,7 @@ public final class SmartStore: @unchecked Sendable {
     /// SQLite lets other processes write the same file; their commits change tables behind the
     /// catalog and the id counters. Checked inside each write transaction (which holds the
     /// file's write lock, so nothing changes between the check and the write).
-    private func reloadIfChangedElsewhere() throws {
+    func reloadIfChangedElsewhere() throws {
         let version = try writer.scalarInt("PRAGMA data_version") ?? 0
         guard version != dataVersion else { return }
         nextIds.removeAll()
@@ -177,7 +177,7 @@ public final class SmartStore: @unchecked Sendable {
     }
 
     /// Called under the write lock (the writer's statement cache is not thread-safe).
-    private func schemaChanged() {
+    func schemaChanged() {
         writer.clearCache()
         readers.drain()
     }
@@ -209,7 +209,7 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
-    private var attached: [any StoreCompanion] { companionsLock.withLock { Array(companions.values) } }
+    var attached: [any StoreCompanion] { companionsLock.withLock { Array(companions.values) } }
 
     /// Handles of the registry: a run starts only for an open one (owner 0, the Swift API's
     /// default, is always open), so a call racing the close of its handle cannot start a run
@@ -244,561 +244,11 @@ public final class SmartStore: @unchecked Sendable {
         }
     }
 
-    /// Encrypts the store under `newKey`, re-encrypts it, or (nil) decrypts it; atomic (see
-    /// StoreRekey). Every handle of this process keeps working and uses the new file. BUSY
-    /// while a sync of the store runs or is queued, or another process has the store open.
-    public func changeKey(to newKey: StoreKey?) throws {
-        if onCallbackThread { throw StoreError(.state, "A sync callback cannot change its store's key (its own run would never end first)") }
-        if readOnly { throw readOnlyError("re-keyed") }
-        // Not under companionsLock: a callback of a run the pause waits for may write.
-        let pause = attached.reduce({ try self.rekey(to: newKey) }) { body, companion in { try companion.paused(body) } }
-        try pause()
-    }
-
-    private func rekey(to newKey: StoreKey?) throws {
-        try writeLock.withLock {
-            if let writerFailure { throw writerFailure }
-            if newKey == nil && !writer.file.isEncrypted { return }
-            // No connection of another process opens while the file is replaced.
-            let gate = try RekeyGate(databasePath: path, exclusive: true, waitMs: StoreRekey.exclusiveWaitMs)
-            defer { gate.release() }
-            try readers.replacingFile { () -> DatabaseFile? in
-                let old = writer.file
-                let next: DatabaseFile
-                do {
-                    next = try StoreRekey.rewrite(writer, to: newKey)
-                } catch {
-                    // Nothing changed, but the refused attempt may have left SQLite's locks on
-                    // the writer: a new connection drops them.
-                    try reopenWriter(old, after: "The key was not changed")
-                    throw error
-                }
-                // The old connection goes first: it must not touch the new file's -wal or -shm.
-                fileLock.withLock { currentFile = next }
-                try reopenWriter(next, after: "The key was changed")
-                return next
-            }
-        }
-    }
-
-    /// Closes the writer and opens `file` in its place (under writeLock). When that fails, writes
-    /// fail from then on with a message saying what happened.
-    private func reopenWriter(_ file: DatabaseFile, after what: String) throws {
-        writer.close()
-        do {
-            writer = try Connection(file: file, readOnly: false)
-            dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
-            nextIds.removeAll()
-        } catch let error as StoreError {
-            let failure = StoreError(error.code, "\(what), but the store could not be opened again for writing (\(error.message)); close every handle and open the store again")
-            writerFailure = failure
-            throw failure
-        }
-    }
-
     /// How long the checkpoint of a closing store waits for other processes' transactions.
     package static let closeCheckpointWaitMs: Int32 = 500
 
     /// Whether the caller runs on a thread a companion calls host code on (inside a sync callback).
     package var onCallbackThread: Bool { attached.contains { $0.isCallbackThread } }
-
-    // MARK: soups
-
-    public func registerSoup(_ name: String, specsJSON: String) throws {
-        let doc = try JSONDocument.parse(specsJSON, what: "index specs")
-        try registerSoup(name, specs: try IndexSpec.parseList(doc.root))
-    }
-
-    public func registerSoup(_ name: String, specs: [IndexSpec]) throws {
-        guard !name.isEmpty else { throw StoreError.argument("A soup name must not be empty") }
-        guard !specs.isEmpty else { throw StoreError.argument("Index specs must not be empty") }
-        _ = try write({ db -> SoupInfo? in
-            if self.soup(name) != nil { return nil }
-            return try SoupCatalog.create(db, name: name, specs: specs)
-        }, committed: { created in
-            if let created { self.setSoup(name, created) }
-        })
-    }
-
-    /// Answers from the file's catalog, so soups other processes registered or removed count.
-    public func soupExists(_ name: String) -> Bool {
-        adoptCatalogFromFile()
-        return soup(name) != nil
-    }
-
-    /// The soups in the file (the catalog is re-read, so other processes' changes show).
-    public var soupNames: [String] {
-        adoptCatalogFromFile()
-        return catalogLock.withLock { soups.keys.sorted() }
-    }
-
-    public func removeSoup(_ name: String) throws {
-        try write({ db in
-            guard let info = self.soup(name) else { return }
-            try SoupCatalog.drop(db, info)
-            self.nextIds[info.table] = nil
-            // Published before the commit: a reader that fails on the dropped table must then
-            // find the soup gone (see `reading`). A failed commit reloads the catalog.
-            self.setSoup(name, nil)
-        }, committed: { _ in
-            // Moved again after the commit: a catalog a reader read from the file before the
-            // commit (the soup still there) must not be adopted once the write has ended
-            // (see `adoptCatalogFromFile`).
-            self.catalogLock.withLock { self.catalogVersion += 1 }
-            self.schemaChanged()
-        })
-    }
-
-    public func clearSoup(_ name: String) throws {
-        try write { db in
-            let info = try self.requireSoup(name)
-            try db.execute("DELETE FROM \(info.table)")
-            if !info.fullTextIndexes.isEmpty { try db.execute("DELETE FROM \(info.ftsTable)") }
-        }
-    }
-
-    public func indexSpecs(_ name: String) throws -> [IndexSpec] { try requireSoup(name).specs }
-
-    public func alterSoup(_ name: String, specsJSON: String, reIndexData: Bool) throws {
-        let doc = try JSONDocument.parse(specsJSON, what: "index specs")
-        try alterSoup(name, specs: try IndexSpec.parseList(doc.root), reIndexData: reIndexData)
-    }
-
-    public func alterSoup(_ name: String, specs: [IndexSpec], reIndexData: Bool) throws {
-        _ = try write({ db -> SoupInfo in
-            let old = try self.requireSoup(name)
-            // Readers that fail on a dropped column from now on retry with the new indexes.
-            self.catalogLock.withLock {
-                self.alterInFlight = true
-                self.catalogVersion += 1
-            }
-            let (info, _) = try SoupCatalog.alter(db, old, specs: specs)
-            // New statements must see the altered table before re-indexing uses them.
-            db.clearCache()
-            if reIndexData {
-                try self.reindex(db, info, indexes: info.columnIndexes)
-            }
-            try self.refillFullText(db, info)
-            return info
-        }, committed: { info in
-            self.setSoup(name, info)
-            self.catalogLock.withLock { self.alterInFlight = false }
-            self.schemaChanged()
-        })
-    }
-
-    public func reIndexSoup(_ name: String, pathsJSON: String) throws {
-        let doc = try JSONDocument.parse(pathsJSON, what: "path list")
-        guard doc.root.isArray else { throw StoreError.argument("reIndexSoup takes a JSON array of indexed paths") }
-        var paths: [String] = []
-        for p in doc.root.elements {
-            guard let s = p.string else { throw StoreError.argument("reIndexSoup paths must be strings") }
-            paths.append(s)
-        }
-        try reIndexSoup(name, paths: paths)
-    }
-
-    public func reIndexSoup(_ name: String, paths: [String]) throws {
-        try write { db in
-            let info = try self.requireSoup(name)
-            var indexes: [IndexColumn] = []
-            for path in paths {
-                guard let index = info.index(for: path) else {
-                    throw StoreError.argument("Path '\(path)' is not indexed on soup '\(name)'; only indexed paths can be re-indexed")
-                }
-                if index.hasColumn { indexes.append(index) }
-            }
-            try self.reindex(db, info, indexes: indexes)
-            if indexes.contains(where: { $0.type == .fullText }) { try self.refillFullText(db, info) }
-        }
-    }
-
-    /// A stored entry parsed. One an earlier version stored against today's JSON rule (a key
-    /// with U+0000, nesting jansson refuses) is named by its id, so the host can delete or
-    /// rewrite it; an entry only deeper than the rule's limit still reads.
-    package static func storedEntry(_ bytes: UnsafeRawPointer, length: Int, id: Int64, soup: String) throws -> JSONDocument {
-        do {
-            return try JSONDocument.parse(bytes: bytes, length: length, what: "stored entry", limitDepth: false)
-        } catch let error as StoreError {
-            throw StoreError(.argument, "Entry \(id) (_soupEntryId) of soup '\(soup)' cannot be read: \(error.message). It was stored by an earlier version; delete it or upsert it anew")
-        }
-    }
-
-    /// Recomputes index columns from each entry's JSON.
-    private func reindex(_ db: Connection, _ info: SoupInfo, indexes: [IndexColumn]) throws {
-        guard !indexes.isEmpty else { return }
-        let assignments = indexes.map { "\($0.columnName) = ?" }.joined(separator: ", ")
-        let update = try db.prepare("UPDATE \(info.table) SET \(assignments) WHERE id = ?")
-        let scan = try db.prepare("SELECT id, soup FROM \(info.table)")
-        // Collect first: updating rows while scanning the same table is undefined in SQLite.
-        var rows: [(Int64, [SQLValue])] = []
-        while try scan.step() {
-            let bytes = scan.textBytes(1)
-            guard let base = bytes.baseAddress else { continue }
-            let doc = try SmartStore.storedEntry(base, length: bytes.count, id: scan.int64(0), soup: info.name)
-            rows.append((scan.int64(0), indexes.map { SoupPath.indexValue(doc.root, $0.path, for: $0.type) }))
-        }
-        for (id, values) in rows {
-            update.reset()
-            try update.bind(values)
-            try update.bind(.int(id), at: Int32(values.count + 1))
-            try update.run()
-        }
-    }
-
-    private func refillFullText(_ db: Connection, _ info: SoupInfo) throws {
-        let columns = info.fullTextIndexes.map(\.columnName)
-        guard !columns.isEmpty else { return }
-        let list = columns.joined(separator: ", ")
-        try db.execute("DELETE FROM \(info.ftsTable)")
-        try db.execute("INSERT INTO \(info.ftsTable) (rowid, \(list)) SELECT id, \(list) FROM \(info.table)")
-    }
-
-    /// Registers the soups of a userstore.json / globalstore.json document; existing soups are skipped.
-    public func loadStoreConfig(json: String) throws {
-        let doc = try JSONDocument.parse(json, what: "store config")
-        guard let list = doc.root["soups"], list.isArray else {
-            throw StoreError.argument("A store config must be {\"soups\": [{\"soupName\", \"indexes\"}]}")
-        }
-        var definitions: [(String, [IndexSpec])] = []
-        for (i, item) in list.elements.enumerated() {
-            guard let name = item["soupName"]?.string, !name.isEmpty else {
-                throw StoreError.argument("Soup \(i) of the store config needs a non-empty \"soupName\"")
-            }
-            guard let indexes = item["indexes"] else {
-                throw StoreError.argument("Soup '\(name)' of the store config needs \"indexes\"")
-            }
-            definitions.append((name, try IndexSpec.parseList(indexes)))
-        }
-        _ = try write({ db -> [SoupInfo] in
-            var created: [SoupInfo] = []
-            for (name, specs) in definitions where self.soup(name) == nil && !created.contains(where: { $0.name == name }) {
-                created.append(try SoupCatalog.create(db, name: name, specs: specs))
-            }
-            return created
-        }, committed: { created in
-            for info in created { self.setSoup(info.name, info) }
-        })
-    }
-
-    // MARK: entries
-
-    /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
-    /// the stored entries as a JSON array.
-    public func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(entriesJSON, what: "entries", limitDepth: false)
-        return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath)
-    }
-
-    public func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil) throws -> TextBuffer {
-        let list: [JSON] = entries.isArray ? entries.elements : [entries]
-        for (i, entry) in list.enumerated() where !entry.isObject {
-            throw StoreError.argument("Entry \(i) is not a JSON object; soup entries must be objects")
-        }
-        let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
-        let companions = attached
-        return try write { db in
-            let info = try self.requireSoup(name)
-            for companion in companions { try companion.hostWillUpsert(list, soup: info, inside: db) }
-            return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
-                writer.hostWrite = companions
-                var out: TextBuffer? = TextBuffer(capacity: 64 + list.count * 256)
-                out?.append(UInt8(ascii: "["))
-                let now = Clock.nowMillis()
-                for (i, entry) in list.enumerated() {
-                    if i > 0 { out?.append(UInt8(ascii: ",")) }
-                    _ = try writer.upsert(entry, index: i, now: now, into: &out)
-                }
-                out?.append(UInt8(ascii: "]"))
-                return out ?? TextBuffer()
-            }
-        }
-    }
-
-    public func retrieve(soup name: String, idsJSON: String) throws -> TextBuffer {
-        try retrieve(soup: name, ids: try parseIds(idsJSON))
-    }
-
-    public func retrieve(soup name: String, ids: [Int64]) throws -> TextBuffer {
-        try reading(name) { info in try readers.withReader { db in
-            let statement = try db.cached("SELECT soup FROM \(info.table) WHERE id = ?")
-            defer { statement.reset() }
-            var out = TextBuffer()
-            out.append(UInt8(ascii: "["))
-            var first = true
-            for id in ids {
-                statement.reset()
-                try statement.bind([.int(id)])
-                guard try statement.step() else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out.append(statement.textBytes(0))
-            }
-            out.append(UInt8(ascii: "]"))
-            return out
-        } }
-    }
-
-    /// Runs a read of soup `name`. A read that fails because the soup was removed (or removed
-    /// and registered again) meanwhile says "not found" rather than "no such table".
-    /// A read of soup `name` that fails because the soup was altered meanwhile (a column it
-    /// planned with is gone) is planned again with the new indexes once the alter is published;
-    /// one that fails because the soup was removed says "not found".
-    private func reading<T>(_ name: String, _ body: (SoupInfo) throws -> T) throws -> T {
-        try retryingOnCatalogChange {
-            let info = try requireSoup(name)
-            do {
-                return try body(info)
-            } catch {
-                // A soup removed or re-created meanwhile (here or by another process): gone is
-                // NOT_FOUND; re-created is retried against its new table.
-                adoptCatalogFromFile()
-                if soup(name) == nil { throw StoreError.soupNotFound(name) }
-                throw error
-            }
-        }
-    }
-
-    /// After a failed read: when the catalog in the file differs from the cached one (another
-    /// process changed soups), the file's wins and the catalog version moves, so the read is
-    /// planned again.
-    private func adoptCatalogFromFile() {
-        let (before, checked) = catalogLock.withLock { (catalogVersion, checkedSchemaVersion) }
-        // Every soup change, in any process, changes the schema: an unchanged schema version
-        // means there is nothing to read.
-        guard let (schema, fromFile) = try? readers.withReader({ db -> (Int64, [String: SoupInfo]?) in
-            let schema = try db.scalarInt("PRAGMA schema_version") ?? -1
-            return (schema, schema == checked ? nil : try SoupCatalog.loadAll(db))
-        }), let fromFile else { return }
-        catalogLock.withLock {
-            // This process's own catalog changes are published by its writes; a file read that
-            // may predate one of them, or overlap one, is not adopted.
-            guard !alterInFlight, !writeInFlight, catalogVersion == before else { return }
-            let same = fromFile.count == soups.count && fromFile.allSatisfy { name, info in
-                soups[name].map { $0.table == info.table && $0.indexes.map(\.columnName) == info.indexes.map(\.columnName) } ?? false
-            }
-            if !same {
-                soups = fromFile
-                catalogVersion += 1
-            }
-            checkedSchemaVersion = schema
-        }
-    }
-
-    /// Runs a read planned from the catalog again when it failed while the catalog changed.
-    private func retryingOnCatalogChange<T>(_ body: () throws -> T) throws -> T {
-        var attempt = 0
-        while true {
-            let version = catalogLock.withLock { catalogVersion }
-            do {
-                return try body()
-            } catch let error as StoreError where error.code != .notFound {
-                let (nowVersion, altering) = catalogLock.withLock { (catalogVersion, alterInFlight) }
-                guard nowVersion != version || altering, attempt < 50 else { throw error }
-                attempt += 1
-                if altering { usleep(1000) }
-            }
-        }
-    }
-
-    public func removeEntries(soup name: String, idsJSON: String) throws {
-        try removeEntries(soup: name, ids: try parseIds(idsJSON))
-    }
-
-    public func removeEntries(soup name: String, ids: [Int64]) throws {
-        try write { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
-    }
-
-    package func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
-        let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
-        let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
-        for id in ids {
-            delete.reset()
-            try delete.bind([.int(id)])
-            try delete.run()
-            if let deleteText {
-                deleteText.reset()
-                try deleteText.bind([.int(id)])
-                try deleteText.run()
-            }
-        }
-    }
-
-    /// Deletes every entry the spec selects (not just one page, unlike the SDK).
-    @discardableResult
-    public func removeByQuery(soup name: String, specJSON: String) throws -> Int {
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        return try removeByQuery(soup: name, spec: try QuerySpec.parse(doc.root))
-    }
-
-    public func removeByQuery(soup name: String, spec: QuerySpec) throws -> Int {
-        try write { db in
-            let info = try self.requireSoup(name)
-            let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
-            let whereSQL = condition.isEmpty ? "" : " WHERE \(condition)"
-            // Collect ids first: the condition may read the FTS table this removal also edits.
-            let select = try db.prepare("SELECT id FROM \(info.table)\(whereSQL)")
-            try select.bind(bindings)
-            var ids: [Int64] = []
-            while try select.step() { ids.append(select.int64(0)) }
-            try self.deleteRows(db, info, ids: ids)
-            return ids.count
-        }
-    }
-
-    private func parseIds(_ json: String) throws -> [Int64] {
-        let doc = try JSONDocument.parse(json, what: "id list")
-        let items: [JSON] = doc.root.isArray ? doc.root.elements : [doc.root]
-        return try items.map {
-            guard let id = $0.int64 else { throw StoreError.argument("Soup entry ids must be integers") }
-            return id
-        }
-    }
-
-    // MARK: queries
-
-    public func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        return try querySoup(name, spec: try QuerySpec.parse(doc.root), owner: owner)
-    }
-
-    public func querySoup(_ name: String, spec: QuerySpec, owner: Int = 0) throws -> TextBuffer {
-        guard spec.queryType != .smart else {
-            throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
-        }
-        let version = catalogLock.withLock { catalogVersion }
-        return try reading(name) { info in
-            try openCursor(try SoupQueryBuilder.plan(spec, soup: info), source: .soup(name: name, spec: spec),
-                           catalogVersion: version, pageSize: spec.pageSize, owner: owner)
-        }
-    }
-
-    public func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        let spec = try QuerySpec.parse(doc.root)
-        guard spec.queryType == .smart, let sql = spec.smartSql else {
-            throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
-        }
-        return try retryingOnCatalogChange {
-            let version = catalogLock.withLock { catalogVersion }
-            return try openCursor(try smartPlan(sql, timeLimitMs: spec.timeoutMs), source: .smart(sql: sql, timeLimitMs: spec.timeoutMs),
-                                  catalogVersion: version, pageSize: spec.pageSize, owner: owner)
-        }
-    }
-
-    /// One page of a query spec's results (any query type; `soup` is ignored for smart specs)
-    /// as a JSON array, with no cursor and no count: a lookup costs one statement.
-    public func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
-        guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        let spec = try QuerySpec.parse(doc.root)
-        // A page past any possible row (its offset would not fit in 64 bits) is empty.
-        guard !page.multipliedReportingOverflow(by: Int64(spec.pageSize)).overflow else {
-            var empty = TextBuffer(capacity: 2)
-            empty.append("[]")
-            return empty
-        }
-        if spec.queryType == .smart {
-            guard let sql = spec.smartSql else { throw StoreError.argument("A smart query spec needs \"smartSql\"") }
-            return try retryingOnCatalogChange {
-                let plan = try smartPlan(sql, timeLimitMs: spec.timeoutMs)
-                return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
-            }
-        }
-        guard let name else { throw StoreError.argument("A non-smart query spec needs the soup name") }
-        return try reading(name) { info in
-            let plan = try SoupQueryBuilder.plan(spec, soup: info)
-            return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
-        }
-    }
-
-    /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
-    package func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
-        let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)
-        let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
-        return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",
-                         countSQL: "SELECT count(*) FROM (\n\(body)\n)",
-                         bindings: [], rows: .values, isSmart: true, timeLimitMs: timeLimitMs)
-    }
-
-    private func openCursor(_ plan: QueryPlan, source: CursorSource, catalogVersion: Int, pageSize: Int, owner: Int) throws -> TextBuffer {
-        let (total, page) = try readers.withReader { db -> (Int64, TextBuffer) in
-            let count = try statement(plan.countSQL, smart: plan.isSmart, on: db)
-            defer { count.reset() }
-            try count.bind(plan.bindings)
-            let total = try plan.limited(on: db) { try count.step() ? count.int64(0) : 0 }
-            return (total, try readPage(plan, pageSize: pageSize, page: 0, on: db))
-        }
-        let cursor = cursors.open(plan: plan, source: source, catalogVersion: catalogVersion, pageSize: pageSize,
-                                  totalEntries: total, owner: owner)
-        return cursor.json(page: 0, entries: page)
-    }
-
-    /// A cursor's page, read with its plan; a cursor planned before the soups' indexes changed
-    /// (an alterSoup dropped a column its plan uses) is planned again first, as a new query
-    /// would be. totalEntries stays the count taken at open.
-    public func moveCursor(_ id: Int64, toPage page: Int64) throws -> TextBuffer {
-        guard let opened = cursors.get(id) else {
-            throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
-        }
-        let index = opened.clamp(page)
-        return try retryingOnCatalogChange {
-            let plan = try currentPlan(id)
-            do {
-                let entries = try readers.withReader { db in
-                    try readPage(plan, pageSize: opened.pageSize, page: index, on: db)
-                }
-                return opened.json(page: index, entries: entries)
-            } catch {
-                // Another process may have altered or removed the soup: a catalog read from the
-                // file moves the version, and the read is planned again.
-                adoptCatalogFromFile()
-                throw error
-            }
-        }
-    }
-
-    /// The cursor's plan for the catalog as it is now (planned again when it changed).
-    private func currentPlan(_ id: Int64) throws -> QueryPlan {
-        guard let cursor = cursors.get(id) else {
-            throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
-        }
-        let version = catalogLock.withLock { catalogVersion }
-        guard version != cursor.catalogVersion else { return cursor.plan }
-        let plan: QueryPlan
-        switch cursor.source {
-        case .soup(let name, let spec):
-            // A soup removed (or removed and registered again: another table) is not the one
-            // the cursor counted.
-            guard let info = soup(name), info.table == cursor.plan.soupTable else {
-                throw StoreError.notFound("The soup cursor \(id) was reading has been removed; close the cursor and query again")
-            }
-            plan = try SoupQueryBuilder.plan(spec, soup: info)
-        case .smart(let sql, let timeLimitMs):
-            plan = try smartPlan(sql, timeLimitMs: timeLimitMs)
-        }
-        cursors.replan(id, plan, catalogVersion: version)
-        return plan
-    }
-
-    public func closeCursor(_ id: Int64) { cursors.close(id) }
-    public func closeCursors(owner: Int) { cursors.closeAll(owner: owner) }
-
-    private func statement(_ sql: String, smart: Bool, on db: Connection) throws -> Statement {
-        smart ? try SmartSqlGuard.prepare(sql, on: db) : try db.cached(sql)
-    }
-
-    private func readPage(_ plan: QueryPlan, pageSize: Int, page: Int64, on db: Connection) throws -> TextBuffer {
-        let statement = try statement(plan.pageSQL, smart: plan.isSmart, on: db)
-        defer { statement.reset() }
-        try statement.bind(plan.bindings)
-        let next = Int32(plan.bindings.count + 1)
-        try statement.bind(.int(Int64(pageSize)), at: next)
-        try statement.bind(.int(page * Int64(pageSize)), at: next + 1)
-        var out = TextBuffer(capacity: 256 * min(pageSize, 1000))
-        try plan.limited(on: db) { try ResultWriter.writeRows(statement, rows: plan.rows, into: &out) }
-        return out
-    }
 
     // MARK: store facts
 

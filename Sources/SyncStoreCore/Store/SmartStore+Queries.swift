@@ -1,0 +1,152 @@
+import CJansson
+import CSQLite
+import Glibc
+import SyncStoreSupport
+
+// Queries and cursors: query specs, Smart SQL, pages (docs/queries.md).
+extension SmartStore {
+    // MARK: queries
+
+    public func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        return try querySoup(name, spec: try QuerySpec.parse(doc.root), owner: owner)
+    }
+
+    public func querySoup(_ name: String, spec: QuerySpec, owner: Int = 0) throws -> TextBuffer {
+        guard spec.queryType != .smart else {
+            throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
+        }
+        let version = catalogLock.withLock { catalogVersion }
+        return try reading(name) { info in
+            try openCursor(try SoupQueryBuilder.plan(spec, soup: info), source: .soup(name: name, spec: spec),
+                           catalogVersion: version, pageSize: spec.pageSize, owner: owner)
+        }
+    }
+
+    public func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        guard spec.queryType == .smart, let sql = spec.smartSql else {
+            throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
+        }
+        return try retryingOnCatalogChange {
+            let version = catalogLock.withLock { catalogVersion }
+            return try openCursor(try smartPlan(sql, timeLimitMs: spec.timeoutMs), source: .smart(sql: sql, timeLimitMs: spec.timeoutMs),
+                                  catalogVersion: version, pageSize: spec.pageSize, owner: owner)
+        }
+    }
+
+    /// One page of a query spec's results (any query type; `soup` is ignored for smart specs)
+    /// as a JSON array, with no cursor and no count: a lookup costs one statement.
+    public func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
+        guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        // A page past any possible row (its offset would not fit in 64 bits) is empty.
+        guard !page.multipliedReportingOverflow(by: Int64(spec.pageSize)).overflow else {
+            var empty = TextBuffer(capacity: 2)
+            empty.append("[]")
+            return empty
+        }
+        if spec.queryType == .smart {
+            guard let sql = spec.smartSql else { throw StoreError.argument("A smart query spec needs \"smartSql\"") }
+            return try retryingOnCatalogChange {
+                let plan = try smartPlan(sql, timeLimitMs: spec.timeoutMs)
+                return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
+            }
+        }
+        guard let name else { throw StoreError.argument("A non-smart query spec needs the soup name") }
+        return try reading(name) { info in
+            let plan = try SoupQueryBuilder.plan(spec, soup: info)
+            return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
+        }
+    }
+
+    /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
+    package func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
+        let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)
+        let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
+        return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",
+                         countSQL: "SELECT count(*) FROM (\n\(body)\n)",
+                         bindings: [], rows: .values, isSmart: true, timeLimitMs: timeLimitMs)
+    }
+
+    func openCursor(_ plan: QueryPlan, source: CursorSource, catalogVersion: Int, pageSize: Int, owner: Int) throws -> TextBuffer {
+        let (total, page) = try readers.withReader { db -> (Int64, TextBuffer) in
+            let count = try statement(plan.countSQL, smart: plan.isSmart, on: db)
+            defer { count.reset() }
+            try count.bind(plan.bindings)
+            let total = try plan.limited(on: db) { try count.step() ? count.int64(0) : 0 }
+            return (total, try readPage(plan, pageSize: pageSize, page: 0, on: db))
+        }
+        let cursor = cursors.open(plan: plan, source: source, catalogVersion: catalogVersion, pageSize: pageSize,
+                                  totalEntries: total, owner: owner)
+        return cursor.json(page: 0, entries: page)
+    }
+
+    /// A cursor's page, read with its plan; a cursor planned before the soups' indexes changed
+    /// (an alterSoup dropped a column its plan uses) is planned again first, as a new query
+    /// would be. totalEntries stays the count taken at open.
+    public func moveCursor(_ id: Int64, toPage page: Int64) throws -> TextBuffer {
+        guard let opened = cursors.get(id) else {
+            throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
+        }
+        let index = opened.clamp(page)
+        return try retryingOnCatalogChange {
+            let plan = try currentPlan(id)
+            do {
+                let entries = try readers.withReader { db in
+                    try readPage(plan, pageSize: opened.pageSize, page: index, on: db)
+                }
+                return opened.json(page: index, entries: entries)
+            } catch {
+                // Another process may have altered or removed the soup: a catalog read from the
+                // file moves the version, and the read is planned again.
+                adoptCatalogFromFile()
+                throw error
+            }
+        }
+    }
+
+    /// The cursor's plan for the catalog as it is now (planned again when it changed).
+    func currentPlan(_ id: Int64) throws -> QueryPlan {
+        guard let cursor = cursors.get(id) else {
+            throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
+        }
+        let version = catalogLock.withLock { catalogVersion }
+        guard version != cursor.catalogVersion else { return cursor.plan }
+        let plan: QueryPlan
+        switch cursor.source {
+        case .soup(let name, let spec):
+            // A soup removed (or removed and registered again: another table) is not the one
+            // the cursor counted.
+            guard let info = soup(name), info.table == cursor.plan.soupTable else {
+                throw StoreError.notFound("The soup cursor \(id) was reading has been removed; close the cursor and query again")
+            }
+            plan = try SoupQueryBuilder.plan(spec, soup: info)
+        case .smart(let sql, let timeLimitMs):
+            plan = try smartPlan(sql, timeLimitMs: timeLimitMs)
+        }
+        cursors.replan(id, plan, catalogVersion: version)
+        return plan
+    }
+
+    public func closeCursor(_ id: Int64) { cursors.close(id) }
+    public func closeCursors(owner: Int) { cursors.closeAll(owner: owner) }
+
+    func statement(_ sql: String, smart: Bool, on db: Connection) throws -> Statement {
+        smart ? try SmartSqlGuard.prepare(sql, on: db) : try db.cached(sql)
+    }
+
+    func readPage(_ plan: QueryPlan, pageSize: Int, page: Int64, on db: Connection) throws -> TextBuffer {
+        let statement = try statement(plan.pageSQL, smart: plan.isSmart, on: db)
+        defer { statement.reset() }
+        try statement.bind(plan.bindings)
+        let next = Int32(plan.bindings.count + 1)
+        try statement.bind(.int(Int64(pageSize)), at: next)
+        try statement.bind(.int(page * Int64(pageSize)), at: next + 1)
+        var out = TextBuffer(capacity: 256 * min(pageSize, 1000))
+        try plan.limited(on: db) { try ResultWriter.writeRows(statement, rows: plan.rows, into: &out) }
+        return out
+    }
+}
