@@ -27,6 +27,8 @@ package final class EntryWriter {
     /// Host writes (the public upsert): the store's companions see each entry that replaces a
     /// stored one before it is stored (a read-modify-write may have overlapped their work).
     package var hostWrite: [any StoreCompanion] = []
+    /// What this writer inserted and updated (merged into the transaction's ChangeRecorder).
+    var change = StoreChange.SoupChange()
     /// The code of an entry that breaks the JSON rule: ARGUMENT for the host's own, SERVER for
     /// a server's records.
     package var ruleErrorCode = ErrorCode.argument
@@ -231,6 +233,7 @@ package final class EntryWriter {
     /// index column `column` at parameter `position`.
     private func store(id: Int64, replacing: Bool, now: Int64, text: UnsafePointer<UInt8>, length: Int,
                        bindColumn: (Statement, Int32, Int) throws -> Void) throws {
+        if replacing { change.updated.add(id) } else { change.inserted.add(id) }
         if replacing {
             update.reset()
             try update.bindTextNoCopy(text, length: length, at: 1)

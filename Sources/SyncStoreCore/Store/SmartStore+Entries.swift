@@ -21,7 +21,7 @@ extension SmartStore {
         }
         let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
         let companions = attached
-        return try write { db in
+        return try write(origin: .host(owner: 0)) { db in
             let info = try self.requireSoup(name)
             for companion in companions { try companion.hostWillUpsert(list, soup: info, inside: db) }
             return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
@@ -130,7 +130,7 @@ extension SmartStore {
     }
 
     public func removeEntries(soup name: String, ids: [Int64]) throws {
-        try write { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
+        try write(origin: .host(owner: 0)) { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
     }
 
     package func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
@@ -140,6 +140,7 @@ extension SmartStore {
             delete.reset()
             try delete.bind([.int(id)])
             try delete.run()
+            if db.changes > 0 { recorder?.deleted(info.name, id) }
             if let deleteText {
                 deleteText.reset()
                 try deleteText.bind([.int(id)])
@@ -156,7 +157,7 @@ extension SmartStore {
     }
 
     public func removeByQuery(soup name: String, spec: QuerySpec) throws -> Int {
-        try write { db in
+        try write(origin: .host(owner: 0)) { db in
             let info = try self.requireSoup(name)
             let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
             let whereSQL = condition.isEmpty ? "" : " WHERE \(condition)"

@@ -36,9 +36,10 @@ extension SmartStore {
     }
 
     public func removeSoup(_ name: String) throws {
-        try write({ db in
+        try write(origin: .host(owner: 0), { db in
             guard let info = self.soup(name) else { return }
             try SoupCatalog.drop(db, info)
+            self.recorder?.dropped(name)
             self.nextIds[info.table] = nil
             // Published before the commit: a reader that fails on the dropped table must then
             // find the soup gone (see `reading`). A failed commit reloads the catalog.
@@ -53,9 +54,10 @@ extension SmartStore {
     }
 
     public func clearSoup(_ name: String) throws {
-        try write { db in
+        try write(origin: .host(owner: 0)) { db in
             let info = try self.requireSoup(name)
             try db.execute("DELETE FROM \(info.table)")
+            self.recorder?.cleared(name)
             if !info.fullTextIndexes.isEmpty { try db.execute("DELETE FROM \(info.ftsTable)") }
         }
     }

@@ -31,6 +31,10 @@ public final class SmartStore: @unchecked Sendable {
     var writeInFlight = false
     /// `PRAGMA schema_version` when the cached catalog last matched the file's (under catalogLock).
     var checkedSchemaVersion: Int64 = -1
+    /// The changes of the write transaction in progress (under writeLock).
+    var recorder: ChangeRecorder?
+    /// Commits with changes so far (under writeLock).
+    var commitSequence: Int64 = 0
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     var nextIds: [String: Int64] = [:]
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
@@ -133,19 +137,27 @@ public final class SmartStore: @unchecked Sendable {
     /// from the database so memory matches what was rolled back. `committed` runs after the
     /// commit, still under the write lock: catalog changes are published there, so the next
     /// writer never sees a catalog that disagrees with the committed schema.
-    package func write<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T {
-        try writeLock.withLock {
+    /// The companions hear of the commit's changes (`StoreCompanion.didCommit`) after the lock
+    /// is released, as made by `origin`.
+    package func write<T>(origin: StoreChange.Origin = .engine(run: nil), _ body: (Connection) throws -> T,
+                          committed: (T) -> Void = { _ in }) throws -> T {
+        let (result, change) = try writeLock.withLock { () throws -> (T, StoreChange?) in
             if readOnly { throw readOnlyError("written") }
             if let writerFailure { throw writerFailure }
             catalogLock.withLock { writeInFlight = true }
             defer { catalogLock.withLock { writeInFlight = false } }
+            let recorder = ChangeRecorder()
+            self.recorder = recorder
+            defer { self.recorder = nil }
             do {
                 let result = try writer.transaction {
                     try reloadIfChangedElsewhere()
                     return try body(writer)
                 }
                 committed(result)
-                return result
+                guard !recorder.soups.isEmpty else { return (result, nil) }
+                commitSequence += 1
+                return (result, StoreChange(sequence: commitSequence, origin: origin, soups: recorder.soups))
             } catch {
                 nextIds.removeAll()
                 writer.clearCache()
@@ -158,6 +170,8 @@ public final class SmartStore: @unchecked Sendable {
                 throw error
             }
         }
+        if let change { for companion in attached { companion.didCommit(change) } }
+        return result
     }
 
     /// SQLite lets other processes write the same file; their commits change tables behind the
@@ -189,6 +203,7 @@ public final class SmartStore: @unchecked Sendable {
                                      nextId: nextIds[info.table], leaveIfChanged: leaveIfChanged)
         let result = try body(writer)
         nextIds[info.table] = writer.nextId
+        recorder?.merge(info.name, writer.change)
         return result
     }
 

@@ -26,6 +26,15 @@ package protocol StoreCompanion: AnyObject, Sendable {
 
     /// Runs `body` (a change of key) with the companion's work paused; BUSY while it cannot be.
     func paused<T>(_ body: () throws -> T) throws -> T
+
+    /// After each commit that changed entries or soups, on the writing thread, outside the
+    /// store's locks (it may read or write the store); in commit order per thread, and
+    /// `change.sequence` orders commits across threads.
+    func didCommit(_ change: StoreChange)
+}
+
+extension StoreCompanion {
+    package func didCommit(_ change: StoreChange) {}
 }
 
 /// The stored copy of the entry a host write replaces, read on demand (most writes never look).
