@@ -802,6 +802,26 @@ int syncstore_plugin_exec(syncstore_plugin *plugin, const char *service, const c
                           syncstore_error *err);
 
 /**
+ * The plugins' JavaScript half as data: what cordova.force.js does before cordova.exec, so that a
+ * host builds its smartstore / mobilesync functions from it instead of writing them again
+ * (docs/hybrid-plugin.md, "The JavaScript half"). *out_json is a JSON object:
+ *   "services": {"smartstore" | "mobilesync": {"service", "functions", "noStore", ...}}: per
+ *     Cordova function its "name", the "action" it sends, "args" (its positional arguments in
+ *     order: a field name, or {"name", "field", "member", "optional", "omittedWhen", "default"}),
+ *     "fixed" fields, "storeConfig" (it takes the optional leading storeConfig), "removes",
+ *     "run", "later" and "nullUnless"; "cursorSteps" (moveCursorToNextPage / PreviousPage) and
+ *     "noStore" (the actions that open no store: no key is needed for them);
+ *   "querySpec": {"fields" (every member with its default), "falsyKeepsDefault", "orderPathFrom",
+ *     "builders" (buildAllQuerySpec...: "queryType" and "params" in order)};
+ *   "syncStatuses": {"terminal"}; "statuses": [{"code", "name", "retryable"}], every status code
+ *     with its name and whether a plugin answer of that status is retryable (an answer carries
+ *     its code and message only).
+ * The same text on every call for one library; new members may be added. Free *out_json with
+ * syncstore_free(). Any thread; needs no plugin. Errors: ARGUMENT (out_json NULL).
+ */
+int syncstore_plugin_api(char **out_json, syncstore_error *err);
+
+/**
  * Closes the stores the plugin opened (stopping their runs, as syncstore_close()) and frees it.
  * NULL is a no-op. Not from a callback of the plugin's own stores (STATE). Errors: STATE.
  */

@@ -120,3 +120,11 @@ public func syncstore_plugin_free(_ p: OpaquePointer?, _ err: ErrorOut?) -> Int3
         try target.close()
     }
 }
+
+@_cdecl("syncstore_plugin_api")
+public func syncstore_plugin_api(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ err: ErrorOut?) -> Int32 {
+    out?.pointee = nil
+    return guarded(err) {
+        try output(try requireOut(out, "out_json"), CordovaAPI.json)
+    }
+}

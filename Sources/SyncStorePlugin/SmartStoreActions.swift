@@ -41,17 +41,26 @@ package enum SmartStoreActions {
         },
         "pgQuerySoup": { plugin, call, _ in
             let soup = try call.string("soupName")
-            let spec = try QuerySpec.parse(try call.json("querySpec"), dialect: .plugin)
+            let given = try orderedSpec(try call.json("querySpec"))
+            let spec = try withExtendedLifetime(given) { try QuerySpec.parse(given.root, dialect: .plugin) }
             let (store, handle) = try plugin.store(call.store)
             return .json(try store.querySoup(soup, spec: spec, owner: handle).string)
         },
         "pgRunSmartQuery": { plugin, call, _ in
-            let spec = try call.json("querySpec")
-            guard spec.isObject, spec["queryType"]?.string == "smart" else {
-                throw StoreError.argument("pgRunSmartQuery runs smart query specs only ({\"queryType\": \"smart\", \"smartSql\": ...})")
+            // Smart SQL text alone stands for buildSmartQuerySpec(text).
+            let given = try call.json("querySpec")
+            let text: String
+            if let sql = given.string {
+                let built = smartSpec(sql)
+                text = withExtendedLifetime(built) { built.root.dump() }
+            } else {
+                guard given.isObject, given["queryType"]?.string == "smart" else {
+                    throw StoreError.argument("pgRunSmartQuery runs smart query specs only ({\"queryType\": \"smart\", \"smartSql\": ...})")
+                }
+                text = given.dump()
             }
             let (store, handle) = try plugin.store(call.store)
-            return .json(try store.runSmartQuery(specJSON: spec.dump(), owner: handle).string)
+            return .json(try store.runSmartQuery(specJSON: text, owner: handle).string)
         },
         "pgRetrieveSoupEntries": { plugin, call, _ in
             let soup = try call.string("soupName")
@@ -67,8 +76,12 @@ package enum SmartStoreActions {
         "pgRemoveFromSoup": { plugin, call, _ in
             let soup = try call.string("soupName")
             let store = try plugin.store(call.store).0
+            // cordova.force.js sends an array as entryIds and anything else as querySpec; a host
+            // that forwards the argument as entryIds whatever it is gets the same rule here.
             if call.has("querySpec") {
                 _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(try call.json("querySpec"), dialect: .plugin))
+            } else if let given = call.fields["entryIds"], given.isObject {
+                _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(given, dialect: .plugin))
             } else {
                 try store.removeEntries(soup: soup, idsJSON: try call.jsonText("entryIds"))
             }
@@ -122,6 +135,25 @@ package enum SmartStoreActions {
     ]
 
     private static func quoted(_ text: String) -> String { HybridPlugin.messageJSON(text) }
+
+    /// A querySoup spec as cordova.force.js sends it: pre-3.3 code names its order path by
+    /// indexPath (an order without an orderPath orders by the indexPath).
+    private static func orderedSpec(_ spec: JSON) throws -> JSONDocument {
+        let copy = try JSONDocument.parse(spec.dump(), what: "query spec")
+        if copy.root.isObject, let order = copy.root["order"], !order.isNull,
+           copy.root["orderPath"].map({ $0.isNull }) ?? true, let indexPath = copy.root["indexPath"], !indexPath.isNull {
+            copy.root.set("orderPath", owned: indexPath.retained())
+        }
+        return copy
+    }
+
+    /// {"queryType": "smart", "smartSql": text}: the spec buildSmartQuerySpec(text) builds.
+    private static func smartSpec(_ text: String) -> JSONDocument {
+        let doc = JSONDocument.object()
+        doc.root.set("queryType", owned: JSONMake.string("smart"))
+        doc.root.set("smartSql", owned: JSONMake.string(text))
+        return doc
+    }
 
     /// [{"storeName", "isGlobalStore"}] of the stores under the plugin's root.
     private static func storeList(_ plugin: HybridPlugin, global: Bool) throws -> String {

@@ -300,6 +300,54 @@ static int exec_now(syncstore_plugin *plugin, const char *service, const char *a
     return a.status;
 }
 
+/* syncstore_plugin_api(): every action its table names is one the dispatcher knows (a call with
+ * no fields is answered, with its own error at most, never "Unknown action"), and the table has
+ * what the bindings read. */
+static void test_api(const char *root) {
+    syncstore_error err;
+    EXPECT(syncstore_plugin_api(NULL, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    char *text = NULL;
+    EXPECT(syncstore_plugin_api(&text, &err), SYNCSTORE_OK, &err);
+    json_error_t jerr;
+    json_t *api = text ? json_loads(text, 0, &jerr) : NULL;
+    CHECK(api != NULL);
+    syncstore_free(text);
+    if (!api) return;
+    CHECK(json_array_size(json_object_get(json_object_get(api, "querySpec"), "builders")) == 6);
+    CHECK(json_integer_value(json_object_get(json_object_get(json_object_get(api, "querySpec"), "fields"), "pageSize")) == 10);
+    CHECK(json_array_size(json_object_get(json_object_get(api, "syncStatuses"), "terminal")) == 3);
+    json_t *statuses = json_object_get(api, "statuses");
+    CHECK(json_array_size(statuses) == 12);
+    for (size_t i = 0; i < json_array_size(statuses); i++) {
+        json_t *status = json_array_get(statuses, i);
+        int code = (int)json_integer_value(json_object_get(status, "code"));
+        CHECK(strcmp(json_string_value(json_object_get(status, "name")), syncstore_status_name(code)) == 0);
+        CHECK(json_is_true(json_object_get(status, "retryable")) == (code == SYNCSTORE_ERR_BUSY || code == SYNCSTORE_ERR_NETWORK));
+    }
+    syncstore_plugin *plugin = NULL;
+    EXPECT(syncstore_plugin_new(root, NULL, &plugin, &err), SYNCSTORE_OK, &err);
+    const char *keys[] = {"smartstore", "mobilesync"};
+    size_t count = 0;
+    for (int k = 0; k < 2; k++) {
+        json_t *service = json_object_get(json_object_get(api, "services"), keys[k]);
+        const char *name = json_string_value(json_object_get(service, "service"));
+        CHECK(name != NULL);
+        json_t *functions = json_object_get(service, "functions");
+        for (size_t i = 0; name && i < json_array_size(functions); i++, count++) {
+            const char *action = json_string_value(json_object_get(json_array_get(functions, i), "action"));
+            json_t *value = NULL;
+            int status = exec_now(plugin, name, action, "[{}]", &value);
+            if (status != SYNCSTORE_OK && json_is_string(value) && strstr(json_string_value(value), "Unknown action")) {
+                fail_step(action, "the table names an action the dispatcher does not know", value);
+            }
+            json_decref(value);
+        }
+    }
+    CHECK(count >= 30);
+    EXPECT(syncstore_plugin_free(plugin, &err), SYNCSTORE_OK, &err);
+    json_decref(api);
+}
+
 static void test_key_provider(const char *root) {
     syncstore_error err;
     syncstore_plugin *plugin = NULL;
@@ -453,6 +501,9 @@ int main(int argc, char **argv) {
     snprintf(other, sizeof other, "%s/remotes", argv[1]);
     check_fresh_dir(other);
     test_remotes(other, &server);
+    snprintf(other, sizeof other, "%s/api", argv[1]);
+    check_fresh_dir(other);
+    test_api(other);
 
     devserver_stop(&server);
     json_decref(saved);

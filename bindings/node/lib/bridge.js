@@ -8,6 +8,7 @@ const path = require('node:path');
 const vm = require('node:vm');
 const { version: libraryVersion, STATUS } = require('./native');
 const { Plugin, MOBILESYNC, SMARTSTORE } = require('./plugin');
+const { SERVICES, answerOf } = require('./api');
 const { getRoot } = require('./root');
 // Callbacks run outside the call's promise chain: a throwing one is an ordinary uncaught
 // exception, as in a WebView.
@@ -218,7 +219,8 @@ const SMARTSTORE_METHODS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlob
 // SFMobileSyncReactBridge) answer "OK" for those removals too.
 const RN_ANDROID_BARE = new Set(['removeSoup', 'clearSoup', 'removeFromSoup', 'closeCursor', 'deleteSync', 'resetSyncManager']);
 const RN_IOS_OK = new Set(['removeStore', 'removeAllStores', 'removeAllGlobalStores']);
-const pgAction = (method) => `pg${method[0].toUpperCase()}${method.slice(1)}`;
+/** The action of a method: the Cordova function's of the same name (the library's table). */
+const smartstoreAction = (method) => SERVICES.smartstore.functions.get(method).action;
 
 /** The arguments object as the dispatcher reads it: removeFromSoup's newer `soupEntryIds` is its
  *  `entryIds`. */
@@ -239,21 +241,22 @@ function reactNativeBridges(cordova, getPlugin) {
   const run = (service, action, args) => getPlugin().exec(service, action, args);
 
   async function smartstore(method, args) {
-    const { status, value, hasValue } = await run(SMARTSTORE, pgAction(method), rnArgs(method, args));
+    const { status, value, hasValue } = await run(SMARTSTORE, smartstoreAction(method), rnArgs(method, args));
     if (status !== 0) return { error: value };
     return { value, hasValue };
   }
 
   async function mobilesync(method, args) {
-    if (method === 'syncDown' || method === 'syncUp' || method === 'reSync') {
-      const { status, value } = await getPlugin().runToEnd(method, [{ ...(args || {}) }]);
+    const fn = SERVICES.mobilesync.functions.get(method);
+    if (fn.run) {
+      const { status, value } = await getPlugin().runToEnd(fn.action, [{ ...(args || {}) }]);
       return status === 0 ? { value, hasValue: true } : { error: value };
     }
-    const { status, value, hasValue } = await run(MOBILESYNC, method, [{ ...(args || {}) }]);
+    const { status, value, hasValue } = await run(MOBILESYNC, fn.action, [{ ...(args || {}) }]);
     if (status !== 0) return { error: value };
     // The plugin answers {} for an unknown sync (Cordova cannot pass null); React Native gets null.
-    if (method === 'getSyncStatus' && (!value || value._soupEntryId === undefined)) return { value: null, hasValue: true };
-    return { value, hasValue };
+    const answer = answerOf(fn, value);
+    return answer === null ? { value: null, hasValue: true } : { value, hasValue };
   }
 
   const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager'];

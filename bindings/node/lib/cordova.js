@@ -4,6 +4,7 @@
 // promises. Every call goes to the library's dispatcher (lib/plugin.js) of the current root
 // directory, which owns the rules: store resolution, answers, error strings, events.
 const { STATUS, syncStoreError } = require('./native');
+const { retryable } = require('./api');
 const { Plugin } = require('./plugin');
 const { openStore, normalizeConfig } = require('./store');
 const { getRoot } = require('./root');
@@ -85,7 +86,7 @@ function argsOf(fields, config) {
  */
 async function invoke(service, action, fields, config) {
   const { status, value } = await pluginFor().exec(service, action, [argsOf(fields, config)]);
-  if (status !== 0) throw syncStoreError(status, typeof value === 'string' ? value : JSON.stringify(value));
+  if (status !== 0) throw syncStoreError(status, typeof value === 'string' ? value : JSON.stringify(value), retryable(status));
   return value;
 }
 

@@ -6,7 +6,7 @@
 // EventTarget).
 const { EventEmitter } = require('node:events');
 const { syncStoreError } = require('./native');
-const { MOBILESYNC } = require('./plugin');
+const { SERVICES, fieldsOf, answerOf } = require('./api');
 const { pluginFor, onSync, updateKeepAlive, argsOf, invoke, extraStore, splitConfig, operation, later, message, toError } = require('./cordova');
 
 // CustomEvent is global from Node 19; an Event with .detail elsewhere.
@@ -16,7 +16,14 @@ const SyncEvent = globalThis.CustomEvent || class extends Event {
 
 const MERGE_MODE = Object.freeze({ OVERWRITE: 'OVERWRITE', LEAVE_IF_CHANGED: 'LEAVE_IF_CHANGED' });
 
-const RUN_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts'];
+// The library's table: runs (syncDown, syncUp, reSync) answer at their start and go on with
+// 'sync' events, "later" actions (cleanResyncGhosts) answer when they end; both have their own
+// methods below. The others are made from the table like smartstore's.
+const API = SERVICES.mobilesync;
+const MOBILESYNC = API.service;
+const ROWS = [...API.functions.values()];
+const RUN_METHODS = ROWS.filter((fn) => fn.run || fn.later).map((fn) => fn.name);
+const action = (name) => API.functions.get(name).action;
 const RAW_ERRORS = Symbol('raw errors'); // marks the promise twins' reject functions
 
 /** Error callbacks get a message string, like the plugin; the promise twins get the Error. */
@@ -24,8 +31,19 @@ function fail(failure, error) {
   later(failure, failure && failure[RAW_ERRORS] ? toError(error) : message(error));
 }
 
-/** syncId / syncName as the plugin's JS sends a sync named by either. */
-const reference = (idOrName) => (typeof idOrName === 'string' ? { syncId: null, syncName: idOrName } : { syncId: idOrName, syncName: null });
+/** The args object of a table function (storeConfig apart) and the callbacks after its
+ *  arguments: a function where an optional argument would be is the success callback. */
+function argsAndCallbacks(name, rest) {
+  const fn = API.functions.get(name);
+  const given = [...rest];
+  let count = 0;
+  for (const spec of fn.args) {
+    if (count >= given.length || typeof given[count] === 'function') break;
+    if (spec.omittedWhen === 'string' && typeof given[count] === 'string') continue;
+    count += 1;
+  }
+  return [fieldsOf(fn, given.slice(0, count)), given[count], given[count + 1]];
+}
 
 const instances = new Set(); // WeakRefs of every MobileSync: the dispatcher's events go to each
 const live = () => [...instances].map((ref) => ref.deref() || (instances.delete(ref), null)).filter(Boolean);
@@ -75,7 +93,8 @@ class MobileSync extends EventEmitter {
   // ---- runs ----
 
   /** Sends a run action; success gets the state at its start (React Native: the DONE state). */
-  _start(config, action, fields, success, failure) {
+  _start(config, name, fields, success, failure) {
+    const action = API.functions.get(name).action;
     if (!this.#reactNative) {
       invoke(MOBILESYNC, action, fields, config).then((state) => later(success, state), (error) => fail(failure, error));
       return;
@@ -91,55 +110,48 @@ class MobileSync extends EventEmitter {
   }
 
   syncDown(...all) {
-    const [config, rest] = splitConfig(all, 3);
-    const [target, soupName, options] = rest;
-    const named = typeof rest[3] !== 'function';
-    const syncName = named ? rest[3] ?? null : null;
-    const [success, failure] = named ? [rest[4], rest[5]] : [rest[3], rest[4]];
-    this._start(config, 'syncDown', { syncName, target, soupName, options }, success, failure);
+    const [config, rest] = splitConfig(all, API.functions.get('syncDown').required);
+    const [fields, success, failure] = argsAndCallbacks('syncDown', rest);
+    this._start(config, 'syncDown', fields, success, failure);
   }
 
   syncUp(...all) {
-    const [config, args] = splitConfig(all, 2);
-    const rest = typeof args[0] === 'string' ? [{}, ...args] : args; // target is optional
-    const [target, soupName, options] = rest;
-    const named = typeof rest[3] !== 'function';
-    const syncName = named ? rest[3] ?? null : null;
-    const [success, failure] = named ? [rest[4], rest[5]] : [rest[3], rest[4]];
-    this._start(config, 'syncUp', { syncName, target: target || {}, soupName, options }, success, failure);
+    const [config, rest] = splitConfig(all, API.functions.get('syncUp').required);
+    const [fields, success, failure] = argsAndCallbacks('syncUp', rest);
+    this._start(config, 'syncUp', fields, success, failure);
   }
 
   reSync(...all) {
-    const [config, [idOrName, success, failure]] = splitConfig(all, 1);
-    this._start(config, 'reSync', reference(idOrName), success, failure);
+    const [config, rest] = splitConfig(all, API.functions.get('reSync').required);
+    const [fields, success, failure] = argsAndCallbacks('reSync', rest);
+    this._start(config, 'reSync', fields, success, failure);
   }
 
   /** success gets the number of records removed (the plugin's contract), at the end. */
   cleanResyncGhosts(...all) {
-    const [config, [idOrName, success, failure]] = splitConfig(all, 1);
-    invoke(MOBILESYNC, 'cleanResyncGhosts', reference(idOrName), config).then((count) => later(success, count), (error) => fail(failure, error));
+    const [config, rest] = splitConfig(all, API.functions.get('cleanResyncGhosts').required);
+    const [fields, success, failure] = argsAndCallbacks('cleanResyncGhosts', rest);
+    invoke(MOBILESYNC, action('cleanResyncGhosts'), fields, config).then((count) => later(success, count), (error) => fail(failure, error));
   }
 }
 
 // Calls that settle once: [impl(config, ...args), arity].
-const simpleOps = {
-  // The plugin answers {} for an unknown sync (Cordova cannot pass null): its JS gives null.
-  getSyncStatus: [async (c, idOrName) => {
-    const state = await invoke(MOBILESYNC, 'getSyncStatus', reference(idOrName), c);
-    return state && state._soupEntryId !== undefined ? state : null;
-  }, 1],
-  deleteSync: [(c, idOrName) => invoke(MOBILESYNC, 'deleteSync', reference(idOrName), c), 1],
+const simpleOps = {};
+// Every other function of the library's table (getSyncStatus, deleteSync, loadSyncConfig...): its
+// action with the args object of its arguments; the plugin's {} for an unknown sync is null.
+for (const fn of ROWS.filter((row) => !RUN_METHODS.includes(row.name))) {
+  simpleOps[fn.name] = [async (c, ...args) => answerOf(fn, await invoke(MOBILESYNC, fn.action, fieldsOf(fn, args), c)), fn.args.length];
+}
+Object.assign(simpleOps, {
   /** Node's stand-in for the OAuth plugin: {instanceUrl, accessToken, refreshToken?, ...}. */
   setRemote: [async (c, remote) => { pluginFor().setRemote(c, remote); }, 1],
-  /** Creates the syncs of a usersyncs.json / globalsyncs.json (the dispatcher's loadSyncConfig). */
-  loadSyncConfig: [(c, path) => invoke(MOBILESYNC, 'loadSyncConfig', { path }, c), 1],
   hasSyncWithName: [async (c, name) => (await simpleOps.getSyncStatus[0](c, String(name))) !== null, 1],
   /** Stops the runs of the current root directory's stores (the dispatcher closes its stores;
    *  the next call opens them again). */
   stopSyncs: [async () => { await pluginFor().free(); }, 0],
   /** A custom target type written in JS (see Store#registerTarget). */
   registerTarget: [async (c, type, impl) => { (await extraStore(c)).registerTarget(type, impl); }, 2],
-};
+});
 
 for (const [name, [impl, arity]] of Object.entries(simpleOps)) {
   const [callbackFace] = operation(name, impl, arity);

@@ -7,15 +7,17 @@
 const { EventEmitter } = require('node:events');
 const path = require('node:path');
 const { addon, STATUS, syncStoreError } = require('./native');
+const { SERVICES, TERMINAL } = require('./api');
 
-const SMARTSTORE = 'com.salesforce.smartstore';
-const MOBILESYNC = 'com.salesforce.mobilesync';
-const TERMINAL = new Set(['DONE', 'FAILED', 'STOPPED']);
-const RUNS = new Set(['syncDown', 'syncUp', 'reSync']);
-// Actions that open no store: no key is looked up for them (a locked store can still be removed).
-const NO_STORE = new Set(['pgGetAllStores', 'pgGetAllGlobalStores', 'pgRemoveStore', 'pgRemoveAllStores',
-  'pgRemoveAllGlobalStores', 'pgShowInspector']);
-const REMOVES = new Set(['pgRemoveStore', 'pgRemoveAllStores', 'pgRemoveAllGlobalStores']);
+// From the library's table (lib/api.js): the services, the actions that start runs, those that
+// open no store (no key is looked up for them: a locked store can still be removed) and those
+// that delete stores.
+const SMARTSTORE = SERVICES.smartstore.service;
+const MOBILESYNC = SERVICES.mobilesync.service;
+const actionsOf = (service, test) => new Set([...service.functions.values()].filter(test).map((fn) => fn.action));
+const RUNS = actionsOf(SERVICES.mobilesync, (fn) => fn.run);
+const NO_STORE = new Set([...SERVICES.smartstore.noStore, ...SERVICES.mobilesync.noStore]);
+const REMOVES = actionsOf(SERVICES.smartstore, (fn) => fn.removes);
 
 /** {storeName, isGlobalStore} of a call: the args object's, after the optional version string. */
 function slotOf(args) {

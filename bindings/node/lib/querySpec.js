@@ -1,30 +1,9 @@
 'use strict';
-// QuerySpec builders of the Cordova plugin (same argument orders; pageSize 10, ascending).
+// QuerySpec builders of the Cordova plugin (same argument orders), made from the library's table
+// (lib/api.js): their shapes and defaults are cordova.force.js's, as the library gives them.
+const { builders } = require('./api');
 
-function spec(queryType, fields) {
-  const s = { queryType, indexPath: null, matchKey: null, beginKey: null, endKey: null, likeKey: null,
-    smartSql: null, orderPath: null, order: 'ascending', pageSize: 10, selectPaths: null };
-  for (const [key, value] of Object.entries(fields)) if (value != null) s[key] = value; // like the plugin: absent or null keeps the default
-  if (s.orderPath === null && queryType !== 'smart') s.orderPath = s.indexPath;
-  return s;
-}
-
-const buildAllQuerySpec = (path, order, pageSize, selectPaths) =>
-  spec('range', { indexPath: path, order, pageSize, selectPaths });
-
-const buildExactQuerySpec = (path, matchKey, pageSize, order, orderPath, selectPaths) =>
-  spec('exact', { indexPath: path, matchKey, pageSize, order, orderPath, selectPaths });
-
-const buildRangeQuerySpec = (path, beginKey, endKey, order, pageSize, orderPath, selectPaths) =>
-  spec('range', { indexPath: path, beginKey, endKey, order, pageSize, orderPath, selectPaths });
-
-const buildLikeQuerySpec = (path, likeKey, order, pageSize, orderPath, selectPaths) =>
-  spec('like', { indexPath: path, likeKey, order, pageSize, orderPath, selectPaths });
-
-const buildMatchQuerySpec = (path, matchKey, order, pageSize, orderPath, selectPaths) =>
-  spec('match', { indexPath: path, matchKey, order, pageSize, orderPath, selectPaths });
-
-const buildSmartQuerySpec = (smartSql, pageSize) => spec('smart', { smartSql, pageSize });
+const { buildAllQuerySpec } = builders;
 
 /** A SoupIndexSpec: {path, type}. */
 class SoupIndexSpec {
@@ -37,7 +16,7 @@ class SoupIndexSpec {
 /** The plugin's QuerySpec constructor shape (fields filled by the builders). */
 class QuerySpec {
   constructor(path) {
-    Object.assign(this, spec('range', { indexPath: path ?? null }));
+    Object.assign(this, buildAllQuerySpec(path ?? null));
   }
 }
 
@@ -53,7 +32,4 @@ class StoreCursor {
   }
 }
 
-module.exports = {
-  buildAllQuerySpec, buildExactQuerySpec, buildRangeQuerySpec, buildLikeQuerySpec,
-  buildMatchQuerySpec, buildSmartQuerySpec, SoupIndexSpec, QuerySpec, StoreCursor,
-};
+module.exports = { ...builders, SoupIndexSpec, QuerySpec, StoreCursor };

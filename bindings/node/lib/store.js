@@ -33,7 +33,7 @@ function isQuerySpec(value) {
 }
 
 class Store {
-  #handle; #closed = false;
+  #handle;
 
   constructor(handle, config, root) {
     this.#handle = handle;
@@ -44,7 +44,7 @@ class Store {
 
   /** The addon handle (internal). */
   _handle() {
-    if (this.#closed) throw syncStoreError(STATUS.STATE, 'the store is closed');
+    if (this.closed) throw syncStoreError(STATUS.STATE, 'the store is closed');
     return this.#handle;
   }
 
@@ -59,14 +59,13 @@ class Store {
     return typeof text === 'string' ? JSON.parse(text) : text; // undefined: result not wanted
   }
 
-  get closed() { return this.#closed; }
+  /** Whether the store is closed: the addon's record says (a close marks it when it is made). */
+  get closed() { return addon.storeClosed(this.#handle); }
 
   /** Closes the handle: stops the syncs it started and waits for their last state. */
   async close() {
-    if (this.#closed) return;
-    const handle = this.#handle;
-    this.#closed = true;
-    await call(OP.CLOSE, handle);
+    if (this.closed) return;
+    await call(OP.CLOSE, this.#handle);
   }
 
   // ---- soups ----

@@ -4,7 +4,8 @@
 const { EventEmitter } = require('node:events');
 const { addon, STATUS, syncStoreError } = require('./native');
 
-const TERMINAL = new Set(['DONE', 'FAILED', 'STOPPED']);
+// The statuses a run ends with (DONE, FAILED, STOPPED): the library's (lib/api.js).
+const { TERMINAL } = require('./api');
 
 function stateError(state) {
   const error = syncStoreError(state.errorCode || STATUS.INTERNAL, state.error || `sync ${state.status}`, state.errorRetryable === true);

@@ -27,7 +27,8 @@
     X(syncstore_delete_sync_by_name) X(syncstore_stop_syncs) X(syncstore_restart_syncs) \
     X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target) X(syncstore_change_key) \
     X(syncstore_plugin_new) X(syncstore_plugin_set_remote) X(syncstore_plugin_set_listener) \
-    X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free)
+    X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free) \
+    X(syncstore_plugin_api)
 
 /* The library's file name for dlopen, from the header's SYNCSTORE_ABI_VERSION ("libsyncstore.so.1");
  * lib/native.js reads it as addon.SONAME. */

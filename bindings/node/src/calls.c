@@ -33,6 +33,7 @@ typedef struct {
     char *out;
     int64_t num;
     syncstore_store *opened;
+    int closes; /* OP_CLOSE: this call marked the store closed (the first close) */
     syncstore_error err;
 } call_t;
 
@@ -49,9 +50,9 @@ static void execute(napi_env env, void *data) {
     syncstore_error *e = &c->err;
     syncstore_store *st = NULL;
     if (c->rec) {
+        /* A close marked the record when it was made (js_call): it alone goes on. */
         pthread_mutex_lock(&g_mu);
-        int closed = c->rec->closed;
-        if (!closed && c->op == OP_CLOSE) c->rec->closed = 1;
+        int closed = c->rec->closed && !c->closes;
         pthread_mutex_unlock(&g_mu);
         if (closed) { fail(c, SYNCSTORE_ERR_STATE, "the store is closed"); return; }
         st = c->rec->store;
@@ -178,6 +179,21 @@ static int op_without_store(int op) {
     return op == OP_OPEN || op == OP_LIST_STORES || op == OP_REMOVE_STORE || op == OP_REMOVE_ALL_STORES;
 }
 
+/* storeClosed(handle) -> whether the store is closed (its close was made, or the environment is
+ * ending): the JS Store reads it here rather than keeping a copy. */
+static napi_value js_store_closed(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value argv[1], result;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    store_rec *rec = argc ? arg_store(env, argv[0]) : NULL;
+    if (!rec) return NULL;
+    pthread_mutex_lock(&g_mu);
+    int closed = rec->closed;
+    pthread_mutex_unlock(&g_mu);
+    napi_get_boolean(env, closed != 0, &result);
+    return result;
+}
+
 /* call(op, storeOrNull, s0, s1, s2, s3, i0, i1) -> Promise */
 static napi_value js_call(napi_env env, napi_callback_info info) {
     size_t argc = 8;
@@ -202,6 +218,15 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
     for (int k = 0; ok && k < 4; k++) ok = arg_string(env, argv[2 + k], &c->s[k], what[k]);
     for (int k = 0; ok && k < 2; k++) ok = arg_int64(env, argv[6 + k], &c->i[k], "number argument");
     if (ok && op == OP_UPSERT && c->i[0] == 0) c->kind = OUT_NONE;
+    if (ok && op == OP_CLOSE) {
+        /* The record is the one place a store's closed state lives: closed from the moment the
+         * close is made (storeClosed() says so at once), and later calls fail without reaching
+         * the library. Only the first close goes on. */
+        pthread_mutex_lock(&g_mu);
+        c->closes = !c->rec->closed;
+        c->rec->closed = 1;
+        pthread_mutex_unlock(&g_mu);
+    }
     if (!ok || napi_create_promise(env, &c->deferred, &promise) != napi_ok) {
         free_args(op, c->s);
         free(c);
@@ -218,6 +243,7 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
 napi_value calls_init(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"call", NULL, js_call, NULL, NULL, NULL, napi_default, NULL},
+        {"storeClosed", NULL, js_store_closed, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
 #define SS_OP_NAME(name) #name,

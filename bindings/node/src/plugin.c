@@ -329,6 +329,22 @@ static napi_value js_plugin_set_remote(napi_env env, napi_callback_info info) {
     return NULL;
 }
 
+/* pluginApi() -> the JSON text of syncstore_plugin_api(): the plugins' JavaScript half as data. */
+static napi_value js_plugin_api(napi_env env, napi_callback_info info) {
+    (void)info;
+    char *text = NULL;
+    syncstore_error err = {0};
+    int status = SS.syncstore_plugin_api(&text, &err);
+    if (status != SYNCSTORE_OK) {
+        throw_error(env, status, err.message);
+        return NULL;
+    }
+    napi_value result;
+    napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &result);
+    SS.syncstore_free(text);
+    return result;
+}
+
 /* pluginSetKeyProvider(handle, on): whether stores open with the key each exec carries. */
 static napi_value js_plugin_set_key_provider(napi_env env, napi_callback_info info) {
     size_t argc = 2;
@@ -452,6 +468,7 @@ void plugin_env_teardown(env_state *es) {
 napi_value plugin_init(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"pluginNew", NULL, js_plugin_new, NULL, NULL, NULL, napi_default, NULL},
+        {"pluginApi", NULL, js_plugin_api, NULL, NULL, NULL, napi_default, NULL},
         {"pluginExec", NULL, js_plugin_exec, NULL, NULL, NULL, napi_default, NULL},
         {"pluginSetRemote", NULL, js_plugin_set_remote, NULL, NULL, NULL, napi_default, NULL},
         {"pluginSetKeyProvider", NULL, js_plugin_set_key_provider, NULL, NULL, NULL, napi_default, NULL},

@@ -18,14 +18,14 @@ import logging
 import threading
 from typing import Any, Dict, Iterator, Optional
 
-from . import _lib
+from . import _cordova_api, _lib
 
 __all__ = ["Listener", "register", "unregister", "SYNC_THUNK", "in_worker_thread", "worker_scope", "log"]
 
 #: The package's logger: exceptions raised in user callbacks are logged here.
 log = logging.getLogger("syncstore")
 
-TERMINAL = frozenset(("DONE", "FAILED", "STOPPED"))
+TERMINAL = _cordova_api.terminal_statuses()  # DONE, FAILED, STOPPED: the library's
 
 
 class Listener:

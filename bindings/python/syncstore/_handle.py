@@ -30,7 +30,7 @@ class Handle:
         """The C pointer; raises :class:`StateError` when the store is closed."""
         ptr = self._ptr
         if ptr is None:
-            raise StateError(f"the store {self.label} is closed", code=11)
+            raise StateError(f"the store {self.label} is closed")
         return ptr
 
     def track(self, key: int) -> None:
@@ -45,7 +45,7 @@ class Handle:
         :class:`StateError` is raised and the handle stays open.
         """
         if _callbacks.in_worker_thread():
-            raise StateError("a store cannot be closed from inside one of its sync callbacks", code=11)
+            raise StateError("a store cannot be closed from inside one of its sync callbacks")
         with self._lock:
             ptr, self._ptr = self._ptr, None
         if ptr is not None:

@@ -121,6 +121,7 @@ SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
     "syncstore_plugin_set_key_provider": ([_vp, PLUGIN_KEY_PROVIDER, _vp, _ErrP], _c_int),
     "syncstore_plugin_exec": ([_vp, _c_char_p, _c_char_p, _c_char_p, PLUGIN_ANSWER, _vp, _ErrP], _c_int),
     "syncstore_plugin_free": ([_vp, _ErrP], _c_int),
+    "syncstore_plugin_api": ([_OutStr, _ErrP], _c_int),
 }
 
 

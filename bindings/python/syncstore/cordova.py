@@ -100,7 +100,7 @@ def plugin() -> Plugin:
     :func:`init`)."""
     with _lock:
         if _root is None:
-            raise StateError("call syncstore.smartstore.init(root_dir) first", code=11)
+            raise StateError("call syncstore.smartstore.init(root_dir) first")
         found = _plugins.get(_root)
         if found is None or found.closed:
             found = Plugin(_root)

@@ -7,7 +7,8 @@ as the JS event's detail: the state plus ``isGlobalStore`` and ``storeName``.
 ``cleanResyncGhosts`` returns the number of entries it removed, and fires no event (as the
 plugin). Stores are those of :mod:`syncstore.smartstore` (call ``smartstore.init(root)``);
 :func:`setRemote` sets the remote of every store, or of one. Answers, errors and events are the
-library's dispatcher's (:mod:`syncstore.cordova`).
+library's dispatcher's (:mod:`syncstore.cordova`), and so are the actions and argument objects of
+the functions below (typed facades over the library's table, ``syncstore_plugin_api()``).
 """
 
 from __future__ import annotations
@@ -15,19 +16,21 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Union, cast
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, cast
 
-from . import _callbacks, cordova
+from . import _callbacks, _cordova_api, cordova
 from .cordova import split_config, store_fields
 from .errors import NotFoundError
-from .plugin import MOBILESYNC, Plugin
+from .plugin import Plugin
 from .sync import WaitTimeout
 from .types import SyncState
 
 __all__ = ["MERGE_MODE", "CordovaSyncRun", "setRemote", "syncDown", "syncUp", "reSync", "cleanResyncGhosts",
            "getSyncStatus", "deleteSync", "addSyncListener", "removeSyncListener"]
 
-TERMINAL = frozenset(("DONE", "FAILED", "STOPPED"))
+_API = _cordova_api.Service("mobilesync")
+#: The statuses a run ends with (the library's).
+TERMINAL = _cordova_api.terminal_statuses()
 
 
 class MERGE_MODE:
@@ -105,8 +108,9 @@ class CordovaSyncRun:
     @property
     def state(self) -> SyncState:
         """The sync's current state (the plugin's getSyncStatus)."""
-        return cast(SyncState, self._plugin.exec(MOBILESYNC, "getSyncStatus",
-                                                 cordova.exec_args(self._config, {"syncId": self.sync_id})))
+        status = _API.function("getSyncStatus")
+        return cast(SyncState, self._plugin.exec(_API.service, status.action,
+                                                 cordova.exec_args(self._config, status.fields([self.sync_id]))))
 
     def wait(self, timeout: Optional[float] = None) -> SyncState:
         """Blocks until the sync is DONE, FAILED or STOPPED and returns that state, once the sync
@@ -123,7 +127,7 @@ class CordovaSyncRun:
             if final is None:
                 state = self.state
                 if "_soupEntryId" not in state:
-                    raise NotFoundError(f"sync {self.sync_id} was deleted while it was waited for", code=2)
+                    raise NotFoundError(f"sync {self.sync_id} was deleted while it was waited for")
                 if state.get("status") in TERMINAL:
                     final, grace = state, time.monotonic() + _EVENT_GRACE_S
                     continue
@@ -131,7 +135,7 @@ class CordovaSyncRun:
             if left is not None and left <= 0:
                 if final is not None:
                     return final
-                raise WaitTimeout(f"sync {self.sync_id} is still running after {timeout} s", code=4, retryable=True)
+                raise WaitTimeout(f"sync {self.sync_id} is still running after {timeout} s", retryable=True)
             with _changed:
                 if _generation == seen:
                     # Bounded: a status may change without an event reaching here (e.g. a close).
@@ -143,14 +147,19 @@ class CordovaSyncRun:
         return asyncio.get_running_loop().run_in_executor(None, self.wait).__await__()
 
 
-def _start(action: str, config: Any, fields: Dict[str, Any]) -> CordovaSyncRun:
+def _call(name: str, args: Sequence[Any], timeout: Optional[float] = None) -> Any:
+    """A Cordova function of the table: its action with the args object of these arguments."""
+    fn, config, fields = _cordova_api.split(_API, name, args)
+    answer = cordova.call(_API.service, fn.action, config, fields, timeout=timeout)
+    if fn.null_unless is not None and (not isinstance(answer, dict) or fn.null_unless not in answer):
+        return None  # the plugin answers {} where cordova.force.js gives null
+    return answer
+
+
+def _start(name: str, args: Sequence[Any]) -> CordovaSyncRun:
+    fn, config, fields = _cordova_api.split(_API, name, args)
     plugin = cordova.plugin()  # the run asks this plugin for its state, whatever init() does later
-    return CordovaSyncRun(plugin, config, plugin.exec(MOBILESYNC, action, cordova.exec_args(config, fields)))
-
-
-def _reference(sync: Union[int, str]) -> Dict[str, Any]:
-    """syncId or syncName, as cordova.force.js sends a sync named by id or by name."""
-    return {"syncId": None, "syncName": sync} if isinstance(sync, str) else {"syncId": sync, "syncName": None}
+    return CordovaSyncRun(plugin, config, plugin.exec(_API.service, fn.action, cordova.exec_args(config, fields)))
 
 
 def setRemote(*args: Any) -> None:
@@ -163,45 +172,35 @@ def setRemote(*args: Any) -> None:
 
 def syncDown(*args: Any) -> CordovaSyncRun:
     """syncDown([storeConfig,] target, soupName, options, [syncName]) -> the run."""
-    config, rest = split_config(args, 3)
-    target, soup, options = rest[0], rest[1], rest[2]
-    name: Optional[str] = rest[3] if len(rest) > 3 else None
-    return _start("syncDown", config, {"target": target, "soupName": soup, "options": options, "syncName": name})
+    return _start("syncDown", args)
 
 
 def syncUp(*args: Any) -> CordovaSyncRun:
     """syncUp([storeConfig,] [target,] soupName, options, [syncName]) -> the run."""
-    config, rest = split_config(args, 2)
-    target: Optional[Mapping[str, Any]] = None
-    if rest and not isinstance(rest[0], str):
-        target, rest = rest[0], rest[1:]
-    soup, options = rest[0], rest[1]
-    name: Optional[str] = rest[2] if len(rest) > 2 else None
-    return _start("syncUp", config, {"target": target or {}, "soupName": soup, "options": options, "syncName": name})
+    return _start("syncUp", args)
 
 
 def reSync(*args: Any) -> CordovaSyncRun:
     """reSync([storeConfig,] idOrName) -> the run."""
-    config, (sync,) = split_config(args, 1)
-    return _start("reSync", config, _reference(sync))
+    return _start("reSync", args)
 
 
 def cleanResyncGhosts(*args: Any, timeout: Optional[float] = None) -> int:
     """cleanResyncGhosts([storeConfig,] syncId) -> the number of entries removed, when the clean
     ends (``timeout`` in seconds: :class:`WaitTimeout`, the clean goes on). No "sync" event."""
-    config, (sync,) = split_config(args, 1)
-    return cast(int, cordova.call(MOBILESYNC, "cleanResyncGhosts", config, {"syncId": sync}, timeout=timeout))
+    return cast(int, _call("cleanResyncGhosts", args, timeout=timeout))
 
 
 def getSyncStatus(*args: Any) -> Optional[SyncState]:
     """getSyncStatus([storeConfig,] idOrName) -> state, or None for an unknown sync (the plugin
     answers {}, which cordova.force.js turns into null: no ``_soupEntryId``)."""
-    config, (sync,) = split_config(args, 1)
-    state = cordova.call(MOBILESYNC, "getSyncStatus", config, _reference(sync))
-    return cast(SyncState, state) if "_soupEntryId" in state else None
+    return cast(Optional[SyncState], _call("getSyncStatus", args))
 
 
 def deleteSync(*args: Any) -> str:
     """deleteSync([storeConfig,] idOrName) -> "OK" (an unknown sync has nothing to delete)."""
-    config, (sync,) = split_config(args, 1)
-    return cast(str, cordova.call(MOBILESYNC, "deleteSync", config, _reference(sync)))
+    return cast(str, _call("deleteSync", args))
+
+
+# Every facade above is a row of the library's table (an ImportError names any that is not).
+_API.check(["syncDown", "syncUp", "reSync", "cleanResyncGhosts", "getSyncStatus", "deleteSync"])

@@ -2,14 +2,13 @@
 MobileSync (``syncstore_plugin_*`` in ``syncstore.h``).
 
 A :class:`Plugin` answers the calls the Mobile SDK's hybrid JavaScript makes: the service
-(:data:`SMARTSTORE`, :data:`MOBILESYNC`), the action (``"pgRegisterSoup"``, ``"syncDown"``...) and
-the args array ``cordova.exec`` receives. The answers, cursor objects, error messages and "sync"
+(:data:`SMARTSTORE`, :data:`MOBILESYNC`), the action (the library's table names the action of each
+Cordova function: :mod:`syncstore.smartstore` and :mod:`syncstore.mobilesync` send them) and the
+args array ``cordova.exec`` receives. The answers, cursor objects, error messages and "sync"
 events are the plugins' own, decided by the library; this class only carries them::
 
     with Plugin("/tmp/stores", remote={"instanceUrl": url, "accessToken": token}) as plugin:
         plugin.on_event(lambda name, detail: print(name, detail["status"]))
-        plugin.exec(SMARTSTORE, "pgRegisterSoup", [{"soupName": "contacts",
-                                                    "indexes": [{"path": "Id", "type": "string"}]}])
         state = plugin.exec(MOBILESYNC, "syncDown", [{"soupName": "contacts", "options": {},
                                                       "target": {"type": "soql", "query": "SELECT Id FROM Contact"}}])
 
@@ -28,7 +27,7 @@ import weakref
 from types import TracebackType
 from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple, Type, Union
 
-from . import _callbacks, _lib
+from . import _callbacks, _cordova_api, _lib
 from .errors import ArgumentError, AuthError, StateError, SyncStoreError, error_for_code
 from .store import _object_json, _path, store_config_json
 from .sync import WaitTimeout
@@ -36,10 +35,10 @@ from .types import PathLike, StoreConfig
 
 __all__ = ["Plugin", "SMARTSTORE", "MOBILESYNC", "EventListener", "KeyProvider"]
 
-#: The SmartStore plugin's service name.
-SMARTSTORE = "com.salesforce.smartstore"
-#: The MobileSync plugin's service name.
-MOBILESYNC = "com.salesforce.mobilesync"
+#: The SmartStore plugin's service name (the library's).
+SMARTSTORE: str = _cordova_api.table()["services"]["smartstore"]["service"]
+#: The MobileSync plugin's service name (the library's).
+MOBILESYNC: str = _cordova_api.table()["services"]["mobilesync"]["service"]
 
 #: ``listener(event_name, detail)``: a document event of the plugins ("sync" with the sync state,
 #: plus ``isGlobalStore`` and ``storeName``, as detail).
@@ -79,7 +78,7 @@ def _decode(status: int, text: Optional[bytes]) -> Tuple[bool, Any]:
     if status == 0:
         return True, value
     message = value if isinstance(value, str) else "the plugin failed without a message"
-    error = error_for_code(status, message, status in (4, 5))
+    error = error_for_code(status, message, _cordova_api.retryable(status))
     cause = getattr(_provider_error, "value", None)
     if cause is not None:
         _provider_error.value = None
@@ -194,7 +193,7 @@ class _State:
     def get(self) -> int:
         ptr = self.ptr
         if ptr is None:
-            raise StateError(f"the plugin of {self.label} is closed", code=11)
+            raise StateError(f"the plugin of {self.label} is closed")
         return ptr
 
     def free(self) -> None:
@@ -212,7 +211,7 @@ class _State:
                 left = [_answers.pop(k) for k in list(self.hooks.pending) if k in _answers]
                 self.hooks.pending.clear()
             for future, _ in left:
-                future.set_exception(StateError("the plugin was closed before this call was answered", code=11))
+                future.set_exception(StateError("the plugin was closed before this call was answered"))
 
     def free_quietly(self) -> None:
         """The finalizer: never raises; from a callback thread the free runs on a helper thread."""
@@ -283,7 +282,7 @@ class Plugin:
         for an answer raise :class:`StateError`. Closing again is a no-op. Not from one of the
         plugin's callbacks (StateError)."""
         if _callbacks.in_worker_thread():
-            raise StateError("a plugin cannot be closed from inside one of its callbacks", code=11)
+            raise StateError("a plugin cannot be closed from inside one of its callbacks")
         self._finalizer.detach()
         self._state.free()
 
@@ -344,7 +343,7 @@ class Plugin:
             elif key in _answers:  # answered later (or never, when the plugin is freed meanwhile)
                 if hooks.freed:
                     _answers.pop(key, None)
-                    future.set_exception(StateError("the plugin was closed before this call was answered", code=11))
+                    future.set_exception(StateError("the plugin was closed before this call was answered"))
                 else:
                     hooks.pending.add(key)
         if status != 0:
@@ -360,4 +359,4 @@ class Plugin:
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
-            raise WaitTimeout(f"{action} was not answered within {timeout} s", code=4, retryable=True) from None
+            raise WaitTimeout(f"{action} was not answered within {timeout} s", retryable=True) from None

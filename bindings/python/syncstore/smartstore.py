@@ -4,7 +4,9 @@ Every store function takes an optional leading storeConfig (``{"storeName", "isG
 a bool) like the hybrid JS API; the success callback's value is returned instead, and the error
 callback becomes a raised :class:`SyncStoreError`. Call :func:`init` with a root directory first.
 Values, cursors (``cursorId``, ``currentPageOrderedEntries``...) and error messages are the
-plugin's own: each function forwards to the library's dispatcher (:mod:`syncstore.cordova`)::
+plugin's own: each function forwards to the library's dispatcher (:mod:`syncstore.cordova`), with
+the action and argument object the library's table gives for it (``syncstore_plugin_api()``: the
+functions below are typed facades over that table, as are the query-spec builders)::
 
     from syncstore import smartstore
     smartstore.init("/tmp/stores")
@@ -17,10 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, cast
 
-from . import cordova
+from . import _cordova_api, cordova
 from .cordova import close_all, init, split_config
 from .errors import ArgumentError
-from .plugin import SMARTSTORE
 
 __all__ = ["init", "close_all", "registerSoup", "removeSoup", "soupExists", "getSoupIndexSpecs", "alterSoup",
            "reIndexSoup", "clearSoup", "querySoup", "runSmartQuery", "retrieveSoupEntries", "upsertSoupEntries",
@@ -31,205 +32,193 @@ __all__ = ["init", "close_all", "registerSoup", "removeSoup", "soupExists", "get
            "buildSmartQuerySpec"]
 
 
-def _exec(action: str, config: Any, **fields: Any) -> Any:
-    return cordova.call(SMARTSTORE, action, config, fields)
+_API = _cordova_api.Service("smartstore")
+
+
+def _call(name: str, args: Sequence[Any]) -> Any:
+    """A Cordova function of the table: its action with the args object of these arguments."""
+    fn, config, fields = _cordova_api.split(_API, name, args)
+    if not fn.store_config:
+        return cordova.plugin().exec(_API.service, fn.action, [fields])
+    return cordova.call(_API.service, fn.action, config, fields)
 
 
 def registerSoup(*args: Any) -> str:
     """registerSoup([storeConfig,] soupName, indexSpecs) -> soupName."""
-    config, (soup, specs) = split_config(args, 2)
-    return cast(str, _exec("pgRegisterSoup", config, soupName=soup, indexes=specs))
+    return cast(str, _call("registerSoup", args))
 
 
 def removeSoup(*args: Any) -> str:
     """removeSoup([storeConfig,] soupName) -> "OK"."""
-    config, (soup,) = split_config(args, 1)
-    return cast(str, _exec("pgRemoveSoup", config, soupName=soup))
+    return cast(str, _call("removeSoup", args))
 
 
 def soupExists(*args: Any) -> bool:
     """soupExists([storeConfig,] soupName) -> bool."""
-    config, (soup,) = split_config(args, 1)
-    return cast(bool, _exec("pgSoupExists", config, soupName=soup))
+    return cast(bool, _call("soupExists", args))
 
 
 def getSoupIndexSpecs(*args: Any) -> List[Any]:
     """getSoupIndexSpecs([storeConfig,] soupName) -> index specs."""
-    config, (soup,) = split_config(args, 1)
-    return cast(List[Any], _exec("pgGetSoupIndexSpecs", config, soupName=soup))
+    return cast(List[Any], _call("getSoupIndexSpecs", args))
 
 
 def alterSoup(*args: Any) -> str:
     """alterSoup([storeConfig,] soupName, indexSpecs, reIndexData) -> soupName."""
-    config, (soup, specs, reindex) = split_config(args, 3)
-    return cast(str, _exec("pgAlterSoup", config, soupName=soup, indexes=specs, reIndexData=reindex))
+    return cast(str, _call("alterSoup", args))
 
 
 def reIndexSoup(*args: Any) -> str:
     """reIndexSoup([storeConfig,] soupName, paths) -> soupName."""
-    config, (soup, paths) = split_config(args, 2)
-    return cast(str, _exec("pgReIndexSoup", config, soupName=soup, paths=paths))
+    return cast(str, _call("reIndexSoup", args))
 
 
 def clearSoup(*args: Any) -> str:
     """clearSoup([storeConfig,] soupName) -> "OK"."""
-    config, (soup,) = split_config(args, 1)
-    return cast(str, _exec("pgClearSoup", config, soupName=soup))
+    return cast(str, _call("clearSoup", args))
 
 
 def querySoup(*args: Any) -> Dict[str, Any]:
     """querySoup([storeConfig,] soupName, querySpec) -> cursor (first page; close it with
     :func:`closeCursor`)."""
-    config, (soup, spec) = split_config(args, 2)
-    return cast(Dict[str, Any], _exec("pgQuerySoup", config, soupName=soup, querySpec=spec))
+    return cast(Dict[str, Any], _call("querySoup", args))
 
 
 def runSmartQuery(*args: Any) -> Dict[str, Any]:
     """runSmartQuery([storeConfig,] querySpec) -> cursor (first page). Smart SQL text stands for
     ``buildSmartQuerySpec(text)``."""
-    config, (spec,) = split_config(args, 1)
-    if isinstance(spec, str):
-        spec = buildSmartQuerySpec(spec)
-    return cast(Dict[str, Any], _exec("pgRunSmartQuery", config, querySpec=spec))
+    return cast(Dict[str, Any], _call("runSmartQuery", args))
 
 
 def retrieveSoupEntries(*args: Any) -> List[Dict[str, Any]]:
     """retrieveSoupEntries([storeConfig,] soupName, entryIds) -> entries."""
-    config, (soup, ids) = split_config(args, 2)
-    return cast(List[Any], _exec("pgRetrieveSoupEntries", config, soupName=soup, entryIds=ids))
+    return cast(List[Any], _call("retrieveSoupEntries", args))
 
 
 def upsertSoupEntries(*args: Any) -> List[Dict[str, Any]]:
     """upsertSoupEntries([storeConfig,] soupName, entries) -> stored entries."""
-    config, (soup, entries) = split_config(args, 2)
-    return upsertSoupEntriesWithExternalId(config, soup, entries, "_soupEntryId")
+    return cast(List[Any], _call("upsertSoupEntries", args))
 
 
 def upsertSoupEntriesWithExternalId(*args: Any) -> List[Dict[str, Any]]:
     """upsertSoupEntriesWithExternalId([storeConfig,] soupName, entries, externalIdPath) -> stored entries."""
-    config, (soup, entries, path) = split_config(args, 3)
-    return cast(List[Any], _exec("pgUpsertSoupEntries", config, soupName=soup, entries=entries, externalIdPath=path))
+    return cast(List[Any], _call("upsertSoupEntriesWithExternalId", args))
 
 
 def removeFromSoup(*args: Any) -> str:
     """removeFromSoup([storeConfig,] soupName, entryIdsOrQuerySpec) -> "OK": a list is entry ids,
     anything else a query spec (as cordova.force.js tells them apart)."""
-    config, (soup, what) = split_config(args, 2)
-    if isinstance(what, (list, tuple)):
-        return cast(str, _exec("pgRemoveFromSoup", config, soupName=soup, entryIds=what))
-    return cast(str, _exec("pgRemoveFromSoup", config, soupName=soup, querySpec=what))
+    return cast(str, _call("removeFromSoup", args))
 
 
 def moveCursorToPageIndex(*args: Any) -> Dict[str, Any]:
     """moveCursorToPageIndex([storeConfig,] cursor, newPageIndex) -> cursor."""
-    config, (cursor, page) = split_config(args, 2)
-    return cast(Dict[str, Any], _exec("pgMoveCursorToPageIndex", config, cursorId=cursor["cursorId"], index=page))
+    return cast(Dict[str, Any], _call("moveCursorToPageIndex", args))
+
+
+def _step(name: str, args: Sequence[Any]) -> Dict[str, Any]:
+    """moveCursorToNextPage / moveCursorToPreviousPage: the table's step, checked before any call."""
+    step = _API.cursor_steps[name]
+    config, (cursor,) = split_config(args, 1)
+    page = cursor["currentPageIndex"] + step["step"]
+    if page < 0 or page >= cursor["totalPages"]:
+        raise ArgumentError(step["error"])
+    return cast(Dict[str, Any], _call(step["via"], (config, cursor, page)))
 
 
 def moveCursorToNextPage(*args: Any) -> Dict[str, Any]:
     """moveCursorToNextPage([storeConfig,] cursor) -> cursor; on the last page an
     :class:`ArgumentError` (cordova.force.js's check, before any call)."""
-    config, (cursor,) = split_config(args, 1)
-    page = cursor["currentPageIndex"] + 1
-    if page >= cursor["totalPages"]:
-        raise ArgumentError("moveCursorToNextPage called while on last page", code=1)
-    return moveCursorToPageIndex(config, cursor, page)
+    return _step("moveCursorToNextPage", args)
 
 
 def moveCursorToPreviousPage(*args: Any) -> Dict[str, Any]:
     """moveCursorToPreviousPage([storeConfig,] cursor) -> cursor; on the first page an
     :class:`ArgumentError` (cordova.force.js's check, before any call)."""
-    config, (cursor,) = split_config(args, 1)
-    page = cursor["currentPageIndex"] - 1
-    if page < 0:
-        raise ArgumentError("moveCursorToPreviousPage called while on first page", code=1)
-    return moveCursorToPageIndex(config, cursor, page)
+    return _step("moveCursorToPreviousPage", args)
 
 
 def closeCursor(*args: Any) -> str:
     """closeCursor([storeConfig,] cursor) -> "OK"."""
-    config, (cursor,) = split_config(args, 1)
-    return cast(str, _exec("pgCloseCursor", config, cursorId=cursor["cursorId"]))
+    return cast(str, _call("closeCursor", args))
 
 
 def getDatabaseSize(*args: Any) -> int:
     """getDatabaseSize([storeConfig]) -> bytes."""
-    config, _ = split_config(args, 0)
-    return cast(int, _exec("pgGetDatabaseSize", config))
+    return cast(int, _call("getDatabaseSize", args))
 
 
 def getAllStores() -> List[Dict[str, Any]]:
     """getAllStores() -> the user stores, ``[{"storeName", "isGlobalStore"}]``."""
-    return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllStores", [{}]))
+    return cast(List[Dict[str, Any]], _call("getAllStores", ()))
 
 
 def getAllGlobalStores() -> List[Dict[str, Any]]:
     """getAllGlobalStores() -> the global stores, ``[{"storeName", "isGlobalStore"}]``."""
-    return cast(List[Dict[str, Any]], cordova.plugin().exec(SMARTSTORE, "pgGetAllGlobalStores", [{}]))
+    return cast(List[Dict[str, Any]], _call("getAllGlobalStores", ()))
 
 
 def removeStore(storeConfig: Any) -> bool:
     """removeStore(storeConfig) -> True: closes the store if it is open, then deletes it."""
-    return cast(bool, _exec("pgRemoveStore", storeConfig))
+    return cast(bool, cordova.call(_API.service, _API.function("removeStore").action, storeConfig, {}))
 
 
 def removeAllStores() -> bool:
     """removeAllStores() -> True: every user store."""
-    return cast(bool, cordova.plugin().exec(SMARTSTORE, "pgRemoveAllStores", [{}]))
+    return cast(bool, _call("removeAllStores", ()))
 
 
 def removeAllGlobalStores() -> bool:
     """removeAllGlobalStores() -> True: every global store."""
-    return cast(bool, cordova.plugin().exec(SMARTSTORE, "pgRemoveAllGlobalStores", [{}]))
+    return cast(bool, _call("removeAllGlobalStores", ()))
 
 
 def showInspector(*args: Any) -> Dict[str, Any]:
     """showInspector([storeConfig]) -> ``{"url"}`` of the store inspector running for the root (open
     it in a browser); without one, a :class:`StateError` gives the command that starts one."""
-    config, _ = split_config(args, 0)
-    return cast(Dict[str, Any], _exec("pgShowInspector", config))
+    return cast(Dict[str, Any], _call("showInspector", args))
 
 
-def _spec(query_type: str, path: Optional[str], order: str, page_size: int, order_path: Optional[str],
-          select_paths: Optional[Sequence[str]], **keys: Any) -> Dict[str, Any]:
-    spec: Dict[str, Any] = {"queryType": query_type, "indexPath": path, "order": order or "ascending",
-                            "pageSize": page_size or 10, "orderPath": order_path or path}
-    spec.update(keys)
-    if select_paths is not None:
-        spec["selectPaths"] = list(select_paths)
-    return spec
+# The builders' defaults, as the library's table gives them (the signatures show them).
+_ORDER = cast(str, _cordova_api.query_spec_default("order"))
+_PAGE_SIZE = cast(int, _cordova_api.query_spec_default("pageSize"))
 
 
-def buildAllQuerySpec(path: Optional[str] = None, order: str = "ascending", pageSize: int = 10,
+def buildAllQuerySpec(path: Optional[str] = None, order: str = _ORDER, pageSize: int = _PAGE_SIZE,
                       selectPaths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """All entries (a range with null keys), ordered by ``path``."""
-    return _spec("range", path, order, pageSize, path, selectPaths, beginKey=None, endKey=None)
+    return _cordova_api.build_query_spec("buildAllQuerySpec", path, order, pageSize, selectPaths)
 
 
-def buildExactQuerySpec(path: str, matchKey: Any, pageSize: int = 10, order: str = "ascending",
+def buildExactQuerySpec(path: str, matchKey: Any, pageSize: int = _PAGE_SIZE, order: str = _ORDER,
                         orderPath: Optional[str] = None, selectPaths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """Entries whose ``path`` equals ``matchKey``."""
-    return _spec("exact", path, order, pageSize, orderPath, selectPaths, matchKey=matchKey)
+    return _cordova_api.build_query_spec("buildExactQuerySpec", path, matchKey, pageSize, order, orderPath, selectPaths)
 
 
-def buildRangeQuerySpec(path: str, beginKey: Any, endKey: Any, order: str = "ascending", pageSize: int = 10,
+def buildRangeQuerySpec(path: str, beginKey: Any, endKey: Any, order: str = _ORDER, pageSize: int = _PAGE_SIZE,
                         orderPath: Optional[str] = None, selectPaths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """Entries with ``beginKey <= path <= endKey`` (a None key is open)."""
-    return _spec("range", path, order, pageSize, orderPath, selectPaths, beginKey=beginKey, endKey=endKey)
+    return _cordova_api.build_query_spec("buildRangeQuerySpec", path, beginKey, endKey, order, pageSize, orderPath,
+                                         selectPaths)
 
 
-def buildLikeQuerySpec(path: str, likeKey: str, order: str = "ascending", pageSize: int = 10,
+def buildLikeQuerySpec(path: str, likeKey: str, order: str = _ORDER, pageSize: int = _PAGE_SIZE,
                        orderPath: Optional[str] = None, selectPaths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """Entries whose ``path`` is LIKE ``likeKey``."""
-    return _spec("like", path, order, pageSize, orderPath, selectPaths, likeKey=likeKey)
+    return _cordova_api.build_query_spec("buildLikeQuerySpec", path, likeKey, order, pageSize, orderPath, selectPaths)
 
 
-def buildMatchQuerySpec(path: Optional[str], matchKey: str, order: str = "ascending", pageSize: int = 10,
+def buildMatchQuerySpec(path: Optional[str], matchKey: str, order: str = _ORDER, pageSize: int = _PAGE_SIZE,
                         orderPath: Optional[str] = None, selectPaths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """Full-text match of ``matchKey`` on ``path`` (None: every full_text index)."""
-    return _spec("match", path, order, pageSize, orderPath, selectPaths, matchKey=matchKey)
+    return _cordova_api.build_query_spec("buildMatchQuerySpec", path, matchKey, order, pageSize, orderPath, selectPaths)
 
 
-def buildSmartQuerySpec(smartSql: str, pageSize: int = 10) -> Dict[str, Any]:
+def buildSmartQuerySpec(smartSql: str, pageSize: int = _PAGE_SIZE) -> Dict[str, Any]:
     """A Smart SQL query spec."""
-    return {"queryType": "smart", "smartSql": smartSql, "pageSize": pageSize or 10}
+    return _cordova_api.build_query_spec("buildSmartQuerySpec", smartSql, pageSize)
+
+
+# Every facade above is a row of the library's table (an ImportError names any that is not).
+_API.check([name for name in __all__ if name not in ("init", "close_all") and not name.startswith("build")])

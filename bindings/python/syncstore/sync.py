@@ -46,7 +46,7 @@ def wait_sync(handle: Handle, sync_id: int, timeout: Optional[float]) -> SyncSta
         if state is not None:
             return state
         if deadline is not None and time.monotonic() >= deadline:
-            raise WaitTimeout(f"sync {sync_id} is still running after {timeout} s", code=4, retryable=True)
+            raise WaitTimeout(f"sync {sync_id} is still running after {timeout} s", retryable=True)
 
 
 class SyncRun(_callbacks.Listener):
@@ -145,7 +145,7 @@ class SyncRun(_callbacks.Listener):
             last = self._states[-1] if self._states else None
         final = last if self.kind == "cleanResyncGhosts" and last is not None else (waited or last)
         if final is None:
-            raise StateError(f"sync {self.sync_id} has no state", code=11)
+            raise StateError(f"sync {self.sync_id} has no state")
         if self.callback_errors:
             error = CallbackError(list(self.callback_errors), cast(Dict[str, object], final))
             error.__cause__ = self.callback_errors[0]
@@ -173,7 +173,7 @@ class SyncRun(_callbacks.Listener):
         with self._cond:
             while not self._done:
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise WaitTimeout(f"sync {self.sync_id} is still running after {timeout} s", code=4,
+                    raise WaitTimeout(f"sync {self.sync_id} is still running after {timeout} s",
                                       retryable=True)
                 self._cond.wait(_WAIT_SLICE_MS / 1000.0)
 
