@@ -71,7 +71,7 @@ MAP
         stale "$OUT/$name.o" "Sources/$name" "$@" "$0" || return 0
         echo "== fuzz build: $name"
         mapfile -t sources < <(find "Sources/$name" -name '*.swift' | sort)
-        swiftc -c -wmo -O -parse-as-library -module-name "$name" -enable-testing -sanitize=fuzzer,address \
+        swiftc -c -wmo -O -parse-as-library -module-name "$name" -package-name syncstore -enable-testing -sanitize=fuzzer,address \
             -emit-module -emit-module-path "$OUT/modules/$name.swiftmodule" "${includes[@]}" \
             "${sources[@]}" -o "$OUT/$name.o"
     }
@@ -84,7 +84,7 @@ MAP
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.swift" "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$OUT/SyncStoreCore.o" \
                 "$OUT/SyncStoreSync.o" "$OUT/SyncStorePlugin.o" "$OUT/SyncStoreSupport.o" || continue
             echo "== fuzz build: $t"
-            swiftc -O -parse-as-library -sanitize=fuzzer,address "${includes[@]}" -module-name "fuzz_$t" \
+            swiftc -O -parse-as-library -sanitize=fuzzer,address "${includes[@]}" -module-name "fuzz_$t" -package-name syncstore \
                 "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$FUZZ/targets/$t.swift" \
                 "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSync.o" "$OUT/SyncStorePlugin.o" "$OUT/SyncStoreSupport.o" "${cipher_objs[@]}" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         elif [ -f "$FUZZ/targets/$t.c" ]; then
