@@ -1,5 +1,6 @@
 /* What the C benchmarks share besides statistics: clocks, a growing buffer for libcurl's answers
- * and the process's peak RSS. */
+ * and the process's peak RSS. Static inline: a file using some of them builds without
+ * unused-function warnings. */
 #ifndef SYNCSTORE_BENCH_IO_H
 #define SYNCSTORE_BENCH_IO_H
 #include <stdio.h>
@@ -24,7 +25,7 @@ static inline long long now_ms(void) {
 typedef struct { char *data; size_t len, cap; } buffer;
 
 /* A CURLOPT_WRITEFUNCTION appending to the buffer in ctx (kept NUL-terminated). */
-static size_t collect(char *data, size_t size, size_t count, void *ctx) {
+static inline size_t collect(char *data, size_t size, size_t count, void *ctx) {
     buffer *b = ctx;
     size_t n = size * count;
     if (b->len + n + 1 > b->cap) {
@@ -42,7 +43,7 @@ static size_t collect(char *data, size_t size, size_t count, void *ctx) {
 }
 
 /* Peak resident set size of this process in kB (VmHWM), -1 when unknown. */
-static long vm_hwm_kb(void) {
+static inline long vm_hwm_kb(void) {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long kb = -1;

@@ -52,7 +52,7 @@ module CSyncStoreCipher {
 }
 MAP
     local includes=(-I "$OUT/modules" -I Sources/CSQLite -I Sources/CJansson -I Sources/CCurl -I Sources/CSyncStoreABI)
-    # The codec's C files (cipher_vfs.c and what it calls), one object each.
+    # The codec's C files (cipher_vfs.c, the cipher_*.c files it calls, sqlite_setup.c), one object each.
     local cipher_objs=() c
     for c in Sources/CSyncStoreCipher/*.c; do cipher_objs+=("$OUT/$(basename "${c%.c}").o"); done
     if stale "$OUT/cipher_vfs.o" Sources/CSyncStoreCipher "$0"; then
