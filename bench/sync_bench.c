@@ -39,7 +39,7 @@
  *                    fetch, then sealed: a timed run never reaches the dev server)
  *    The summary prints engine/limit for the dev server and for the static page server.
  * 5. (--limit-records M) the same at M records, with the engine from the dev server beside it
- *    (--limit-rounds R, default 1; the issue's "best of 3 paired runs" is --limit-rounds 3).
+ *    (--limit-rounds R, default 1; "best of 3 paired runs" is --limit-rounds 3).
  * 6. (--scale-records M) a sync at M records over HTTP: a named sync down, 1% of the records
  *    changed on the server then reSync (beside: the full sync, and fetching only the changed
  *    records), a first cleanResyncGhosts (every id compared; it sets the sync's mark), 1% deleted

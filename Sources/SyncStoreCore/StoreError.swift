@@ -1,6 +1,6 @@
 /// Stable error categories; raw values are the C ABI's SYNCSTORE_ERR_* codes, `name` their macro
 /// names without the prefix (Tests/c/check_abi_facts.py checks both against include/syncstore.h).
-public enum ErrorCode: Int32, Sendable, CaseIterable {
+package enum ErrorCode: Int32, Sendable, CaseIterable {
     case argument = 1
     case notFound = 2
     case exists = 3
@@ -15,7 +15,7 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
 
     /// The header's name without "SYNCSTORE_ERR_" ("NOT_FOUND"): syncstore_status_name() and the
     /// CLI's JSON errors say it.
-    public var name: String {
+    package var name: String {
         switch self {
         case .argument: return "ARGUMENT"
         case .notFound: return "NOT_FOUND"
@@ -33,18 +33,18 @@ public enum ErrorCode: Int32, Sendable, CaseIterable {
 }
 
 /// The one error type the core throws. Messages say what was wrong and what to do.
-public struct StoreError: Error, CustomStringConvertible, Sendable {
-    public let code: ErrorCode
-    public let message: String
-    public let retryable: Bool
+package struct StoreError: Error, CustomStringConvertible, Sendable {
+    package let code: ErrorCode
+    package let message: String
+    package let retryable: Bool
 
-    public init(_ code: ErrorCode, _ message: String, retryable: Bool = false) {
+    package init(_ code: ErrorCode, _ message: String, retryable: Bool = false) {
         self.code = code
         self.message = message
         self.retryable = retryable
     }
 
-    public var description: String { "\(code): \(message)" }
+    package var description: String { "\(code): \(message)" }
 
     package static func argument(_ message: String) -> StoreError { StoreError(.argument, message) }
     package static func notFound(_ message: String) -> StoreError { StoreError(.notFound, message) }

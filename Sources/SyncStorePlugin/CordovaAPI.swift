@@ -22,9 +22,9 @@ import SyncStoreSync
 /// - syncStatuses: "terminal", the statuses a run ends with.
 /// - statuses: every status code with its header name and whether a plugin answer with it is
 ///   retryable (an answer carries its code and message only).
-public enum CordovaAPI {
+package enum CordovaAPI {
     /// The table as compact JSON text (the statuses appended from ErrorCode).
-    public static let json: String = build()
+    package static let json: String = build()
 
     /// The actions that open no store, per service name (the dispatcher's own set).
     package static let noStore: Set<String> = ["pgGetAllStores", "pgGetAllGlobalStores", "pgRemoveStore", "pgRemoveAllStores",
@@ -32,7 +32,7 @@ public enum CordovaAPI {
 
     /// Whether a plugin answer of this status is retryable: the engine's retryable codes (a busy
     /// store, a lost connection). A server's 5xx reaches a plugin's caller as SERVER, not retried.
-    public static func retryable(_ code: ErrorCode) -> Bool { code == .busy || code == .network }
+    package static func retryable(_ code: ErrorCode) -> Bool { code == .busy || code == .network }
 
     private static func build() -> String {
         guard let doc = try? JSONDocument.parse(table, what: "plugin API table") else { return "{}" }

@@ -5,20 +5,20 @@ import SyncStoreSync
 /// answers, cursor objects, error strings and "sync" events of the SDK's SmartStorePlugin and
 /// MobileSyncPlugin. It opens the stores the calls name under its root on first use (with the
 /// host's key provider and remotes) and keeps them open until `close()`.
-public final class HybridPlugin: @unchecked Sendable {
+package final class HybridPlugin: @unchecked Sendable {
     /// status (0 or an ErrorCode), and the success value's JSON (every action answers one) or
     /// the error message as a JSON string.
-    public typealias Answer = @Sendable (Int32, String?) -> Void
+    package typealias Answer = @Sendable (Int32, String?) -> Void
     /// A document event: its name ("sync") and its detail as JSON.
-    public typealias Listener = @Sendable (String, String) -> Void
+    package typealias Listener = @Sendable (String, String) -> Void
     /// The key of a store about to open ({"storeName", "isGlobalStore"}): nil key for plaintext.
-    public typealias KeyProvider = (String) throws -> (key: String?, kdfIter: Int?)
+    package typealias KeyProvider = (String) throws -> (key: String?, kdfIter: Int?)
 
-    public static let smartStoreService = "com.salesforce.smartstore"
-    public static let mobileSyncService = "com.salesforce.mobilesync"
-    public static let oauthService = "com.salesforce.oauth"
-    public static let networkService = "com.salesforce.network"
-    public static let sdkInfoService = "com.salesforce.sdkinfo"
+    package static let smartStoreService = "com.salesforce.smartstore"
+    package static let mobileSyncService = "com.salesforce.mobilesync"
+    package static let oauthService = "com.salesforce.oauth"
+    package static let networkService = "com.salesforce.network"
+    package static let sdkInfoService = "com.salesforce.sdkinfo"
 
     package let root: String
     private let lock = Lock()
@@ -32,7 +32,7 @@ public final class HybridPlugin: @unchecked Sendable {
     private var closed = false
 
     /// options: {"remote": {...}}, the default remote of every store (RemoteConfig's JSON).
-    public init(root: String, optionsJSON: String?) throws {
+    package init(root: String, optionsJSON: String?) throws {
         guard !root.isEmpty else { throw StoreError.argument("The plugin's root directory must not be empty") }
         self.root = root
         if let options = try JSONDocument.parseOptional(optionsJSON, what: "plugin options") {
@@ -53,7 +53,7 @@ public final class HybridPlugin: @unchecked Sendable {
     /// The remote of one store (`storeJSON` {"storeName", "isGlobalStore"}), or with nil the
     /// default of every store without its own. Every run started after it uses it, in stores
     /// already open too.
-    public func setRemote(storeJSON: String?, remoteJSON: String) throws {
+    package func setRemote(storeJSON: String?, remoteJSON: String) throws {
         _ = try RemoteConfig.parse(remoteJSON)
         let slot = try storeJSON.map { text -> PluginStoreSlot in
             let doc = try JSONDocument.parse(text, what: "store config")
@@ -66,17 +66,17 @@ public final class HybridPlugin: @unchecked Sendable {
         }
     }
 
-    public func setListener(_ listener: Listener?) throws {
+    package func setListener(_ listener: Listener?) throws {
         try lock.withLock { try checkOpen(); self.listener = listener }
     }
 
-    public func setKeyProvider(_ provider: KeyProvider?) throws {
+    package func setKeyProvider(_ provider: KeyProvider?) throws {
         try lock.withLock { try checkOpen(); keyProvider = provider }
     }
 
     /// Closes every store this plugin opened (their runs stop, as a close does); later calls fail
     /// with STATE.
-    public func close() throws {
+    package func close() throws {
         let open: [Int] = try lock.withLock {
             try checkOpen()
             // From a callback of one of its stores the close would wait for that callback: refuse
@@ -99,7 +99,7 @@ public final class HybridPlugin: @unchecked Sendable {
     package var defaultRemoteJSON: String? { lock.withLock { defaultRemote } }
 
     /// Whether close() has run (its stores are closed, or were being closed when one failed).
-    public var isClosed: Bool { lock.withLock { closed } }
+    package var isClosed: Bool { lock.withLock { closed } }
 
     private func checkOpen() throws {
         if closed { throw StoreError(.state, "The plugin was freed; create a new one") }
@@ -108,7 +108,7 @@ public final class HybridPlugin: @unchecked Sendable {
     // MARK: calls
 
     /// Runs one action; `answer` is called exactly once (see `PluginAnswer.later`).
-    public func exec(service: String, action: String, argsJSON: String, answer: @escaping Answer) {
+    package func exec(service: String, action: String, argsJSON: String, answer: @escaping Answer) {
         do {
             let table: [String: PluginAction]
             switch service {
@@ -137,7 +137,7 @@ public final class HybridPlugin: @unchecked Sendable {
     }
 
     /// A message as a JSON string: how the plugins' error callbacks get it.
-    public static func messageJSON(_ message: String) -> String {
+    package static func messageJSON(_ message: String) -> String {
         JSONMake.string(message).map { raw in JSONDocument(owning: raw).root.dump() } ?? "\"\""
     }
 
@@ -229,12 +229,12 @@ package typealias PluginAction = @Sendable (HybridPlugin, PluginCall, @escaping 
 
 /// The C ABI's plugin handles: numbers, never pointers to freed memory, so a freed handle is a
 /// STATE error and not a crash.
-public enum PluginHandles {
+package enum PluginHandles {
     private static let lock = Lock()
     nonisolated(unsafe) private static var plugins: [Int: HybridPlugin] = [:]
     nonisolated(unsafe) private static var next = 0x5000
 
-    public static func add(_ plugin: HybridPlugin) -> Int {
+    package static func add(_ plugin: HybridPlugin) -> Int {
         lock.withLock {
             next += 16
             plugins[next] = plugin
@@ -242,14 +242,14 @@ public enum PluginHandles {
         }
     }
 
-    public static func get(_ handle: Int) throws -> HybridPlugin {
+    package static func get(_ handle: Int) throws -> HybridPlugin {
         guard let plugin = lock.withLock({ plugins[handle] }) else {
             throw StoreError(.state, "Unknown or freed plugin handle")
         }
         return plugin
     }
 
-    public static func remove(_ handle: Int) -> HybridPlugin? {
+    package static func remove(_ handle: Int) -> HybridPlugin? {
         lock.withLock { plugins.removeValue(forKey: handle) }
     }
 }

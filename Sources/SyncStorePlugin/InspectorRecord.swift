@@ -5,11 +5,11 @@ import SyncStoreSync
 /// Where a running store inspector (`syncstore-cli inspect`) says it is, so the plugins'
 /// showInspector can point at it: `<root>/inspector.json`, {"url", "pid"}, readable by its owner
 /// only (the URL carries the inspector's token), removed when the inspector stops.
-public enum InspectorRecord {
+package enum InspectorRecord {
     package static func path(root: String) -> String { "\(root)/inspector.json" }
 
     /// Records a running inspector (replacing an older record); best effort.
-    public static func write(root: String, url: String, pid: Int32) {
+    package static func write(root: String, url: String, pid: Int32) {
         let doc = JSONDocument.object()
         doc.root.set("url", owned: JSONMake.string(url))
         doc.root.set("pid", owned: JSONMake.int(Int64(pid)))
@@ -24,7 +24,7 @@ public enum InspectorRecord {
     }
 
     /// Removes the record of the inspector `pid` (not a newer one's).
-    public static func remove(root: String, pid: Int32) {
+    package static func remove(root: String, pid: Int32) {
         if running(root: root)?.pid == pid { _ = unlink(path(root: root)) }
     }
 

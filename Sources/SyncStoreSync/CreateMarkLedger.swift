@@ -56,6 +56,17 @@ package enum CreateMarkLedger {
         }
     }
 
+    /// Removed soups are no longer known clean; inside the caller's transaction.
+    static func forgetSoups(_ soups: [String], _ db: Connection) throws {
+        let statement = try db.cached("DELETE FROM sync_clean_soups WHERE soupName = ?")
+        defer { statement.reset() }
+        for soup in soups {
+            statement.reset()
+            try statement.bind([.text(soup)])
+            try statement.run()
+        }
+    }
+
     /// Marks may exist in any soup again; inside the caller's transaction.
     package static func forget(_ db: Connection) throws {
         try db.execute("UPDATE sync_mark_generation SET generation = generation + 1")

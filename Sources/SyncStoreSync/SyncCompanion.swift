@@ -92,6 +92,13 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
         try manager.close(owner: owner)
     }
 
+    /// A removed soup leaves the ledger (a soup registered again under its name starts unknown).
+    package func didCommit(_ change: StoreChange) {
+        let dropped = change.soups.filter { $0.value.dropped }.map(\.key)
+        guard !dropped.isEmpty, !store.readOnly else { return }
+        try? store.write { db in try CreateMarkLedger.forgetSoups(dropped, db) }
+    }
+
     package var isCallbackThread: Bool { current?.isWorkerThread ?? false }
 
     package func paused<T>(_ body: () throws -> T) throws -> T {
@@ -103,7 +110,7 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
 extension SmartStore {
     /// The store's sync engine (one per store, shared by all handles). STATE once the last
     /// handle has started closing, or for a read-only store.
-    public func syncManager() throws -> SyncManager {
+    package func syncManager() throws -> SyncManager {
         try SyncCompanion.of(self).syncManager()
     }
 

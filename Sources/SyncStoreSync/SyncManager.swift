@@ -2,12 +2,12 @@ import SyncStoreSupport
 import SyncStoreCore
 
 /// Status updates: the whole state as JSON text, valid during the call.
-public typealias SyncCallback = @Sendable (String) -> Void
+package typealias SyncCallback = @Sendable (String) -> Void
 
 /// MobileSync for one store (docs/sync.md): creates and runs syncs on one serial worker
 /// thread, persists their state in the store, reports every change through the run's callback
 /// (never while a store lock is held) and ends every run with exactly one terminal callback.
-public final class SyncManager: @unchecked Sendable {
+package final class SyncManager: @unchecked Sendable {
     package let store: SmartStore
     package let states: SyncStateStore
     package let customTargets = CustomTargetRegistry()
@@ -32,23 +32,23 @@ public final class SyncManager: @unchecked Sendable {
 
     // MARK: configuration
 
-    public func setRemote(_ config: RemoteConfig) {
+    package func setRemote(_ config: RemoteConfig) {
         lock.withLock { rest = RestClient(config: config) }
     }
 
-    public func registerCustomTarget(_ type: String, _ callbacks: CustomTargetCallbacks) throws {
+    package func registerCustomTarget(_ type: String, _ callbacks: CustomTargetCallbacks) throws {
         try customTargets.register(type, callbacks)
     }
 
     // MARK: creating
 
     /// `requested`: the sync is created RUNNING, for a run started at once (see `start`).
-    public func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+    package func createSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
         try states.create(try syncDownState(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name),
                           requested: requested)
     }
 
-    public func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
+    package func createSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, requested: Bool = false) throws -> SyncState {
         try states.create(try syncUpState(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name),
                           requested: requested)
     }
@@ -98,14 +98,14 @@ public final class SyncManager: @unchecked Sendable {
     // MARK: running
 
     @discardableResult
-    public func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+    package func syncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try requestSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, owner: owner, callback: callback).id
     }
 
     /// The `request…` forms start a run as their namesakes do and answer the sync's state as it
     /// was saved when the run was requested (RUNNING, progress 0), whatever the run has done
     /// since: what the hybrid plugins answer, the same however fast the run ends.
-    public func requestSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+    package func requestSyncDown(targetJSON: String, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         try checkOpen()
         let state = try createSyncDown(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
         try start(state.id, owner: owner, callback: callback, created: state)
@@ -113,11 +113,11 @@ public final class SyncManager: @unchecked Sendable {
     }
 
     @discardableResult
-    public func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+    package func syncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try requestSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, owner: owner, callback: callback).id
     }
 
-    public func requestSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+    package func requestSyncUp(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         try checkOpen()
         let state = try createSyncUp(targetJSON: targetJSON, soupName: soupName, optionsJSON: optionsJSON, name: name, requested: true)
         try start(state.id, owner: owner, callback: callback, created: state)
@@ -125,22 +125,22 @@ public final class SyncManager: @unchecked Sendable {
     }
 
     /// Runs an existing sync again (incrementally for sync down targets with a timestamp).
-    public func reSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
+    package func reSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
         try requestReSync(id: id, owner: owner, callback: callback)
     }
 
     @discardableResult
-    public func reSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
+    package func reSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> Int64 {
         try requestReSync(name: name, owner: owner, callback: callback).id
     }
 
     @discardableResult
-    public func requestReSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+    package func requestReSync(id: Int64, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
         return try requested(start(id, owner: owner, callback: callback), id)
     }
 
-    public func requestReSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
+    package func requestReSync(name: String, owner: Int = 0, callback: SyncCallback?) throws -> SyncState {
         guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
         return try requested(start(state.id, owner: owner, callback: callback), state.id)
     }
@@ -330,7 +330,7 @@ public final class SyncManager: @unchecked Sendable {
     /// Deletes local records of this sync down that the server no longer has (docs/sync.md#sync-down).
     /// The callback gets `{"syncId", "type":"cleanResyncGhosts", "status", "removed", "error", "errorCode",
     /// "errorRetryable"}`.
-    public func cleanResyncGhosts(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
+    package func cleanResyncGhosts(id: Int64, owner: Int = 0, callback: SyncCallback?) throws {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
@@ -375,23 +375,23 @@ public final class SyncManager: @unchecked Sendable {
 
     // MARK: status and control
 
-    public func status(id: Int64) throws -> SyncState? { try states.get(id: id) }
-    public func status(name: String) throws -> SyncState? { try states.get(name: name) }
+    package func status(id: Int64) throws -> SyncState? { try states.get(id: id) }
+    package func status(name: String) throws -> SyncState? { try states.get(name: name) }
 
-    public func delete(id: Int64) throws {
+    package func delete(id: Int64) throws {
         guard try states.get(id: id) != nil else { throw StoreError.notFound("No sync with id \(id)") }
         guard !tracker.isActive(id) else { throw StoreError(.busy, "Sync \(id) is running; stop it before deleting it", retryable: true) }
         try states.delete(id: id)
         try store.write { db in try DeletedRecordsWindow.forget(syncId: id, db: db) }
     }
 
-    public func delete(name: String) throws {
+    package func delete(name: String) throws {
         guard let state = try states.get(name: name) else { throw StoreError.notFound("No sync named '\(name)'") }
         try delete(id: state.id)
     }
 
     /// Stops every queued and running sync (they end STOPPED) and refuses new ones until restart.
-    public func stop() {
+    package func stop() {
         // Under the lock that starts take: every run that passed its check is registered.
         lock.withLock {
             paused = true
@@ -402,7 +402,7 @@ public final class SyncManager: @unchecked Sendable {
     /// Accepts syncs again; with restartStopped, re-runs every STOPPED sync (a stopped run, or
     /// one the process ended while it was queued or running). Returns their ids.
     @discardableResult
-    public func restart(restartStopped: Bool, owner: Int = 0, callback: SyncCallback?) throws -> [Int64] {
+    package func restart(restartStopped: Bool, owner: Int = 0, callback: SyncCallback?) throws -> [Int64] {
         lock.withLock { paused = false }
         guard restartStopped else { return [] }
         var started: [Int64] = []
@@ -415,7 +415,7 @@ public final class SyncManager: @unchecked Sendable {
 
     /// Blocks until the sync has no queued or running run (timeoutMs < 0: no limit) and returns
     /// its state. BUSY on timeout.
-    public func wait(id: Int64, timeoutMs: Int64) throws -> SyncState {
+    package func wait(id: Int64, timeoutMs: Int64) throws -> SyncState {
         guard tracker.wait(id, timeoutMs: timeoutMs) else {
             throw StoreError(.busy, "Sync \(id) is still running after \(timeoutMs) ms", retryable: true)
         }
@@ -426,7 +426,7 @@ public final class SyncManager: @unchecked Sendable {
     /// Creates the syncs of a usersyncs.json / globalsyncs.json document; existing names are
     /// skipped. All or nothing: every sync is checked first and all are saved in one
     /// transaction, so a document with one bad sync creates none.
-    public func loadSyncConfig(json: String) throws {
+    package func loadSyncConfig(json: String) throws {
         let doc = try JSONDocument.parse(json, what: "sync config")
         guard let list = doc.root["syncs"], list.isArray else {
             throw StoreError.argument("A sync config must be {\"syncs\": [{\"syncName\", \"syncType\", \"soupName\", \"target\", \"options\"}]}")
@@ -455,7 +455,7 @@ public final class SyncManager: @unchecked Sendable {
     }
 
     /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.
-    public func close() {
+    package func close() {
         lock.withLock {
             closed = true
             tracker.cancelAll()
@@ -468,7 +468,7 @@ public final class SyncManager: @unchecked Sendable {
     /// Stops the runs one handle started and waits for their terminal callbacks. The store has
     /// already marked the handle closed (see SmartStore.isOwnerOpen), so no run of it starts
     /// after the lock below is taken.
-    public func close(owner: Int) throws {
+    package func close(owner: Int) throws {
         if worker.isCurrentThread {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
         }
@@ -476,12 +476,12 @@ public final class SyncManager: @unchecked Sendable {
         _ = tracker.waitOwner(owner, timeoutMs: -1)
     }
 
-    public var isWorkerThread: Bool { worker.isCurrentThread }
+    package var isWorkerThread: Bool { worker.isCurrentThread }
 }
 
 extension SyncManager {
     /// Reads a usersyncs.json / globalsyncs.json file and creates its syncs.
-    public func loadSyncConfig(path: String) throws {
+    package func loadSyncConfig(path: String) throws {
         try loadSyncConfig(json: try FileSystem.readFile(path))
     }
 }

@@ -4,39 +4,39 @@ import SyncStoreCore
 
 /// The persisted state of one sync (docs/sync.md#sync-state). Stored as an entry of the soup `syncs_soup`,
 /// whose `_soupEntryId` is the sync id, so syncs survive restarts.
-public struct SyncState: Sendable {
-    public enum Kind: String, Sendable { case syncDown, syncUp }
-    public enum Status: String, Sendable { case new = "NEW", running = "RUNNING", done = "DONE", failed = "FAILED", stopped = "STOPPED" }
+package struct SyncState: Sendable {
+    package enum Kind: String, Sendable { case syncDown, syncUp }
+    package enum Status: String, Sendable { case new = "NEW", running = "RUNNING", done = "DONE", failed = "FAILED", stopped = "STOPPED" }
 
-    public var id: Int64 = 0
-    public var kind: Kind
-    public var name: String?
+    package var id: Int64 = 0
+    package var kind: Kind
+    package var name: String?
     /// Target and options are kept as JSON text: targets are extensible (custom types).
-    public var targetJSON: String
-    public var optionsJSON: String
-    public var soupName: String
-    public var status: Status = .new
-    public var progress = 0
-    public var totalSize: Int64 = -1
-    public var maxTimeStamp: Int64 = -1
-    public var startTime: Int64 = 0
-    public var endTime: Int64 = 0
-    public var error = ""
+    package var targetJSON: String
+    package var optionsJSON: String
+    package var soupName: String
+    package var status: Status = .new
+    package var progress = 0
+    package var totalSize: Int64 = -1
+    package var maxTimeStamp: Int64 = -1
+    package var startTime: Int64 = 0
+    package var endTime: Int64 = 0
+    package var error = ""
     /// SYNCSTORE_ERR_* code of the failure, 0 when none: hosts decide on codes, not messages.
-    public var errorCode: Int32 = 0
+    package var errorCode: Int32 = 0
     /// Whether the failure may pass when the run is started again unchanged (the error's own
     /// `retryable`: a network failure, a 5xx, BUSY), false when none.
-    public var errorRetryable = false
+    package var errorRetryable = false
     /// Sync up: records left dirty because the server copy changed (LEAVE_IF_CHANGED).
-    public var conflicts = 0
+    package var conflicts = 0
     /// Sync up: records left dirty because the server refused them (their `__last_error__` says why).
-    public var errors = 0
+    package var errors = 0
     /// `_soupEntryId`s of those records (at most `maxListedIds` each).
-    public var conflictEntryIds: [Int64] = []
-    public var errorEntryIds: [Int64] = []
+    package var conflictEntryIds: [Int64] = []
+    package var errorEntryIds: [Int64] = []
     package static let maxListedIds = 1000
 
-    public var isTerminal: Bool { status == .done || status == .failed || status == .stopped }
+    package var isTerminal: Bool { status == .done || status == .failed || status == .stopped }
 
     package init(kind: Kind, name: String?, targetJSON: String, optionsJSON: String, soupName: String) {
         self.kind = kind
@@ -47,7 +47,7 @@ public struct SyncState: Sendable {
     }
 
     /// The state as one JSON object (what callbacks and getSyncStatus return).
-    public func json() -> JSONDocument {
+    package func json() -> JSONDocument {
         let doc = JSONDocument.object()
         let o = doc.root
         o.set("_soupEntryId", owned: JSONMake.int(id))
@@ -74,7 +74,7 @@ public struct SyncState: Sendable {
         return doc
     }
 
-    public var jsonText: String { json().root.dump() }
+    package var jsonText: String { json().root.dump() }
 
     private static func idList(_ ids: [Int64]) -> UnsafeMutablePointer<json_t>? {
         let list = JSONDocument.array()

@@ -158,5 +158,5 @@ package final class SyncStateStore: @unchecked Sendable {
 
 extension SmartStore {
     /// Every sync of the store, by id. A read: it works while another process runs the syncs.
-    public func syncStates() throws -> [SyncState] { try SyncStateStore.all(in: self) }
+    package func syncStates() throws -> [SyncState] { try SyncStateStore.all(in: self) }
 }

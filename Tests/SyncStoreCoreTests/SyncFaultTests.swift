@@ -194,6 +194,12 @@ final class SyncFaultTests: StoreTestCase {
         let again = try run(manager) { try manager.reSync(name: "up", callback: nil) }
         XCTAssertEqual(again.status, .done, again.error)
         XCTAssertFalse(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
+        // A removed soup is forgotten: one registered again under its name starts unknown.
+        try warmConnection(manager, soup: "contacts")
+        XCTAssertTrue(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
+        try store.removeSoup("contacts")
+        try register("contacts", #"[{"path":"Id","type":"string"}]"#)
+        XCTAssertFalse(CreateMarkLedger.isKnownClean(try store, soup: "contacts"))
     }
 
     // A create the server commits only after the client gave up on it (the sync was stopped

@@ -5,14 +5,14 @@ import Glibc
 /// The key of an encrypted store as the host gave it: a passphrase, or `x'<64 hex>'` (the raw
 /// 256-bit key, no KDF) or `x'<96 hex>'` (raw key and salt), with the PBKDF2 iterations for a
 /// passphrase. Its text is never printed, logged or stored (docs/encryption.md).
-public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// SQLCipher 4's default; the Mobile SDK uses 4000.
-    public static let defaultKdfIter = 256_000
+    package static let defaultKdfIter = 256_000
 
     private let secret: Secret
-    public let kdfIter: Int
+    package let kdfIter: Int
 
-    public init(_ text: String, kdfIter: Int = StoreKey.defaultKdfIter) throws {
+    package init(_ text: String, kdfIter: Int = StoreKey.defaultKdfIter) throws {
         guard !text.isEmpty else {
             throw StoreError.argument("The key must not be empty; leave \"key\" out (or null) for a store that is not encrypted")
         }
@@ -32,10 +32,10 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
         self.kdfIter = kdfIter
     }
 
-    public var description: String { "StoreKey(<hidden>, kdfIter: \(kdfIter))" }
-    public var debugDescription: String { description }
+    package var description: String { "StoreKey(<hidden>, kdfIter: \(kdfIter))" }
+    package var debugDescription: String { description }
 
-    public static func == (a: StoreKey, b: StoreKey) -> Bool { a.kdfIter == b.kdfIter && a.secret.bytes == b.secret.bytes }
+    package static func == (a: StoreKey, b: StoreKey) -> Bool { a.kdfIter == b.kdfIter && a.secret.bytes == b.secret.bytes }
 
     package func withBytes<T>(_ body: (UnsafePointer<CChar>, Int) -> T) -> T {
         secret.bytes.withUnsafeBufferPointer { buffer in

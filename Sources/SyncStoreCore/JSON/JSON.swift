@@ -9,8 +9,8 @@ package enum JSONFlags {
 /// A view of a jansson value inside a document. It keeps its document alive (Swift may release
 /// an object right after its last use, so a bare pointer could outlive its tree). Removing or
 /// replacing a member frees that subtree: take `retained()` of any part still needed first.
-public struct JSON {
-    public let raw: UnsafeMutablePointer<json_t>
+package struct JSON {
+    package let raw: UnsafeMutablePointer<json_t>
     private let owner: JSONDocument?
 
     package init(_ raw: UnsafeMutablePointer<json_t>, owner: JSONDocument?) {
@@ -18,9 +18,9 @@ public struct JSON {
         self.owner = owner
     }
 
-    public enum Kind { case object, array, string, integer, real, bool, null }
+    package enum Kind { case object, array, string, integer, real, bool, null }
 
-    public var kind: Kind {
+    package var kind: Kind {
         switch raw.pointee.type {
         case JSON_OBJECT: return .object
         case JSON_ARRAY: return .array
@@ -32,7 +32,7 @@ public struct JSON {
         }
     }
 
-    public var isNull: Bool { raw.pointee.type == JSON_NULL }
+    package var isNull: Bool { raw.pointee.type == JSON_NULL }
 
     /// The same JSON value as `other`, numbers compared by value at any depth (`200` and
     /// `200.0` are one: a server may answer a number sent as an integer as a real).
@@ -50,10 +50,10 @@ public struct JSON {
             return json_equal(raw, other.raw) != 0
         }
     }
-    public var isObject: Bool { raw.pointee.type == JSON_OBJECT }
-    public var isArray: Bool { raw.pointee.type == JSON_ARRAY }
+    package var isObject: Bool { raw.pointee.type == JSON_OBJECT }
+    package var isArray: Bool { raw.pointee.type == JSON_ARRAY }
 
-    public subscript(key: String) -> JSON? {
+    package subscript(key: String) -> JSON? {
         guard isObject else { return nil }
         // By length: a short key (stored inline) would otherwise be copied to the heap to get
         // its NUL terminator, on every lookup.
@@ -64,14 +64,14 @@ public struct JSON {
         return found.map { JSON($0, owner: owner) }
     }
 
-    public var count: Int { isArray ? json_array_size(raw) : 0 }
+    package var count: Int { isArray ? json_array_size(raw) : 0 }
 
-    public subscript(index: Int) -> JSON? {
+    package subscript(index: Int) -> JSON? {
         guard isArray, index >= 0, let value = json_array_get(raw, index) else { return nil }
         return JSON(value, owner: owner)
     }
 
-    public var elements: [JSON] {
+    package var elements: [JSON] {
         guard isArray else { return [] }
         var result: [JSON] = []
         result.reserveCapacity(count)
@@ -80,7 +80,7 @@ public struct JSON {
     }
 
     /// Keys and values of an object, in insertion order.
-    public var members: [(String, JSON)] {
+    package var members: [(String, JSON)] {
         guard isObject else { return [] }
         var result: [(String, JSON)] = []
         var iter = json_object_iter(raw)
@@ -93,7 +93,7 @@ public struct JSON {
         return result
     }
 
-    public var string: String? {
+    package var string: String? {
         guard raw.pointee.type == JSON_STRING, let p = json_string_value(raw) else { return nil }
         let length = json_string_length(raw)
         return p.withMemoryRebound(to: UInt8.self, capacity: length) {
@@ -101,11 +101,11 @@ public struct JSON {
         }
     }
 
-    public var int64: Int64? {
+    package var int64: Int64? {
         raw.pointee.type == JSON_INTEGER ? Int64(json_integer_value(raw)) : nil
     }
 
-    public var double: Double? {
+    package var double: Double? {
         switch raw.pointee.type {
         case JSON_REAL: return json_real_value(raw)
         case JSON_INTEGER: return Double(json_integer_value(raw))
@@ -113,7 +113,7 @@ public struct JSON {
         }
     }
 
-    public var bool: Bool? {
+    package var bool: Bool? {
         switch raw.pointee.type {
         case JSON_TRUE: return true
         case JSON_FALSE: return false
@@ -123,57 +123,57 @@ public struct JSON {
 
     /// A new reference to this value (for moving it into another container), taken while the
     /// owning document is certainly alive.
-    public func retained() -> UnsafeMutablePointer<json_t>? {
+    package func retained() -> UnsafeMutablePointer<json_t>? {
         withExtendedLifetime(owner) { cjansson_incref(raw) }
     }
 
     /// Compact serialization. Objects keep their insertion order.
-    public func dump() -> String {
+    package func dump() -> String {
         guard let text = json_dumps(raw, JSONFlags.encode) else { return "null" }
         defer { free(text) }
         return String(cString: text)
     }
 
     /// Serialization into a malloc'd C string the caller frees (no Swift String round trip).
-    public func dumpCString() -> UnsafeMutablePointer<CChar>? {
+    package func dumpCString() -> UnsafeMutablePointer<CChar>? {
         json_dumps(raw, JSONFlags.encode)
     }
 
     // MARK: mutation (the receiver must be an object/array owned by the caller)
 
     /// Sets `key`, taking ownership of `value` (a new reference).
-    public func set(_ key: String, owned value: UnsafeMutablePointer<json_t>?) {
+    package func set(_ key: String, owned value: UnsafeMutablePointer<json_t>?) {
         guard let value else { return }
         json_object_set_new(raw, key, value)
     }
 
-    public func remove(_ key: String) { json_object_del(raw, key) }
+    package func remove(_ key: String) { json_object_del(raw, key) }
 
     /// Appends, taking ownership of `value`.
-    public func append(owned value: UnsafeMutablePointer<json_t>?) {
+    package func append(owned value: UnsafeMutablePointer<json_t>?) {
         guard let value else { return }
         json_array_append_new(raw, value)
     }
 }
 
 /// An owning reference to a parsed or built jansson value.
-public final class JSONDocument {
+package final class JSONDocument {
     private let raw: UnsafeMutablePointer<json_t>
 
     /// Takes ownership of one reference to `raw`.
-    public init(owning raw: UnsafeMutablePointer<json_t>) { self.raw = raw }
+    package init(owning raw: UnsafeMutablePointer<json_t>) { self.raw = raw }
 
     deinit { cjansson_decref(raw) }
 
     /// The root value; it keeps this document alive while in use.
-    public var root: JSON { JSON(raw, owner: self) }
+    package var root: JSON { JSON(raw, owner: self) }
 
     /// Parses JSON text under the JSON rule (`JSONRules`): invalid UTF-8, trailing text, NUL
     /// bytes and U+0000 in keys are refused, and so is text nested deeper than
     /// `JSONRules.maxDepth` unless `limitDepth` is false: for text holding entries (host
     /// upserts, server and callback pages), which `EntryWriter` checks one by one, naming the
     /// one at fault (jansson's own limit, 2048, still holds).
-    public static func parse(_ text: String, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
+    package static func parse(_ text: String, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
         var text = text
         return try text.withUTF8 { bytes in
             guard let base = bytes.baseAddress else { return try parse(bytes: "", length: 0, what: what, limitDepth: limitDepth) }
@@ -184,18 +184,18 @@ public final class JSONDocument {
     /// An optional JSON argument (store config, sync options, sync up target): nil and "" both
     /// mean "not given" (nil result). Any other text must be one JSON value; whitespace alone is
     /// not one and is refused like any malformed text.
-    public static func parseOptional(_ text: String?, what: String) throws -> JSONDocument? {
+    package static func parseOptional(_ text: String?, what: String) throws -> JSONDocument? {
         guard let text, !text.isEmpty else { return nil }
         return try parse(text, what: what)
     }
 
     /// Parses a C string without copying it into Swift first.
-    public static func parse(cString: UnsafePointer<CChar>, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
+    package static func parse(cString: UnsafePointer<CChar>, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
         try parse(bytes: cString, length: strlen(cString), what: what, limitDepth: limitDepth)
     }
 
     /// Parses `length` bytes (not NUL-terminated); see `parse(_:what:limitDepth:)`.
-    public static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
+    package static func parse(bytes: UnsafeRawPointer, length: Int, what: String = "JSON", limitDepth: Bool = true) throws -> JSONDocument {
         if let nul = memchr(bytes, 0, length) {
             throw StoreError.argument("Malformed \(what): a NUL byte at offset \(UnsafeRawPointer(nul) - bytes); \(JSONRules.nulRule)")
         }
@@ -220,21 +220,21 @@ public final class JSONDocument {
         return .argument("Malformed \(what) at line \(e.line), column \(e.column): \(text)")
     }
 
-    public static func object() -> JSONDocument { JSONDocument(owning: json_object()) }
-    public static func array() -> JSONDocument { JSONDocument(owning: json_array()) }
+    package static func object() -> JSONDocument { JSONDocument(owning: json_object()) }
+    package static func array() -> JSONDocument { JSONDocument(owning: json_array()) }
 }
 
 /// Constructors for new jansson values (each returns a new reference).
-public enum JSONMake {
+package enum JSONMake {
     /// A JSON string; invalid UTF-8 is repaired with U+FFFD so output is always valid JSON.
-    public static func string(_ s: String) -> UnsafeMutablePointer<json_t>? {
+    package static func string(_ s: String) -> UnsafeMutablePointer<json_t>? {
         s.withCString { json_stringn_nocheck($0, s.utf8.count) }
     }
-    public static func int(_ v: Int64) -> UnsafeMutablePointer<json_t>? { json_integer(json_int_t(v)) }
-    public static func real(_ v: Double) -> UnsafeMutablePointer<json_t>? {
+    package static func int(_ v: Int64) -> UnsafeMutablePointer<json_t>? { json_integer(json_int_t(v)) }
+    package static func real(_ v: Double) -> UnsafeMutablePointer<json_t>? {
         // JSON has no NaN/Infinity; jansson refuses them.
         v.isFinite ? json_real(v) : json_null()
     }
-    public static func bool(_ v: Bool) -> UnsafeMutablePointer<json_t>? { v ? json_true() : json_false() }
-    public static func null() -> UnsafeMutablePointer<json_t>? { json_null() }
+    package static func bool(_ v: Bool) -> UnsafeMutablePointer<json_t>? { v ? json_true() : json_false() }
+    package static func null() -> UnsafeMutablePointer<json_t>? { json_null() }
 }

@@ -7,13 +7,13 @@
 /// - at most `maxDepth` nested arrays and objects in a stored entry, counted from the entry
 ///   itself (see `maxDepth`).
 /// The header states the same rule (SYNCSTORE_JSON_MAX_DEPTH).
-public enum JSONRules {
+package enum JSONRules {
     /// Nesting limit of an entry, outermost object = 1. SQLite's JSON functions refuse deeper
     /// text ("malformed JSON"): 2000 levels in SQLite 3.40 (the system library here), 1000 from
     /// SQLite 3.45 on. 1000 keeps every stored entry readable by json_extract on either, so an
     /// upgrade of the system SQLite can never make a soup unreadable. Keep equal to
     /// SYNCSTORE_JSON_MAX_DEPTH in include/syncstore.h.
-    public static let maxDepth = 1000
+    package static let maxDepth = 1000
 
     /// What the rule says, for messages.
     package static let depthRule = "entries may nest at most \(maxDepth) levels of arrays and objects (SYNCSTORE_JSON_MAX_DEPTH), the deepest SQLite's JSON functions read"

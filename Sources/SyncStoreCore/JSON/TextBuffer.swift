@@ -2,12 +2,12 @@ import Glibc
 
 /// Builds JSON text by concatenating already-serialized pieces, so stored entries are
 /// returned without being parsed and serialized again.
-public struct TextBuffer {
-    public private(set) var bytes: [UInt8] = []
+package struct TextBuffer {
+    package private(set) var bytes: [UInt8] = []
 
-    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    package init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
-    public mutating func append(_ s: String) { bytes.append(contentsOf: s.utf8) }
+    package mutating func append(_ s: String) { bytes.append(contentsOf: s.utf8) }
     package mutating func append(_ byte: UInt8) { bytes.append(byte) }
     package mutating func append(_ buffer: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: buffer) }
     package mutating func append(cString: UnsafePointer<CChar>) {
@@ -15,10 +15,10 @@ public struct TextBuffer {
         cString.withMemoryRebound(to: UInt8.self, capacity: n) { bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
     }
 
-    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    package var string: String { String(decoding: bytes, as: UTF8.self) }
 
     /// A malloc'd NUL-terminated copy for the C ABI (released with free/syncstore_free).
-    public func mallocCString() -> UnsafeMutablePointer<CChar>? {
+    package func mallocCString() -> UnsafeMutablePointer<CChar>? {
         guard let p = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
         bytes.withUnsafeBytes { raw in
             if let base = raw.baseAddress { memcpy(p, base, bytes.count) }

@@ -1,34 +1,34 @@
 import SyncStoreSupport
 
 /// A parsed query spec (docs/queries.md#query-specs).
-public struct QuerySpec {
-    public enum QueryType: String { case exact, range, like, match, smart }
-    public enum Order: String { case ascending, descending }
+package struct QuerySpec {
+    package enum QueryType: String { case exact, range, like, match, smart }
+    package enum Order: String { case ascending, descending }
 
-    public var queryType: QueryType
-    public var indexPath: String?
-    public var matchKey: SQLKey?
-    public var beginKey: SQLKey?
-    public var endKey: SQLKey?
-    public var likeKey: SQLKey?
-    public var smartSql: String?
-    public var orderPath: String?
-    public var order: Order = .ascending
-    public var pageSize: Int = 10
-    public var selectPaths: [String]?
+    package var queryType: QueryType
+    package var indexPath: String?
+    package var matchKey: SQLKey?
+    package var beginKey: SQLKey?
+    package var endKey: SQLKey?
+    package var likeKey: SQLKey?
+    package var smartSql: String?
+    package var orderPath: String?
+    package var order: Order = .ascending
+    package var pageSize: Int = 10
+    package var selectPaths: [String]?
     /// How long one Smart SQL step (the count, or one page) may run before it is stopped.
-    public var timeoutMs: Int64 = QuerySpec.defaultTimeoutMs
+    package var timeoutMs: Int64 = QuerySpec.defaultTimeoutMs
     /// An exact query whose matchKey is null matches no entry (the hybrid plugins' reading)
     /// instead of being refused.
-    public var nullMatchKeyMatchesNothing = false
+    package var nullMatchKeyMatchesNothing = false
 
     /// Whose rules a spec is read by: the library's (a missing queryType is range, an exact
     /// query needs a matchKey) or the hybrid plugins' (queryType is required, as the SDK's
     /// QuerySpec always sends it; an exact query with a null matchKey matches nothing).
-    public enum Dialect { case library, plugin }
+    package enum Dialect { case library, plugin }
 
     /// A key value from the spec, kept with its JSON type.
-    public enum SQLKey {
+    package enum SQLKey {
         case text(String), int(Int64), real(Double), bool(Bool)
         /// The bound value; booleans match how the index stores them ("true" in text columns).
         package func sql(textual: Bool) -> SQLValue {
@@ -49,10 +49,10 @@ public struct QuerySpec {
         }
     }
 
-    public static let maxPageSize = 100_000
-    public static let defaultTimeoutMs: Int64 = 30_000
+    package static let maxPageSize = 100_000
+    package static let defaultTimeoutMs: Int64 = 30_000
 
-    public static func parse(_ json: JSON, dialect: Dialect = .library) throws -> QuerySpec {
+    package static func parse(_ json: JSON, dialect: Dialect = .library) throws -> QuerySpec {
         guard json.isObject else { throw StoreError.argument("A query spec must be a JSON object with a \"queryType\"") }
         // A missing or null queryType means range; any other non-string is an error, not "all".
         let given = try optionalString(json, "queryType")

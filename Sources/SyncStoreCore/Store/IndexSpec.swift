@@ -1,5 +1,5 @@
 /// The kinds of index a soup path can have (docs/smartstore.md#soups-and-index-specs).
-public enum IndexType: String, Sendable, CaseIterable {
+package enum IndexType: String, Sendable, CaseIterable {
     case string, integer, floating
     case fullText = "full_text"
     case json1
@@ -16,17 +16,17 @@ public enum IndexType: String, Sendable, CaseIterable {
 }
 
 /// One `{"path", "type"}` pair of a soup's index specs.
-public struct IndexSpec: Equatable, Sendable {
-    public let path: String
-    public let type: IndexType
+package struct IndexSpec: Equatable, Sendable {
+    package let path: String
+    package let type: IndexType
 
-    public init(path: String, type: IndexType) {
+    package init(path: String, type: IndexType) {
         self.path = path
         self.type = type
     }
 
     /// Parses `[{"path": "...", "type": "..."}]`; rejects an empty list and duplicate paths.
-    public static func parseList(_ json: JSON) throws -> [IndexSpec] {
+    package static func parseList(_ json: JSON) throws -> [IndexSpec] {
         guard json.isArray else { throw StoreError.argument("Index specs must be a JSON array of {\"path\", \"type\"} objects") }
         guard json.count > 0 else { throw StoreError.argument("Index specs must not be empty: give at least one {\"path\", \"type\"}") }
         var specs: [IndexSpec] = []
@@ -47,7 +47,7 @@ public struct IndexSpec: Equatable, Sendable {
         return specs
     }
 
-    public static func listJSON(_ specs: [IndexSpec]) -> String {
+    package static func listJSON(_ specs: [IndexSpec]) -> String {
         let array = JSONDocument.array()
         for spec in specs {
             let item = JSONDocument.object()

@@ -51,7 +51,7 @@ package enum LocalFlags {
 
 extension SmartStore {
     /// Entries of a soup, and how many of them carry local changes a sync up would send.
-    public func entryCounts(soup name: String) throws -> (entries: Int64, dirty: Int64) {
+    package func entryCounts(soup name: String) throws -> (entries: Int64, dirty: Int64) {
         let info = try requireSoup(name)
         return try readers.withReader { db in
             let statement = try db.prepare("SELECT count(*), coalesce(sum(\(LocalFlags.dirtyCondition)), 0) FROM \(info.table)")

@@ -9,12 +9,12 @@ extension SmartStore {
 
     /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
     /// the stored entries as a JSON array.
-    public func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
+    package func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
         let doc = try JSONDocument.parse(entriesJSON, what: "entries", limitDepth: false)
         return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath)
     }
 
-    public func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil) throws -> TextBuffer {
+    package func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil) throws -> TextBuffer {
         let list: [JSON] = entries.isArray ? entries.elements : [entries]
         for (i, entry) in list.enumerated() where !entry.isObject {
             throw StoreError.argument("Entry \(i) is not a JSON object; soup entries must be objects")
@@ -39,11 +39,11 @@ extension SmartStore {
         }
     }
 
-    public func retrieve(soup name: String, idsJSON: String) throws -> TextBuffer {
+    package func retrieve(soup name: String, idsJSON: String) throws -> TextBuffer {
         try retrieve(soup: name, ids: try parseIds(idsJSON))
     }
 
-    public func retrieve(soup name: String, ids: [Int64]) throws -> TextBuffer {
+    package func retrieve(soup name: String, ids: [Int64]) throws -> TextBuffer {
         try reading(name) { info in try readers.withReader { db in
             let statement = try db.cached("SELECT soup FROM \(info.table) WHERE id = ?")
             defer { statement.reset() }
@@ -125,11 +125,11 @@ extension SmartStore {
         }
     }
 
-    public func removeEntries(soup name: String, idsJSON: String) throws {
+    package func removeEntries(soup name: String, idsJSON: String) throws {
         try removeEntries(soup: name, ids: try parseIds(idsJSON))
     }
 
-    public func removeEntries(soup name: String, ids: [Int64]) throws {
+    package func removeEntries(soup name: String, ids: [Int64]) throws {
         try write(origin: .host(owner: 0)) { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
     }
 
@@ -151,12 +151,12 @@ extension SmartStore {
 
     /// Deletes every entry the spec selects (not just one page, unlike the SDK).
     @discardableResult
-    public func removeByQuery(soup name: String, specJSON: String) throws -> Int {
+    package func removeByQuery(soup name: String, specJSON: String) throws -> Int {
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
         return try removeByQuery(soup: name, spec: try QuerySpec.parse(doc.root))
     }
 
-    public func removeByQuery(soup name: String, spec: QuerySpec) throws -> Int {
+    package func removeByQuery(soup name: String, spec: QuerySpec) throws -> Int {
         try write(origin: .host(owner: 0)) { db in
             let info = try self.requireSoup(name)
             let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)

@@ -7,12 +7,12 @@ import SyncStoreSupport
 extension SmartStore {
     // MARK: queries
 
-    public func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
+    package func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
         return try querySoup(name, spec: try QuerySpec.parse(doc.root), owner: owner)
     }
 
-    public func querySoup(_ name: String, spec: QuerySpec, owner: Int = 0) throws -> TextBuffer {
+    package func querySoup(_ name: String, spec: QuerySpec, owner: Int = 0) throws -> TextBuffer {
         guard spec.queryType != .smart else {
             throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
         }
@@ -23,7 +23,7 @@ extension SmartStore {
         }
     }
 
-    public func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
+    package func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
         let spec = try QuerySpec.parse(doc.root)
         guard spec.queryType == .smart, let sql = spec.smartSql else {
@@ -38,7 +38,7 @@ extension SmartStore {
 
     /// One page of a query spec's results (any query type; `soup` is ignored for smart specs)
     /// as a JSON array, with no cursor and no count: a lookup costs one statement.
-    public func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
+    package func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
         guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
         let spec = try QuerySpec.parse(doc.root)
@@ -87,7 +87,7 @@ extension SmartStore {
     /// A cursor's page, read with its plan; a cursor planned before the soups' indexes changed
     /// (an alterSoup dropped a column its plan uses) is planned again first, as a new query
     /// would be. totalEntries stays the count taken at open.
-    public func moveCursor(_ id: Int64, toPage page: Int64) throws -> TextBuffer {
+    package func moveCursor(_ id: Int64, toPage page: Int64) throws -> TextBuffer {
         guard let opened = cursors.get(id) else {
             throw StoreError.notFound("Cursor \(id) is not open (closed, or never opened on this store)")
         }
@@ -131,8 +131,8 @@ extension SmartStore {
         return plan
     }
 
-    public func closeCursor(_ id: Int64) { cursors.close(id) }
-    public func closeCursors(owner: Int) { cursors.closeAll(owner: owner) }
+    package func closeCursor(_ id: Int64) { cursors.close(id) }
+    package func closeCursors(owner: Int) { cursors.closeAll(owner: owner) }
 
     func statement(_ sql: String, smart: Bool, on db: Connection) throws -> Statement {
         smart ? try SmartSqlGuard.prepare(sql, on: db) : try db.cached(sql)

@@ -8,7 +8,7 @@ extension SmartStore {
     /// Encrypts the store under `newKey`, re-encrypts it, or (nil) decrypts it; atomic (see
     /// StoreRekey). Every handle of this process keeps working and uses the new file. BUSY
     /// while a sync of the store runs or is queued, or another process has the store open.
-    public func changeKey(to newKey: StoreKey?) throws {
+    package func changeKey(to newKey: StoreKey?) throws {
         if onCallbackThread { throw StoreError(.state, "A sync callback cannot change its store's key (its own run would never end first)") }
         if readOnly { throw readOnlyError("re-keyed") }
         // Not under companionsLock: a callback of a run the pause waits for may write.

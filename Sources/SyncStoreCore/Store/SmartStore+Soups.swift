@@ -7,12 +7,12 @@ import SyncStoreSupport
 extension SmartStore {
     // MARK: soups
 
-    public func registerSoup(_ name: String, specsJSON: String) throws {
+    package func registerSoup(_ name: String, specsJSON: String) throws {
         let doc = try JSONDocument.parse(specsJSON, what: "index specs")
         try registerSoup(name, specs: try IndexSpec.parseList(doc.root))
     }
 
-    public func registerSoup(_ name: String, specs: [IndexSpec]) throws {
+    package func registerSoup(_ name: String, specs: [IndexSpec]) throws {
         guard !name.isEmpty else { throw StoreError.argument("A soup name must not be empty") }
         guard !specs.isEmpty else { throw StoreError.argument("Index specs must not be empty") }
         _ = try write({ db -> SoupInfo? in
@@ -24,18 +24,18 @@ extension SmartStore {
     }
 
     /// Answers from the file's catalog, so soups other processes registered or removed count.
-    public func soupExists(_ name: String) -> Bool {
+    package func soupExists(_ name: String) -> Bool {
         adoptCatalogFromFile()
         return soup(name) != nil
     }
 
     /// The soups in the file (the catalog is re-read, so other processes' changes show).
-    public var soupNames: [String] {
+    package var soupNames: [String] {
         adoptCatalogFromFile()
         return catalogLock.withLock { soups.keys.sorted() }
     }
 
-    public func removeSoup(_ name: String) throws {
+    package func removeSoup(_ name: String) throws {
         try write(origin: .host(owner: 0), { db in
             guard let info = self.soup(name) else { return }
             try SoupCatalog.drop(db, info)
@@ -53,7 +53,7 @@ extension SmartStore {
         })
     }
 
-    public func clearSoup(_ name: String) throws {
+    package func clearSoup(_ name: String) throws {
         try write(origin: .host(owner: 0)) { db in
             let info = try self.requireSoup(name)
             try db.execute("DELETE FROM \(info.table)")
@@ -62,14 +62,14 @@ extension SmartStore {
         }
     }
 
-    public func indexSpecs(_ name: String) throws -> [IndexSpec] { try requireSoup(name).specs }
+    package func indexSpecs(_ name: String) throws -> [IndexSpec] { try requireSoup(name).specs }
 
-    public func alterSoup(_ name: String, specsJSON: String, reIndexData: Bool) throws {
+    package func alterSoup(_ name: String, specsJSON: String, reIndexData: Bool) throws {
         let doc = try JSONDocument.parse(specsJSON, what: "index specs")
         try alterSoup(name, specs: try IndexSpec.parseList(doc.root), reIndexData: reIndexData)
     }
 
-    public func alterSoup(_ name: String, specs: [IndexSpec], reIndexData: Bool) throws {
+    package func alterSoup(_ name: String, specs: [IndexSpec], reIndexData: Bool) throws {
         _ = try write({ db -> SoupInfo in
             let old = try self.requireSoup(name)
             // Readers that fail on a dropped column from now on retry with the new indexes.
@@ -92,7 +92,7 @@ extension SmartStore {
         })
     }
 
-    public func reIndexSoup(_ name: String, pathsJSON: String) throws {
+    package func reIndexSoup(_ name: String, pathsJSON: String) throws {
         let doc = try JSONDocument.parse(pathsJSON, what: "path list")
         guard doc.root.isArray else { throw StoreError.argument("reIndexSoup takes a JSON array of indexed paths") }
         var paths: [String] = []
@@ -103,7 +103,7 @@ extension SmartStore {
         try reIndexSoup(name, paths: paths)
     }
 
-    public func reIndexSoup(_ name: String, paths: [String]) throws {
+    package func reIndexSoup(_ name: String, paths: [String]) throws {
         try write { db in
             let info = try self.requireSoup(name)
             var indexes: [IndexColumn] = []
@@ -160,7 +160,7 @@ extension SmartStore {
     }
 
     /// Registers the soups of a userstore.json / globalstore.json document; existing soups are skipped.
-    public func loadStoreConfig(json: String) throws {
+    package func loadStoreConfig(json: String) throws {
         let doc = try JSONDocument.parse(json, what: "store config")
         guard let list = doc.root["soups"], list.isArray else {
             throw StoreError.argument("A store config must be {\"soups\": [{\"soupName\", \"indexes\"}]}")

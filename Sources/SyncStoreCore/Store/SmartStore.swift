@@ -6,11 +6,11 @@ import SyncStoreSupport
 /// One store: a SQLite database of soups (docs/smartstore.md, docs/queries.md). Thread-safe: writes are serialized
 /// on one writer connection, each in one transaction; reads use a pool of read-only
 /// connections and run beside a write (WAL).
-public final class SmartStore: @unchecked Sendable {
-    public let path: String
+package final class SmartStore: @unchecked Sendable {
+    package let path: String
     /// Opened for reading only (store config "readOnly"): every write, sync and change of key is
     /// STATE, and the "writer" is a read-only connection that only loads the catalog.
-    public let readOnly: Bool
+    package let readOnly: Bool
     /// The writer; replaced only by a change of key, under writeLock.
     package internal(set) var writer: Connection
     let writeLock = Lock()
@@ -54,7 +54,7 @@ public final class SmartStore: @unchecked Sendable {
     /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
     /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
     /// `readOnly`: the file must exist; it is neither created nor written.
-    public init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter, readOnly: Bool = false) throws {
+    package init(path: String, key: StoreKey? = nil, kdfIter: Int = StoreKey.defaultKdfIter, readOnly: Bool = false) throws {
         self.path = path
         self.readOnly = readOnly
         if readOnly && !FileSystem.exists(path) {
@@ -107,12 +107,12 @@ public final class SmartStore: @unchecked Sendable {
     package var file: DatabaseFile { fileLock.withLock { currentFile } }
 
     /// Whether `key` is the key this store is open with (nil: it is not encrypted).
-    public func isOpen(with key: StoreKey?) -> Bool { file.matches(key) }
+    package func isOpen(with key: StoreKey?) -> Bool { file.matches(key) }
 
-    public var isEncrypted: Bool { file.isEncrypted }
+    package var isEncrypted: Bool { file.isEncrypted }
 
     /// The PBKDF2 iterations of the store's key (the default when it is not encrypted).
-    public var kdfIter: Int { file.kdfIter }
+    package var kdfIter: Int { file.kdfIter }
 
     // MARK: plumbing
 
@@ -269,7 +269,7 @@ public final class SmartStore: @unchecked Sendable {
 
     /// Bytes used by the database: pages in use (including those still in the WAL).
     /// Read on a reader connection (the last committed state), so it never waits for a write.
-    public func databaseSize() throws -> Int64 {
+    package func databaseSize() throws -> Int64 {
         try readers.withReader { db in
             let pages = try db.scalarInt("PRAGMA page_count") ?? 0
             let size = try db.scalarInt("PRAGMA page_size") ?? 0
@@ -279,10 +279,10 @@ public final class SmartStore: @unchecked Sendable {
 }
 
 extension SmartStore {
-    public func indexSpecsJSON(_ name: String) throws -> String { IndexSpec.listJSON(try indexSpecs(name)) }
+    package func indexSpecsJSON(_ name: String) throws -> String { IndexSpec.listJSON(try indexSpecs(name)) }
 
     /// Reads a userstore.json / globalstore.json file and registers its soups.
-    public func loadStoreConfig(path: String) throws {
+    package func loadStoreConfig(path: String) throws {
         try loadStoreConfig(json: try FileSystem.readFile(path))
     }
 }

@@ -134,8 +134,7 @@ package enum SoupCatalog {
     package static func drop(_ db: Connection, _ info: SoupInfo) throws {
         try db.execute("DROP TABLE IF EXISTS \(info.ftsTable)")
         try db.execute("DROP TABLE IF EXISTS \(info.table)")
-        for sql in ["DELETE FROM soup_index_map WHERE soupName = ?", "DELETE FROM soup_attrs WHERE soupName = ?",
-                    "DELETE FROM sync_clean_soups WHERE soupName = ?"] {
+        for sql in ["DELETE FROM soup_index_map WHERE soupName = ?", "DELETE FROM soup_attrs WHERE soupName = ?"] {
             let statement = try db.prepare(sql)
             try statement.bind([.text(info.name)])
             try statement.run()

@@ -3,18 +3,18 @@
 /// for the default user store. `key` opens (or creates) an encrypted store (docs/encryption.md);
 /// `readOnly` opens an existing store for reading only (a file or directory this process cannot
 /// write).
-public struct StoreConfig: Equatable, Sendable {
-    public static let defaultName = "smartstore"
+package struct StoreConfig: Equatable, Sendable {
+    package static let defaultName = "smartstore"
 
-    public let isGlobal: Bool
-    public let name: String
-    public let key: StoreKey?
+    package let isGlobal: Bool
+    package let name: String
+    package let key: StoreKey?
     /// PBKDF2 iterations: the key's, or (no key) the ones a later change of key will use.
-    public let kdfIter: Int
+    package let kdfIter: Int
     /// Opened for reading only: never created or written (see SmartStore's `readOnly`).
-    public let readOnly: Bool
+    package let readOnly: Bool
 
-    public init(isGlobal: Bool = false, name: String = StoreConfig.defaultName, key: StoreKey? = nil,
+    package init(isGlobal: Bool = false, name: String = StoreConfig.defaultName, key: StoreKey? = nil,
                 kdfIter: Int? = nil, readOnly: Bool = false) throws {
         try StoreConfig.validate(name: name)
         self.isGlobal = isGlobal
@@ -24,7 +24,7 @@ public struct StoreConfig: Equatable, Sendable {
         self.readOnly = readOnly
     }
 
-    public static func parse(_ text: String?) throws -> StoreConfig {
+    package static func parse(_ text: String?) throws -> StoreConfig {
         guard let doc = try JSONDocument.parseOptional(text, what: "store config") else { return try StoreConfig() }
         let root = doc.root
         switch root.kind {

@@ -3,8 +3,8 @@ import Glibc
 /// The process-wide table of open stores and the handles hosts hold on them. One SmartStore per
 /// database file, shared by every handle that opens it, so writes stay serialized and caches
 /// agree. Handles are numbers, never pointers, so a stale handle is an error, not a crash.
-public final class StoreRegistry: @unchecked Sendable {
-    public static let shared = StoreRegistry()
+package final class StoreRegistry: @unchecked Sendable {
+    package static let shared = StoreRegistry()
 
     private struct OpenStore {
         let store: SmartStore
@@ -23,12 +23,12 @@ public final class StoreRegistry: @unchecked Sendable {
     /// The process has one (`shared`); tests make others to play several processes.
     init() {}
 
-    public static func path(root: String, config: StoreConfig) -> String {
+    package static func path(root: String, config: StoreConfig) -> String {
         "\(root)/\(config.folder)/\(config.name).db"
     }
 
     /// Opens the store and returns a new handle to it.
-    public func open(root: String, config: StoreConfig) throws -> Int {
+    package func open(root: String, config: StoreConfig) throws -> Int {
         guard !root.isEmpty else { throw StoreError.argument("The root directory must not be empty") }
         let path = StoreRegistry.path(root: root, config: config)
         return try lock.withLock {
@@ -69,7 +69,7 @@ public final class StoreRegistry: @unchecked Sendable {
         }
     }
 
-    public func store(_ handle: Int) throws -> SmartStore {
+    package func store(_ handle: Int) throws -> SmartStore {
         try lock.withLock {
             guard let path = handles[handle], let open = byPath[path] else {
                 throw StoreError(.state, "The store handle is closed or invalid; open the store again")
@@ -82,7 +82,7 @@ public final class StoreRegistry: @unchecked Sendable {
     /// handle the WAL is checkpointed into the database file (see `checkpointForClose`) and the
     /// store's connections close. Calls through the handle answer STATE from the start of the
     /// close; an open of the same file waits until the last close has ended (see `open`).
-    public func close(_ handle: Int) throws {
+    package func close(_ handle: Int) throws {
         let store = try self.store(handle)
         if store.onCallbackThread {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
@@ -109,20 +109,20 @@ public final class StoreRegistry: @unchecked Sendable {
     }
 
     /// Changes the key of the store behind `handle` (nil: decrypts it); see SmartStore.changeKey.
-    public func changeKey(_ handle: Int, to newKey: StoreKey?) throws {
+    package func changeKey(_ handle: Int, to newKey: StoreKey?) throws {
         try store(handle).changeKey(to: newKey)
     }
 
-    public func isOpen(path: String) -> Bool { lock.withLock { byPath[path] != nil } }
+    package func isOpen(path: String) -> Bool { lock.withLock { byPath[path] != nil } }
 
-    public func listStores(root: String, global: Bool) throws -> [String] {
+    package func listStores(root: String, global: Bool) throws -> [String] {
         let folder = "\(root)/\(global ? "global" : "user")"
         // Only files named like stores: other files in the folder are not ours to list or remove.
         return try FileSystem.list(folder).filter { $0.hasSuffix(".db") }.map { String($0.dropLast(3)) }
             .filter { (try? StoreConfig.validate(name: $0)) != nil }.sorted()
     }
 
-    public func removeStore(root: String, config: StoreConfig) throws {
+    package func removeStore(root: String, config: StoreConfig) throws {
         let path = StoreRegistry.path(root: root, config: config)
         try lock.withLock {
             guard byPath[path] == nil else {
@@ -133,7 +133,7 @@ public final class StoreRegistry: @unchecked Sendable {
         }
     }
 
-    public func removeAllStores(root: String, global: Bool) throws {
+    package func removeAllStores(root: String, global: Bool) throws {
         let names = try listStores(root: root, global: global)
         let paths = try names.map { StoreRegistry.path(root: root, config: try StoreConfig(isGlobal: global, name: $0)) }
         try lock.withLock {

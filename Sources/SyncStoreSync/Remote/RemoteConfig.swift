@@ -1,26 +1,26 @@
 import SyncStoreCore
 /// Where and as whom a store syncs: a Salesforce-compatible instance and its OAuth tokens.
-public struct RemoteConfig: Sendable {
-    public var instanceURL: String
-    public var apiVersion = "v62.0"
-    public var accessToken: String
-    public var refreshToken: String?
-    public var tokenURL: String?
-    public var clientId: String?
-    public var clientSecret: String?
+package struct RemoteConfig: Sendable {
+    package var instanceURL: String
+    package var apiVersion = "v62.0"
+    package var accessToken: String
+    package var refreshToken: String?
+    package var tokenURL: String?
+    package var clientId: String?
+    package var clientSecret: String?
     /// A header that carries the token as is (e.g. `X-ZUMO-AUTH`, Azure App Service
     /// authentication) instead of `Authorization: Bearer <token>`.
-    public var authHeader: String?
+    package var authHeader: String?
     package var http = HTTPSettings()
     /// Attempts for idempotent requests on network errors and 5xx (first try included).
-    public var maxAttempts = 3
-    public var retryBaseDelayMs = 200
+    package var maxAttempts = 3
+    package var retryBaseDelayMs = 200
     /// How long a create sent without an answer may still be committed by the server. Until
     /// that long after the attempt, a retry that does not find the record waits, then looks
     /// again, before it sends the create a second time.
-    public var createSettleMs = 10_000
+    package var createSettleMs = 10_000
 
-    public init(instanceURL: String, accessToken: String) {
+    package init(instanceURL: String, accessToken: String) {
         self.instanceURL = instanceURL
         self.accessToken = accessToken
     }
@@ -28,7 +28,7 @@ public struct RemoteConfig: Sendable {
     /// `{"instanceUrl", "accessToken", "apiVersion"?, "refreshToken"?, "tokenUrl"?, "clientId"?,
     ///   "clientSecret"?, "authHeader"?, "caBundle"?, "verifyTls"?, "connectTimeoutMs"?, "stallTimeoutMs"?,
     ///   "maxAttempts"?, "retryBaseDelayMs"?, "createSettleMs"?}`
-    public static func parse(_ text: String) throws -> RemoteConfig {
+    package static func parse(_ text: String) throws -> RemoteConfig {
         let doc = try JSONDocument.parse(text, what: "remote config")
         let root = doc.root
         guard root.isObject else { throw StoreError.argument("The remote config must be a JSON object") }

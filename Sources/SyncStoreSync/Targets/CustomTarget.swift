@@ -1,18 +1,18 @@
 import SyncStoreCore
 /// Host-implemented target types (for backends that are not Salesforce). The host supplies
 /// closures; the C ABI adapts C callbacks to them. They run on the store's sync worker.
-public struct CustomTargetCallbacks: Sendable {
+package struct CustomTargetCallbacks: Sendable {
     /// (target JSON, since ms or -1, continuation or nil) -> page JSON
     /// `{"records":[...], "totalSize"?: n, "next"?: "continuation"}`.
-    public var fetchPage: (@Sendable (String, Int64, String?) throws -> String)?
+    package var fetchPage: (@Sendable (String, Int64, String?) throws -> String)?
     /// (target JSON) -> JSON array of every remote id, for cleanResyncGhosts.
-    public var remoteIds: (@Sendable (String) throws -> String)?
+    package var remoteIds: (@Sendable (String) throws -> String)?
     /// (target JSON, action "create"|"update"|"delete", record JSON) -> result JSON
     /// `{"id": "server id"}` (create), `{}` otherwise. Throwing a StoreError whose code is
     /// .server records it on the record and goes on; other codes fail the sync.
-    public var pushRecord: (@Sendable (String, String, String) throws -> String)?
+    package var pushRecord: (@Sendable (String, String, String) throws -> String)?
 
-    public init(fetchPage: (@Sendable (String, Int64, String?) throws -> String)? = nil,
+    package init(fetchPage: (@Sendable (String, Int64, String?) throws -> String)? = nil,
                 remoteIds: (@Sendable (String) throws -> String)? = nil,
                 pushRecord: (@Sendable (String, String, String) throws -> String)? = nil) {
         self.fetchPage = fetchPage
@@ -22,7 +22,7 @@ public struct CustomTargetCallbacks: Sendable {
 }
 
 /// Custom target types registered on one store.
-public final class CustomTargetRegistry: @unchecked Sendable {
+package final class CustomTargetRegistry: @unchecked Sendable {
     private let lock = Lock()
     private var types: [String: CustomTargetCallbacks] = [:]
 
