@@ -26,15 +26,15 @@ import SyncStoreCore
 /// - success stores the returned entity: all of it on an entry unchanged since it was read, its
 ///   `version`/`updatedAt`/`createdAt` only on one edited meanwhile (which stays dirty and goes
 ///   up next run with the right `If-Match`).
-package struct DatasyncUpTask {
+package struct DatasyncUpTask: SyncRun {
     package let base: SyncUpTask
     package let table: DatasyncTable
     package typealias Item = SyncUpTask.Item
     package typealias Outcome = SyncUpTask.Outcome
 
-    package init(_ base: SyncUpTask) throws {
+    package init(_ base: SyncUpTask, table: DatasyncTable) {
         self.base = base
-        table = try DatasyncTable(try JSONDocument.parse(base.target.json, what: "sync up target").root)
+        self.table = table
     }
 
     private var ctx: SyncContext { base.ctx }

@@ -15,8 +15,10 @@ package struct GhostCleaner {
     package let customTargets: CustomTargetRegistry
 
     package func run() throws -> Int {
-        let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
-        let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
+        guard case .down(let kind) = try state.target.parsed.get(),
+              let target = try SyncDownTargets.target(kind, customTargets: customTargets) else {
+            throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only, and not to twophase ones")
+        }
         // A query of every record of one object, its soup indexed on the id: the server's list
         // of deleted records since the last cleaning is the list of ghosts.
         let window = DeletedRecordsWindow(ctx: ctx, syncId: state.id)

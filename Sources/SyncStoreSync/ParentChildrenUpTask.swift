@@ -16,7 +16,7 @@ import SyncStoreCore
 /// ids in children, commit in one transaction.
 /// Creates are marked before the request as in SyncUpTask, so after a lost answer a re-run
 /// adopts the parent and children the first request made instead of creating them twice.
-package struct ParentChildrenUpTask {
+package struct ParentChildrenUpTask: SyncRun {
     /// Salesforce: at most 5 of a composite request's subrequests are sObject Collections or
     /// queries, each collection at most 200 records.
     package static let maxCollections = 5
@@ -33,8 +33,7 @@ package struct ParentChildrenUpTask {
     package let childSoup: String
     package let parentIdFieldName: String
 
-    package init(ctx: SyncContext, targetJSON: String, options: SyncOptions, states: SyncStateStore, emit: @escaping (SyncState) -> Void) throws {
-        let target = try ParentChildrenUpTarget(targetJSON)
+    package init(ctx: SyncContext, target: ParentChildrenUpTarget, options: SyncOptions, states: SyncStateStore, emit: @escaping (SyncState) -> Void) {
         parentIdFieldName = target.parentIdFieldName
         self.ctx = ctx
         self.options = options
@@ -46,10 +45,6 @@ package struct ParentChildrenUpTask {
         let childCtx = SyncContext(rest: ctx.rest, cancel: ctx.cancel, store: ctx.store, soupName: childSoup, syncId: ctx.syncId)
         parentTask = SyncUpTask(ctx: parentCtx, target: target.parent, options: options, states: states, emit: emit)
         childTask = SyncUpTask(ctx: childCtx, target: target.children, options: options, states: states, emit: emit)
-    }
-
-    package static func isParentChildren(_ targetJSON: String) -> Bool {
-        (try? JSONDocument.parse(targetJSON))?.root["type"]?.string == "parent_children"
     }
 
     package func run(_ state: inout SyncState) throws {

@@ -6,19 +6,24 @@ import SyncStoreCore
 /// only ever names a point below which every record is stored: page by page when the target's
 /// pages come in modification-date order, else once the last page is written. A page locator
 /// the server sends twice, or a long run of empty pages, ends the run FAILED instead of looping.
-package struct SyncDownTask {
+package struct SyncDownTask: SyncRun {
     package let ctx: SyncContext
     package let target: SyncDownTarget
     package let options: SyncOptions
     package let states: SyncStateStore
     package let emit: (SyncState) -> Void
 
+    /// Runs incrementally from the previous run's maxTimeStamp, if any.
+    package func run(_ state: inout SyncState) throws {
+        try run(&state, since: state.maxTimeStamp > 0 ? state.maxTimeStamp : nil)
+    }
+
     /// Runs to the end; throws on failure or stop (STATE). `state` is updated as pages land.
     package func run(_ state: inout SyncState, since: Int64?) throws {
         var lostCreates: LostCreates? = nil
         if target is CommonKeysTarget, !(target is CustomDownTarget),
            !CreateMarkLedger.isKnownClean(ctx.store, soup: ctx.soupName) {
-            let upTarget = try SyncUpTarget.parse(SyncDownTask.upTargetJSON(target), customTargets: CustomTargetRegistry())
+            let upTarget = SyncUpTarget.keys(idFieldName: target.idFieldName, modificationDateFieldName: target.modificationDateFieldName)
             let task = SyncUpTask(ctx: ctx, target: upTarget, options: options, states: states, emit: { _ in })
             let info = try ctx.store.requireSoup(ctx.soupName)
             let generation = CreateMarkLedger.beginScan(ctx.store)
@@ -79,14 +84,6 @@ package struct SyncDownTask {
     /// The most records one transaction takes from pages fetched ahead (a single larger page is
     /// still written whole).
     package static let maxRecordsPerTransaction = 10_000
-
-    /// A sync up target with the same id and modification-date fields.
-    private static func upTargetJSON(_ target: SyncDownTarget) -> String {
-        let doc = JSONDocument.object()
-        doc.root.set("idFieldName", owned: JSONMake.string(target.idFieldName))
-        doc.root.set("modificationDateFieldName", owned: JSONMake.string(target.modificationDateFieldName))
-        return doc.root.dump()
-    }
 
     private func progress(saved: Int64, total: Int64, last: Bool) -> Int {
         if last { return 100 }

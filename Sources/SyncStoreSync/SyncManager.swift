@@ -1,3 +1,4 @@
+import CJansson
 import SyncStoreSupport
 import SyncStoreCore
 
@@ -53,40 +54,49 @@ package final class SyncManager: @unchecked Sendable {
                           requested: requested)
     }
 
-    /// A new sync down, checked, not saved yet.
-    private func syncDownState(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+    /// A new sync down, checked, not saved yet (`target`: the target JSON, parsed once, here).
+    private func syncDownState(target: () throws -> JSONDocument, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
-        let target = try JSONDocument.parse(targetJSON, what: "sync down target")
-        if TwoPhaseTarget.isTwoPhase(target.root) {
-            try TwoPhaseTarget(target.root, soupName: soupName).check(store)
-            return SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(), optionsJSON: options, soupName: soupName)
+        let parsed = try SyncTarget.down(try target(), soupName: soupName)
+        guard case .success(.down(let kind)) = parsed.parsed else { throw StoreError(.internal, "A sync down target parsed as another kind") }
+        if case .twoPhase(let twoPhase) = kind {
+            try twoPhase.check(store)
+        } else if let pages = try SyncDownTargets.target(kind, customTargets: customTargets) {
+            let info = try store.requireSoup(soupName)
+            if info.index(for: pages.idFieldName) == nil {
+                throw StoreError.argument("Soup '\(soupName)' needs an index on '\(pages.idFieldName)' to receive synced records; register it with that index")
+            }
         }
-        let parsed = try SyncDownTargets.make(target.root, soupName: soupName, customTargets: customTargets)
-        let info = try store.requireSoup(soupName)
-        if info.index(for: parsed.idFieldName) == nil {
-            throw StoreError.argument("Soup '\(soupName)' needs an index on '\(parsed.idFieldName)' to receive synced records; register it with that index")
-        }
-        return SyncState(kind: .syncDown, name: try checkedName(name), targetJSON: target.root.dump(), optionsJSON: options, soupName: soupName)
+        return SyncState(kind: .syncDown, name: try checkedName(name), target: parsed, optionsJSON: options, soupName: soupName)
     }
 
-    /// A new sync up, checked, not saved yet.
-    private func syncUpState(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+    /// A new sync up, checked, not saved yet (`target`: the target JSON, parsed once, here; nil: none).
+    private func syncUpState(target: () throws -> JSONDocument?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
         let (_, options) = try SyncOptions.parse(optionsJSON)
-        let normalized: String
-        if let targetJSON, let doc = try? JSONDocument.parse(targetJSON), TwoPhaseTarget.isTwoPhase(doc.root) {
-            try TwoPhaseTarget(doc.root, soupName: soupName).check(store)
-            normalized = doc.root.dump()
-        } else if let targetJSON, ParentChildrenUpTask.isParentChildren(targetJSON) {
+        let parsed = try SyncTarget.up(try target(), soupName: soupName)
+        guard case .success(.up(let kind)) = parsed.parsed else { throw StoreError(.internal, "A sync up target parsed as another kind") }
+        switch kind {
+        case .twoPhase(let twoPhase):
+            try twoPhase.check(store)
+        case .parentChildren(let parentChildren):
             // Checked now, as every other target is: a malformed one would fail only when run.
-            let target = try ParentChildrenUpTarget(targetJSON)
-            _ = try store.requireSoup(target.parentSoup)
-            _ = try store.requireSoup(target.childSoup)
-            normalized = targetJSON
-        } else {
-            normalized = try SyncUpTarget.parse(targetJSON, customTargets: customTargets).json
+            _ = try store.requireSoup(parentChildren.parentSoup)
+            _ = try store.requireSoup(parentChildren.childSoup)
+        case .custom(let custom):
+            _ = try SyncUpTargets.bind(custom, customTargets: customTargets)
+        case .salesforce, .datasync:
+            break
         }
         _ = try store.requireSoup(soupName)
-        return SyncState(kind: .syncUp, name: try checkedName(name), targetJSON: normalized, optionsJSON: options, soupName: soupName)
+        return SyncState(kind: .syncUp, name: try checkedName(name), target: parsed, optionsJSON: options, soupName: soupName)
+    }
+
+    private func syncDownState(targetJSON: String, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+        try syncDownState(target: { try JSONDocument.parse(targetJSON, what: "sync down target") }, soupName: soupName, optionsJSON: optionsJSON, name: name)
+    }
+
+    private func syncUpState(targetJSON: String?, soupName: String, optionsJSON: String?, name: String?) throws -> SyncState {
+        try syncUpState(target: { try JSONDocument.parseOptional(targetJSON, what: "sync up target") }, soupName: soupName, optionsJSON: optionsJSON, name: name)
     }
 
     private func checkedName(_ name: String?) throws -> String? {
@@ -259,25 +269,7 @@ package final class SyncManager: @unchecked Sendable {
             let (options, _) = try SyncOptions.parse(state.optionsJSON)
             // A sync up marks the creates it sends, in any soup of its target.
             if state.kind == .syncUp { try ctx.store.write { db in try CreateMarkLedger.forget(db) } }
-            switch state.kind {
-            case .syncDown where TwoPhaseTarget.isTwoPhase(state.targetJSON), .syncUp where TwoPhaseTarget.isTwoPhase(state.targetJSON):
-                let targetDoc = try JSONDocument.parse(state.targetJSON, what: "twophase target")
-                let target = try TwoPhaseTarget(targetDoc.root, soupName: state.soupName)
-                let task = TwoPhaseTask(ctx: ctx, target: target, options: options, states: states, emit: emit, pushing: state.kind == .syncUp)
-                try task.run(&state)
-            case .syncDown:
-                let targetDoc = try JSONDocument.parse(state.targetJSON, what: "sync down target")
-                let target = try SyncDownTargets.make(targetDoc.root, soupName: state.soupName, customTargets: customTargets)
-                let task = SyncDownTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
-                try task.run(&state, since: state.maxTimeStamp > 0 ? state.maxTimeStamp : nil)
-            case .syncUp where ParentChildrenUpTask.isParentChildren(state.targetJSON):
-                let task = try ParentChildrenUpTask(ctx: ctx, targetJSON: state.targetJSON, options: options, states: states, emit: emit)
-                try task.run(&state)
-            case .syncUp:
-                let target = try SyncUpTarget.parse(state.targetJSON, customTargets: customTargets)
-                let task = SyncUpTask(ctx: ctx, target: target, options: options, states: states, emit: emit)
-                if target.mode == .datasync { try DatasyncUpTask(task).run(&state) } else { try task.run(&state) }
-            }
+            try SyncTasks.make(state.target, ctx: ctx, options: options, states: states, customTargets: customTargets, emit: emit).run(&state)
             state.status = .done
             state.progress = 100
             state.reportRecordProblems()
@@ -321,7 +313,7 @@ package final class SyncManager: @unchecked Sendable {
     }
 
     private func usesCustomTarget(_ state: SyncState) -> Bool {
-        guard let doc = try? JSONDocument.parse(state.targetJSON), let type = doc.root["type"]?.string else { return false }
+        guard let type = state.target.type else { return false }
         return customTargets.callbacks(type) != nil
     }
 
@@ -334,7 +326,7 @@ package final class SyncManager: @unchecked Sendable {
         try checkOpen()
         guard let state = try states.get(id: id) else { throw StoreError.notFound("No sync with id \(id)") }
         guard state.kind == .syncDown else { throw StoreError.argument("cleanResyncGhosts applies to sync down syncs only") }
-        guard !TwoPhaseTarget.isTwoPhase(state.targetJSON) else {
+        guard !state.target.isTwoPhase else {
             throw StoreError.argument("A twophase sync down deletes the rows the server no longer has at every run; cleanResyncGhosts does not apply to it")
         }
         try enqueue(id, owner: owner) { [self] cancel in
@@ -441,9 +433,9 @@ package final class SyncManager: @unchecked Sendable {
                 switch type {
                 case "syncDown":
                     guard let target = item["target"] else { throw StoreError.argument("Sync '\(name)' needs a target") }
-                    checked.append(try syncDownState(targetJSON: target.dump(), soupName: soup, optionsJSON: options, name: name))
+                    checked.append(try syncDownState(target: { SyncManager.copy(target) }, soupName: soup, optionsJSON: options, name: name))
                 case "syncUp":
-                    checked.append(try syncUpState(targetJSON: item["target"]?.dump(), soupName: soup, optionsJSON: options, name: name))
+                    checked.append(try syncUpState(target: { item["target"].map(SyncManager.copy) }, soupName: soup, optionsJSON: options, name: name))
                 default:
                     throw StoreError.argument("Sync '\(name)' has syncType '\(type)'; use syncDown or syncUp")
                 }
@@ -452,6 +444,11 @@ package final class SyncManager: @unchecked Sendable {
             }
         }
         try states.createAll(checked)
+    }
+
+    /// A document of its own holding a copy of `json` (a target inside a sync config).
+    private static func copy(_ json: JSON) -> JSONDocument {
+        JSONDocument(owning: json_deep_copy(json.raw))
     }
 
     /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.

@@ -11,8 +11,9 @@ package struct SyncState: Sendable {
     package var id: Int64 = 0
     package var kind: Kind
     package var name: String?
-    /// Target and options are kept as JSON text: targets are extensible (custom types).
-    package var targetJSON: String
+    /// The target, parsed once (when the sync is created or its state read from the store).
+    package let target: SyncTarget
+    /// Options are kept as JSON text.
     package var optionsJSON: String
     package var soupName: String
     package var status: Status = .new
@@ -38,10 +39,13 @@ package struct SyncState: Sendable {
 
     package var isTerminal: Bool { status == .done || status == .failed || status == .stopped }
 
-    package init(kind: Kind, name: String?, targetJSON: String, optionsJSON: String, soupName: String) {
+    /// The target JSON, as the state JSON carries it.
+    package var targetJSON: String { target.text }
+
+    package init(kind: Kind, name: String?, target: SyncTarget, optionsJSON: String, soupName: String) {
         self.kind = kind
         self.name = name
-        self.targetJSON = targetJSON
+        self.target = target
         self.optionsJSON = optionsJSON
         self.soupName = soupName
     }
@@ -53,7 +57,7 @@ package struct SyncState: Sendable {
         o.set("_soupEntryId", owned: JSONMake.int(id))
         o.set("type", owned: JSONMake.string(kind.rawValue))
         o.set("name", owned: name.map { JSONMake.string($0) } ?? JSONMake.null())
-        o.set("target", owned: (try? JSONDocument.parse(targetJSON)).map { $0.root.retained() } ?? JSONMake.null())
+        o.set("target", owned: target.retainedCopy())
         o.set("options", owned: (try? JSONDocument.parse(optionsJSON)).map { $0.root.retained() } ?? JSONMake.null())
         o.set("soupName", owned: JSONMake.string(soupName))
         o.set("status", owned: JSONMake.string(status.rawValue))
@@ -145,7 +149,7 @@ package struct SyncState: Sendable {
             throw StoreError(.storage, "A stored sync state is malformed (no type or soupName)")
         }
         var state = SyncState(kind: kind, name: entry["name"]?.string,
-                              targetJSON: entry["target"]?.dump() ?? "{}",
+                              target: SyncTarget.stored(entry["target"], kind: kind, soupName: soup),
                               optionsJSON: entry["options"]?.dump() ?? "{}", soupName: soup)
         state.id = entry["_soupEntryId"]?.int64 ?? 0
         state.status = entry["status"]?.string.flatMap(Status.init(rawValue:)) ?? .new

@@ -11,7 +11,7 @@ import SyncStoreCore
 /// marked before the request and a retry after a lost answer adopts the record the first
 /// attempt created (LostCreateFinder). After its own writes the local copy takes the server's
 /// new modification date, so the next LEAVE_IF_CHANGED run sees no false conflict.
-package struct SyncUpTask {
+package struct SyncUpTask: SyncRun {
     package let ctx: SyncContext
     package let target: SyncUpTarget
     package let options: SyncOptions
@@ -610,7 +610,7 @@ package struct SyncUpTask {
         case .localDelete: return .deleted
         }
         do {
-            let text = try push(target.json, action, item.entry.root.dump())
+            let text = try push(target.customJSON, action, item.entry.root.dump())
             let doc = try JSONDocument.parse(text.isEmpty ? "{}" : text, what: "custom target push_record result")
             switch item.action {
             case .create:

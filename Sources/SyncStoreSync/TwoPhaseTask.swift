@@ -15,7 +15,7 @@ import SyncStoreCore
 /// or update as the same one). The outcome of phase 2 and the sync state are written in one
 /// transaction that re-reads every entry: one the host changed while the call was in flight
 /// keeps its edit and stays dirty.
-package struct TwoPhaseTask {
+package struct TwoPhaseTask: SyncRun {
     package let ctx: SyncContext
     package let target: TwoPhaseTarget
     package let options: SyncOptions

@@ -264,9 +264,8 @@ final class JSONRulesTests: StoreTestCase {
         for blank in [" ", "\n", " \t "] {
             assertStoreError(.argument, blank.debugDescription) { try StoreConfig.parse(blank) }
             assertStoreError(.argument, blank.debugDescription) { try SyncOptions.parse(blank) }
-            assertStoreError(.argument, blank.debugDescription) { try SyncUpTarget.parse(blank, customTargets: CustomTargetRegistry()) }
+            assertStoreError(.argument, blank.debugDescription) { try SyncUpTarget.parsed(blank) }
         }
-        XCTAssertEqual(try SyncUpTarget.parse("", customTargets: CustomTargetRegistry()).json,
-                       try SyncUpTarget.parse(nil, customTargets: CustomTargetRegistry()).json)
+        XCTAssertEqual(try SyncTarget.up(text: "", soupName: "s").text, try SyncTarget.up(text: nil, soupName: "s").text)
     }
 }

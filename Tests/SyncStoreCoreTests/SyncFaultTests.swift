@@ -580,7 +580,7 @@ final class SyncFaultTests: StoreTestCase {
         sent.root.set("LastName", owned: JSONMake.string("Before"))
         let ctx = SyncContext(rest: RestClient(config: RemoteConfig(instanceURL: "http://127.0.0.1:9", accessToken: "")),
                               cancel: CancelFlag(), store: store, soupName: "contacts", syncId: 1)
-        let task = SyncUpTask(ctx: ctx, target: try SyncUpTarget.parse(nil, customTargets: CustomTargetRegistry()),
+        let task = SyncUpTask(ctx: ctx, target: try SyncUpTarget.parsed(nil),
                               options: SyncOptions(), states: try store.syncManager().states, emit: { _ in })
         let item = SyncUpTask.Item(entryId: entryId, entry: sent, action: .update, type: "Contact", serverId: "003000000000001AAA")
         try task.apply([item], [.updated], info: try store.requireSoup("contacts"), state: nil)

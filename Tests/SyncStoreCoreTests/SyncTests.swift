@@ -91,12 +91,12 @@ final class SyncConfigTests: XCTestCase {
     }
 
     func testSyncUpFieldsSkipLocalAndServerFields() throws {
-        let target = try SyncUpTarget.parse(nil, customTargets: CustomTargetRegistry())
+        let target = try SyncUpTarget.parsed(nil)
         let doc = try JSONDocument.parse(#"{"attributes":{"type":"Contact"},"Id":"003","LastName":"X","Title":null,"LastModifiedDate":"d","SystemModstamp":"d","__local__":true,"_soupEntryId":3,"Account":{"Name":"A"}}"#)
         XCTAssertEqual(target.fields(of: doc.root, creating: true, options: SyncOptions()).map(\.0), ["LastName"])
-        let listed = try SyncUpTarget.parse(#"{"createFieldlist":["LastName","Title","Id"]}"#, customTargets: CustomTargetRegistry())
+        let listed = try SyncUpTarget.parsed(#"{"createFieldlist":["LastName","Title","Id"]}"#)
         XCTAssertEqual(listed.fields(of: doc.root, creating: true, options: SyncOptions()).map(\.0), ["LastName"])
-        XCTAssertThrowsError(try SyncUpTarget.parse(#"{"type":"nope"}"#, customTargets: CustomTargetRegistry()))
+        XCTAssertThrowsError(try SyncUpTarget.parsed(#"{"type":"nope"}"#))
     }
 }
 

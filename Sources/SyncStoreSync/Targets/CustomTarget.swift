@@ -37,15 +37,11 @@ package final class CustomTargetRegistry: @unchecked Sendable {
 
     package func callbacks(_ type: String) -> CustomTargetCallbacks? { lock.withLock { types[type] } }
 
-    package func down(_ type: String) -> CustomDownFactory? {
+    /// The callbacks of a custom sync down type (nil: not registered, or no fetch callback).
+    package func down(_ type: String) -> CustomTargetCallbacks? {
         guard let callbacks = callbacks(type), callbacks.fetchPage != nil else { return nil }
-        return CustomDownFactory(callbacks: callbacks)
+        return callbacks
     }
-}
-
-package struct CustomDownFactory {
-    package let callbacks: CustomTargetCallbacks
-    package func make(_ json: JSON) throws -> SyncDownTarget { try CustomDownTarget(json, callbacks: callbacks) }
 }
 
 /// A sync down target whose pages come from host callbacks.
@@ -54,9 +50,9 @@ package struct CustomDownTarget: CommonKeysTarget {
     package let targetJSON: String
     package let callbacks: CustomTargetCallbacks
 
-    package init(_ json: JSON, callbacks: CustomTargetCallbacks) throws {
-        common = try TargetCommon(json)
-        targetJSON = json.dump()
+    package init(common: TargetCommon, targetJSON: String, callbacks: CustomTargetCallbacks) {
+        self.common = common
+        self.targetJSON = targetJSON
         self.callbacks = callbacks
     }
 

@@ -1,6 +1,6 @@
 import SyncStoreCore
-/// A parent_children sync up target, read and checked (when the sync is created, and for each
-/// run): each side is a single-record target on its own soup.
+/// A parent_children sync up target, read and checked (when the sync is created or read from the
+/// sync table): each side is a single-record target on its own soup.
 package struct ParentChildrenUpTarget {
     package let parent: SyncUpTarget
     package let children: SyncUpTarget
@@ -8,26 +8,26 @@ package struct ParentChildrenUpTarget {
     package let childSoup: String
     package let parentIdFieldName: String
 
-    package init(_ targetJSON: String) throws {
-        let doc = try JSONDocument.parse(targetJSON, what: "sync up target")
-        let root = doc.root
-        let registry = CustomTargetRegistry()
-        func side(_ key: String, create: String, update: String) throws -> (SyncUpTarget, String, JSON) {
+    package init(_ root: JSON) throws {
+        func side(_ key: String, create: String, update: String) throws -> (SyncUpTarget, String, TargetCommon) {
             guard let json = root[key], json.isObject else { throw StoreError.argument("A parent_children sync up target needs \"\(key)\"") }
             let common = try TargetCommon(json)
             let soup = try common.required("soupName")
-            let sideDoc = JSONDocument.object()
-            sideDoc.root.set("type", owned: JSONMake.string("single"))
-            sideDoc.root.set("sobjectType", owned: JSONMake.string(try common.required("sobjectType")))
-            sideDoc.root.set("idFieldName", owned: JSONMake.string(common.idFieldName))
-            sideDoc.root.set("modificationDateFieldName", owned: JSONMake.string(common.modificationDateFieldName))
-            if let v = root[create] { sideDoc.root.set("createFieldlist", owned: v.retained()) }
-            if let v = root[update] { sideDoc.root.set("updateFieldlist", owned: v.retained()) }
-            return (try SyncUpTarget.parse(sideDoc.root.dump(), customTargets: registry), soup, json)
+            let sobjectType = try common.required("sobjectType")
+            // The field lists are the target's own, named as a single target names them.
+            func list(_ key: String, _ name: String) throws -> [String]? {
+                guard let v = root[key], !v.isNull else { return nil }
+                return try stringList(v, name)
+            }
+            let target = SyncUpTarget(mode: .single, createFieldlist: try list(create, "createFieldlist"),
+                                      updateFieldlist: try list(update, "updateFieldlist"), sobjectType: sobjectType,
+                                      idFieldName: common.idFieldName, modificationDateFieldName: common.modificationDateFieldName,
+                                      batchSize: 1)
+            return (target, soup, common)
         }
         (parent, parentSoup, _) = try side("parent", create: "parentCreateFieldlist", update: "parentUpdateFieldlist")
-        let childJSON: JSON
-        (children, childSoup, childJSON) = try side("children", create: "childrenCreateFieldlist", update: "childrenUpdateFieldlist")
-        parentIdFieldName = try TargetCommon(childJSON).required("parentIdFieldName")
+        let childCommon: TargetCommon
+        (children, childSoup, childCommon) = try side("children", create: "childrenCreateFieldlist", update: "childrenUpdateFieldlist")
+        parentIdFieldName = try childCommon.required("parentIdFieldName")
     }
 }

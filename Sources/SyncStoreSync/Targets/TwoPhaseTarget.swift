@@ -38,11 +38,6 @@ package struct TwoPhaseTarget {
     /// A sync down and a sync up type (check_abi_facts.py reads the line below).
     package static func isTwoPhase(_ root: JSON) -> Bool { root.isObject && root["type"]?.string == "twophase" } // sync down and up
 
-    package static func isTwoPhase(_ text: String?) -> Bool {
-        guard let text, let doc = try? JSONDocument.parse(text) else { return false }
-        return isTwoPhase(doc.root)
-    }
-
     package init(_ json: JSON, soupName: String) throws {
         fetchUrl = try TargetCommon.optionalString(json, "fetchUrl") ?? "/twophase/fetch"
         synchroniseUrl = try TargetCommon.optionalString(json, "synchroniseUrl") ?? "/twophase/synchronise"
