@@ -9,6 +9,9 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
     package let recentCreates = RecentCreates()
     private let lock = Lock()
     private var manager: SyncManager?
+    /// Set (under lock) when the store's last handle starts closing: no manager is made after
+    /// that, so a call racing the close cannot leave one holding the sync lock file.
+    private var closed = false
 
     /// Every store opened from now on gets one: the C ABI and the CLI call it before they open
     /// or remove stores (a store opened before gets its companion on first use of sync).
@@ -37,6 +40,7 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
         if store.readOnly { throw store.readOnlyError("synced") }
         return try lock.withLock {
             if let manager { return manager }
+            if closed { throw StoreError(.state, "The store is closed; open it again") }
             let made = try SyncManager(store: store)
             manager = made
             return made
@@ -82,7 +86,11 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
     /// Stops the syncs a handle started and waits for their terminal callbacks; with the last
     /// handle the sync worker ends too and releases the store's sync lock file.
     package func handleClosing(_ owner: Int, last: Bool) throws {
-        guard let manager = current else { return }
+        let manager: SyncManager? = lock.withLock {
+            if last { closed = true }
+            return self.manager
+        }
+        guard let manager else { return }
         defer {
             if last {
                 manager.close()
