@@ -453,20 +453,49 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * refers here)
  *
  * Which thread. Each open store has one sync worker thread, started by its first run and ended
- * by the close of its last handle. It runs every callback the library makes for that store,
- * one at a time and never while the library holds a lock: the syncstore_sync_callback of every
- * run (each state change, and cleanResyncGhosts reports) and every syncstore_custom_target
+ * by the close of its last handle. It runs every callback the library makes for that store's
+ * syncs, one at a time and never while the library holds a lock: the syncstore_sync_callback of
+ * every run (each state change, and cleanResyncGhosts reports) and every syncstore_custom_target
  * callback (fetch_page for each page, the first and every later one; remote_ids; push_record).
- * No other thread of the library calls host code; a call that starts a run never calls back
- * on the caller's thread (the run's callbacks may begin before that call returns).
+ * Each open store also has one notifier thread, started by the first commit a listener
+ * (syncstore_add_soup_listener()) is to hear of and ended by the close of its last handle. It
+ * runs every syncstore_change_callback of that store, one at a time, in the order the notices
+ * were queued, and never while the library holds a lock. No other thread of the library calls
+ * host code; a call that starts a run, or a write, never calls back on the caller's thread (the
+ * run's callbacks, or the write's notices, may begin before that call returns).
+ *
+ * Listeners. A listener hears, after each committed write transaction that changed entries or
+ * soups of the store (through any handle of this process, or a sync), at most one notice of it;
+ * of a rolled-back one, none. A listener of one soup hears only commits that touched that soup;
+ * one added with soup NULL hears every commit. It hears the commits made after it was added,
+ * until it is removed; commits made in other processes are not heard. Commits on one thread are
+ * heard in their order; "sequence" orders commits made on different threads. change_json is
+ * valid during the call only:
+ *   {"sequence": n (the store's commits in this process, increasing),
+ *    "origin": {"kind": "handle" (a write through the handle that added the listener) |
+ *               "process" (another handle of this process) | "sync" (a sync run; "syncId": its
+ *               id when known)},
+ *    "soups": [{"soup": name,
+ *               "inserted": {"count": n, "ids": [_soupEntryId...], "cut": bool},
+ *               "updated": {...}, "deleted": {...} (each: how many, the first 1000 ids, and
+ *               "cut" true when ids were left out),
+ *               "cleared": bool (every entry was removed: no ids listed),
+ *               "removed": bool (the soup itself was removed)}, ...]}
+ * "soups" lists the touched soups by name; a listener of one soup gets only that soup. A soup
+ * listener stays when its soup is removed (it heard "removed": true) and hears the soup if one
+ * of that name is registered again.
  *
  * Inside a callback. Any function may be called, on any store, with these exceptions on the
  * callback's own store (through any of its handles), which would wait for the callback itself
- * and so return SYNCSTORE_ERR_STATE at once, changing nothing: syncstore_close(),
- * syncstore_wait_sync(), syncstore_change_key(). syncstore_open() inside any callback, of a
- * store whose last handle is closing, returns SYNCSTORE_ERR_BUSY (retryable) instead of waiting
+ * and so return SYNCSTORE_ERR_STATE at once, changing nothing: syncstore_close() and
+ * syncstore_change_key() (from a sync or a listener callback), syncstore_wait_sync() (from a sync
+ * callback; a listener callback may wait for a sync, and a sync callback must then not remove
+ * that listener, which would wait for it). syncstore_open() inside any callback, of a store
+ * whose last handle is closing, returns SYNCSTORE_ERR_BUSY (retryable) instead of waiting
  * for that close (which may be waiting for the callback). Runs started from a callback queue
- * behind the current one; deleting the running sync is BUSY.
+ * behind the current one; deleting the running sync is BUSY. A write made in a listener callback
+ * is heard later, as any other (after the current notice). A listener callback may add or remove
+ * listeners, itself included: syncstore_remove_listener() there returns at once.
  *
  * Close. syncstore_close(h) first retires h: a call through h that starts after that, or races
  * the close and loses, returns SYNCSTORE_ERR_STATE (SYNCSTORE_ERR_NOT_FOUND for a cursor the
@@ -479,7 +508,43 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * lock file and checkpoints the WAL; an open of the same store in this process that races it
  * waits until it has ended and then opens the store anew. So when close returns the store can
  * be opened again at once, here or in another process, and its syncs run there.
+ * Listeners go with the handle that added them: closing it removes them as
+ * syncstore_remove_listener() would (waiting for a callback of theirs in progress), so when
+ * close returns none of their callbacks runs or will run. Closing the last handle removes every
+ * listener of the store and ends its notifier thread; notices not yet delivered are dropped.
+ * Tokens never removed need no call: they are released by those closes.
  * ------------------------------------------------------------------------------------------- */
+
+/** Receives a change notice as JSON (see "Listeners" above), valid during the call. */
+typedef void (*syncstore_change_callback)(const char *change_json, void *context);
+
+/** A listener, as syncstore_add_soup_listener() made it; opaque, never dereferenced. */
+typedef struct syncstore_listener_token syncstore_listener_token;
+
+/**
+ * Adds a listener: cb(change_json, context) is called on the store's notifier thread after
+ * each commit it hears of (see "Listeners" and "Which thread" above).
+ * soup_or_NULL: the soup to hear (it must exist), or NULL for every soup.
+ * cb: required. context: passed to cb untouched; it must stay valid until the listener is
+ *   removed (syncstore_remove_listener() or the close of the handle that added it).
+ * out_token: receives the token (NULL on error); it belongs to the store, and to this handle:
+ *   closing the handle removes the listener and releases the token.
+ * Errors: ARGUMENT (NULL store, cb or out_token; soup not UTF-8), NOT_FOUND (soup), STATE (closed
+ * store). The store is unchanged on any error.
+ */
+int syncstore_add_soup_listener(syncstore_store *store, const char *soup_or_NULL, syncstore_change_callback cb,
+                                void *context, syncstore_listener_token **out_token, syncstore_error *err);
+
+/**
+ * Removes a listener (through any handle of its store) and releases its token. When it returns
+ * no callback of that token runs or will run: a callback of it in progress on the notifier
+ * thread is waited for, except when the caller is that thread (a listener callback, removing
+ * itself or another listener): then it returns at once. Any thread.
+ * Errors: ARGUMENT (NULL store or token), STATE (closed store; a token this store does not have:
+ * removed already, removed with the close of its handle, or another store's). Nothing changes
+ * on error.
+ */
+int syncstore_remove_listener(syncstore_store *store, syncstore_listener_token *token, syncstore_error *err);
 
 /** Receives a sync state (or a cleanResyncGhosts report) as JSON, valid during the call. */
 typedef void (*syncstore_sync_callback)(const char *state_json, void *context);

@@ -102,12 +102,12 @@ public func syncstore_soup_exists(_ s: OpaquePointer?, _ soup: CString?, _ out: 
 
 @_cdecl("syncstore_remove_soup")
 public func syncstore_remove_soup(_ s: OpaquePointer?, _ soup: CString?, _ err: ErrorOut?) -> Int32 {
-    guarded(err) { try store(s).removeSoup(try text(soup, "soup")) }
+    guarded(err) { try store(s).removeSoup(try text(soup, "soup"), owner: handle(s)) }
 }
 
 @_cdecl("syncstore_clear_soup")
 public func syncstore_clear_soup(_ s: OpaquePointer?, _ soup: CString?, _ err: ErrorOut?) -> Int32 {
-    guarded(err) { try store(s).clearSoup(try text(soup, "soup")) }
+    guarded(err) { try store(s).clearSoup(try text(soup, "soup"), owner: handle(s)) }
 }
 
 @_cdecl("syncstore_get_soup_index_specs")
@@ -141,7 +141,7 @@ public func syncstore_upsert(_ s: OpaquePointer?, _ soup: CString?, _ entries: C
     clear(out)
     return guarded(err) {
         let result = try store(s).upsert(soup: try text(soup, "soup"), entriesJSON: try text(entries, "entries_json"),
-                                         externalIdPath: try optionalText(externalIdPath, "external_id_path"))
+                                         externalIdPath: try optionalText(externalIdPath, "external_id_path"), owner: handle(s))
         try output(out, result)
     }
 }
@@ -157,14 +157,14 @@ public func syncstore_retrieve(_ s: OpaquePointer?, _ soup: CString?, _ ids: CSt
 
 @_cdecl("syncstore_remove_entries")
 public func syncstore_remove_entries(_ s: OpaquePointer?, _ soup: CString?, _ ids: CString?, _ err: ErrorOut?) -> Int32 {
-    guarded(err) { try store(s).removeEntries(soup: try text(soup, "soup"), idsJSON: try text(ids, "ids_json")) }
+    guarded(err) { try store(s).removeEntries(soup: try text(soup, "soup"), idsJSON: try text(ids, "ids_json"), owner: handle(s)) }
 }
 
 @_cdecl("syncstore_remove_by_query")
 public func syncstore_remove_by_query(_ s: OpaquePointer?, _ soup: CString?, _ spec: CString?,
                                       _ count: UnsafeMutablePointer<Int64>?, _ err: ErrorOut?) -> Int32 {
     guarded(err) {
-        let removed = try store(s).removeByQuery(soup: try text(soup, "soup"), specJSON: try text(spec, "query_spec_json"))
+        let removed = try store(s).removeByQuery(soup: try text(soup, "soup"), specJSON: try text(spec, "query_spec_json"), owner: handle(s))
         count?.pointee = Int64(removed)
     }
 }

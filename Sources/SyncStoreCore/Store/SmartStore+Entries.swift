@@ -9,19 +9,19 @@ extension SmartStore {
 
     /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
     /// the stored entries as a JSON array.
-    package func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil) throws -> TextBuffer {
+    package func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil, owner: Int = 0) throws -> TextBuffer {
         let doc = try JSONDocument.parse(entriesJSON, what: "entries", limitDepth: false)
-        return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath)
+        return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath, owner: owner)
     }
 
-    package func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil) throws -> TextBuffer {
+    package func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil, owner: Int = 0) throws -> TextBuffer {
         let list: [JSON] = entries.isArray ? entries.elements : [entries]
         for (i, entry) in list.enumerated() where !entry.isObject {
             throw StoreError.argument("Entry \(i) is not a JSON object; soup entries must be objects")
         }
         let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
         let companions = attached
-        return try write(origin: .host(owner: 0)) { db in
+        return try write(origin: .host(owner: owner)) { db in
             let info = try self.requireSoup(name)
             for companion in companions { try companion.hostWillUpsert(list, soup: info, inside: db) }
             return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
@@ -125,12 +125,12 @@ extension SmartStore {
         }
     }
 
-    package func removeEntries(soup name: String, idsJSON: String) throws {
-        try removeEntries(soup: name, ids: try parseIds(idsJSON))
+    package func removeEntries(soup name: String, idsJSON: String, owner: Int = 0) throws {
+        try removeEntries(soup: name, ids: try parseIds(idsJSON), owner: owner)
     }
 
-    package func removeEntries(soup name: String, ids: [Int64]) throws {
-        try write(origin: .host(owner: 0)) { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
+    package func removeEntries(soup name: String, ids: [Int64], owner: Int = 0) throws {
+        try write(origin: .host(owner: owner)) { db in try self.deleteRows(db, try self.requireSoup(name), ids: ids) }
     }
 
     package func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
@@ -151,13 +151,13 @@ extension SmartStore {
 
     /// Deletes every entry the spec selects (not just one page, unlike the SDK).
     @discardableResult
-    package func removeByQuery(soup name: String, specJSON: String) throws -> Int {
+    package func removeByQuery(soup name: String, specJSON: String, owner: Int = 0) throws -> Int {
         let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        return try removeByQuery(soup: name, spec: try QuerySpec.parse(doc.root))
+        return try removeByQuery(soup: name, spec: try QuerySpec.parse(doc.root), owner: owner)
     }
 
-    package func removeByQuery(soup name: String, spec: QuerySpec) throws -> Int {
-        try write(origin: .host(owner: 0)) { db in
+    package func removeByQuery(soup name: String, spec: QuerySpec, owner: Int = 0) throws -> Int {
+        try write(origin: .host(owner: owner)) { db in
             let info = try self.requireSoup(name)
             let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
             let whereSQL = condition.isEmpty ? "" : " WHERE \(condition)"

@@ -35,8 +35,8 @@ extension SmartStore {
         return catalogLock.withLock { soups.keys.sorted() }
     }
 
-    package func removeSoup(_ name: String) throws {
-        try write(origin: .host(owner: 0), { db in
+    package func removeSoup(_ name: String, owner: Int = 0) throws {
+        try write(origin: .host(owner: owner), { db in
             guard let info = self.soup(name) else { return }
             try SoupCatalog.drop(db, info)
             self.recorder?.dropped(name)
@@ -53,8 +53,8 @@ extension SmartStore {
         })
     }
 
-    package func clearSoup(_ name: String) throws {
-        try write(origin: .host(owner: 0)) { db in
+    package func clearSoup(_ name: String, owner: Int = 0) throws {
+        try write(origin: .host(owner: owner)) { db in
             let info = try self.requireSoup(name)
             try db.execute("DELETE FROM \(info.table)")
             self.recorder?.cleared(name)
