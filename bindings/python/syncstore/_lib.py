@@ -115,6 +115,9 @@ SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
     "syncstore_wait_sync": ([_vp, _c_int64, _c_int64, _OutStr, _ErrP], _c_int),
     "syncstore_load_sync_config": ([_vp, _c_char_p, _ErrP], _c_int),
     "syncstore_register_custom_target": ([_vp, _c_char_p, ctypes.POINTER(CustomTargetStruct), _ErrP], _c_int),
+    # A change callback has a sync callback's C signature: the same thunk serves both.
+    "syncstore_add_soup_listener": ([_vp, _c_char_p, SYNC_CALLBACK, _vp, ctypes.POINTER(_vp), _ErrP], _c_int),
+    "syncstore_remove_listener": ([_vp, _vp, _ErrP], _c_int),
     "syncstore_plugin_new": ([_c_char_p, _c_char_p, _StoreP, _ErrP], _c_int),
     "syncstore_plugin_set_remote": ([_vp, _c_char_p, _c_char_p, _ErrP], _c_int),
     "syncstore_plugin_set_listener": ([_vp, PLUGIN_EVENT, _vp, _ErrP], _c_int),

@@ -6,7 +6,7 @@ import ctypes
 import os
 import weakref
 from types import TracebackType
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Type, Union, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Type, Union, cast
 
 from . import _callbacks, _lib, targets
 from ._handle import Handle
@@ -101,6 +101,7 @@ class Store:
         self._handle = Handle(ptr.value, label)
         #: Exceptions raised by :meth:`restart_syncs` callbacks (also logged).
         self.callback_errors: List[BaseException] = []
+        self._listeners: Dict[int, int] = {}  # change listener token -> callback registry key
         self._finalizer = weakref.finalize(self, self._handle.close_quietly)
 
     # -- lifetime --
@@ -262,6 +263,36 @@ class Store:
         """Closes a cursor by id (an unknown id is fine)."""
         _lib.call(_lib.lib().syncstore_cursor_close, self._p(), int(cursor_id))
 
+    # -- change listeners --
+
+    def add_soup_listener(self, soup: Optional[str], callback: Callable[[Dict[str, Any]], None]) -> int:
+        """Calls ``callback(change)`` after each commit that changed ``soup`` (None: any soup), on
+        the store's notifier thread; returns the token for :meth:`remove_listener`. ``change``:
+        ``{"sequence", "origin", "soups": [...]}`` (syncstore.h, syncstore_add_soup_listener).
+        The listener goes when this store closes."""
+        listener = _ChangeListener(callback)
+        key = _callbacks.register(listener)
+        token = ctypes.c_void_p()
+        try:
+            _lib.call(_lib.lib().syncstore_add_soup_listener, self._p(), _lib.enc(soup), _callbacks.SYNC_THUNK,
+                      key, ctypes.byref(token))
+        except BaseException:
+            _callbacks.unregister(key)
+            raise
+        assert token.value is not None
+        self._handle.track(key)
+        listener.token = token.value
+        self._listeners[token.value] = key
+        return token.value
+
+    def remove_listener(self, token: int) -> None:
+        """Removes a listener: no callback of it runs once this returns (from inside its own
+        callback it returns at once)."""
+        _lib.call(_lib.lib().syncstore_remove_listener, self._p(), ctypes.c_void_p(token))
+        key = self._listeners.pop(token, None)
+        if key is not None:
+            _callbacks.unregister(key)
+
     # -- sync --
 
     def set_remote(self, remote: Union[Mapping[str, Any], str]) -> None:
@@ -414,3 +445,17 @@ def _sync_id(sync: Union[int, SyncRun]) -> int:
         raise TypeError(f"a sync is named by an int id, a str name or a SyncRun, not {type(sync).__name__}")
     return sync
 
+
+class _ChangeListener(_callbacks.Listener):
+    """A change listener's callback: every change goes to it; none is terminal."""
+
+    def __init__(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+        self._callback = callback
+        self.token = 0
+
+    def deliver(self, state: Dict[str, Any]) -> bool:
+        try:
+            self._callback(state)
+        except BaseException:  # noqa: BLE001 - never into the engine
+            _callbacks.log.exception("syncstore: a change listener raised")
+        return False

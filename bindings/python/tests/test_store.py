@@ -236,3 +236,49 @@ def test_cordova_faces_take_smart_sql_and_remote_json_text(tmp_path: Path, share
             smartstore.runSmartQuery(3)
     finally:
         cordova.close_all()
+
+
+def test_soup_listener_hears_each_commit_once_and_nothing_after_remove(store: syncstore.Store) -> None:
+    import threading
+    import time
+    store.register_soup("contacts", SPECS)
+    store.register_soup("other", SPECS)
+    heard: list[dict] = []
+    lock, arrived = threading.Lock(), threading.Event()
+
+    def on_change(change: dict) -> None:
+        with lock:
+            heard.append(change)
+        arrived.set()
+
+    token = store.add_soup_listener("contacts", on_change)
+    stored = store.upsert("contacts", [{"Id": "1"}, {"Id": "2"}])
+    store.upsert("other", [{"Id": "x"}])  # another soup: not heard
+    with pytest.raises(syncstore.ArgumentError):
+        store.upsert("contacts", [{"Id": "3"}, 7])  # rolled back: not heard
+    store.remove("contacts", [stored[0]["_soupEntryId"]])
+
+    def count() -> int:
+        with lock:
+            return len(heard)
+
+    deadline = time.monotonic() + 10
+    while count() < 2 and time.monotonic() < deadline:
+        arrived.wait(0.05)
+        arrived.clear()
+    store.remove_listener(token)
+    store.upsert("contacts", [{"Id": "4"}])  # after the remove: not heard
+    time.sleep(0.2)
+    with lock:
+        changes = list(heard)
+    assert [len(c["soups"]) for c in changes] == [1, 1], changes
+    first, second = (c["soups"][0] for c in changes)
+    assert first["soup"] == "contacts" and first["inserted"]["count"] == 2
+    assert first["inserted"]["ids"] == [e["_soupEntryId"] for e in stored]
+    assert second["deleted"] == {"count": 1, "ids": [stored[0]["_soupEntryId"]], "cut": False}
+    assert changes[0]["origin"]["kind"] == "handle"
+    assert changes[0]["sequence"] < changes[1]["sequence"]
+    with pytest.raises(syncstore.NotFoundError):
+        store.add_soup_listener("nope", on_change)
+    with pytest.raises(syncstore.StateError):
+        store.remove_listener(token)  # removed already
