@@ -136,11 +136,14 @@ extension SmartStore {
     package func deleteRows(_ db: Connection, _ info: SoupInfo, ids: [Int64]) throws {
         let delete = try db.cached("DELETE FROM \(info.table) WHERE id = ?")
         let deleteText = info.fullTextIndexes.isEmpty ? nil : try db.cached("DELETE FROM \(info.ftsTable) WHERE rowid = ?")
+        // Kept here and merged once: no lookup by soup name per deleted row.
+        var deleted = StoreChange.Ids()
+        defer { recorder?.deleted(info.name, deleted) }
         for id in ids {
             delete.reset()
             try delete.bind([.int(id)])
             try delete.run()
-            if db.changes > 0 { recorder?.deleted(info.name, id) }
+            if db.changes > 0 { deleted.add(id) }
             if let deleteText {
                 deleteText.reset()
                 try deleteText.bind([.int(id)])

@@ -57,7 +57,10 @@ final class ChangeRecorder {
         soups[soup, default: .init()].inserted.add(change.inserted)
         soups[soup, default: .init()].updated.add(change.updated)
     }
-    func deleted(_ soup: String, _ id: Int64) { soups[soup, default: .init()].deleted.add(id) }
+    func deleted(_ soup: String, _ ids: StoreChange.Ids) {
+        guard ids.count > 0 else { return }
+        soups[soup, default: .init()].deleted.add(ids)
+    }
     func cleared(_ soup: String) { soups[soup, default: .init()].cleared = true }
     func dropped(_ soup: String) { soups[soup, default: .init()].dropped = true }
 }
