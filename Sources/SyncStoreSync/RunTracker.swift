@@ -32,9 +32,11 @@ package final class RunTracker: @unchecked Sendable {
         }
     }
 
-    /// Brackets the terminal callback: the sync may be started again inside it, and waiters
-    /// return once it has been delivered.
-    package func deliverTerminal(_ id: Int64, _ flag: CancelFlag, _ callback: () -> Void) {
+    /// The run's work is over: the sync may be started again, and waiters wait for its terminal
+    /// callback. Called inside the transaction that saves the terminal state, so a host that
+    /// reads that state can start the sync again at once; a run started before that commit
+    /// saves its own state after it (writes are serialized). Idempotent.
+    package func release(_ id: Int64, _ flag: CancelFlag) {
         locked {
             if let run = active[id], run.flag === flag {
                 active[id] = nil
@@ -42,6 +44,17 @@ package final class RunTracker: @unchecked Sendable {
             }
             lock.broadcast()
         }
+    }
+
+    /// Runs `body` unless another run of `id` has begun since the run of `flag` was released.
+    package func unlessRestarted(_ id: Int64, _ flag: CancelFlag, _ body: () -> Void) {
+        locked { if active[id] == nil || active[id]?.flag === flag { body() } }
+    }
+
+    /// Brackets the terminal callback: the sync may be started again inside it, and waiters
+    /// return once it has been delivered.
+    package func deliverTerminal(_ id: Int64, _ flag: CancelFlag, _ callback: () -> Void) {
+        release(id, flag)
         callback()
         locked {
             delivering[id] = nil

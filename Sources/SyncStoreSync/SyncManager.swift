@@ -285,7 +285,8 @@ package final class SyncManager: @unchecked Sendable {
         }
         state.endTime = Clock.nowMillis()
         do {
-            try states.save(state)
+            // Released inside the save's transaction: once DONE is visible, a reSync is not BUSY.
+            try states.save(state, beforeCommit: { tracker.release(id, cancel) })
         } catch {
             // The terminal state could not be stored (a full disk): the run is reported as
             // failed, and reads of the sync return this state until it is saved.
@@ -297,7 +298,8 @@ package final class SyncManager: @unchecked Sendable {
             }
             let saving = state.error.hasPrefix(failure.message) ? "the sync state could not be saved either" : "saving the sync state failed: \(failure.message)"
             state.error = MessageLimit.bound(state.error + (state.error.isEmpty ? "" : "; ") + saving)
-            states.keepUnsaved(state)
+            // A run started after the release owns the state now.
+            tracker.unlessRestarted(id, cancel) { states.keepUnsaved(state) }
         }
         tracker.deliverTerminal(id, cancel) { emit(state) }
     }

@@ -59,8 +59,12 @@ package final class SyncStateStore: @unchecked Sendable {
         }
     }
 
-    package func save(_ state: SyncState) throws {
-        try store.write { db in _ = try self.save(state, db: db) }
+    /// Saves `state`; `beforeCommit` runs last inside the transaction.
+    package func save(_ state: SyncState, beforeCommit: () -> Void = {}) throws {
+        try store.write { db in
+            _ = try self.save(state, db: db)
+            beforeCommit()
+        }
         unsavedLock.withLock { unsaved[state.id] = nil }
     }
 
