@@ -457,34 +457,63 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * syncs, one at a time and never while the library holds a lock: the syncstore_sync_callback of
  * every run (each state change, and cleanResyncGhosts reports) and every syncstore_custom_target
  * callback (fetch_page for each page, the first and every later one; remote_ids; push_record).
- * Each open store also has one notifier thread, started by the first commit a listener
- * (syncstore_add_soup_listener()) is to hear of and ended by the close of its last handle. It
- * runs every syncstore_change_callback of that store, one at a time, in the order the notices
- * were queued, and never while the library holds a lock. No other thread of the library calls
- * host code; a call that starts a run, or a write, never calls back on the caller's thread (the
+ * Each open store also has one notifier thread, started by its first listener and ended by the
+ * close of its last handle. It runs every syncstore_change_callback of that store (but those of
+ * a buffered handle, which run where the host sends them) and every
+ * syncstore_notifications_ready, one at a time, and never while the library holds a lock; it
+ * also watches for other processes' commits while the store has listeners. No other thread of
+ * the library calls host code; a call that starts a run, or a write, never calls back on the caller's thread (the
  * run's callbacks, or the write's notices, may begin before that call returns).
  *
- * Listeners. A listener hears, after each committed write transaction that changed entries or
- * soups of the store (through any handle of this process, or a sync), at most one notice of it;
- * of a rolled-back one, none. A listener of one soup hears only commits that touched that soup;
- * one added with soup NULL hears every commit. It hears the commits made after it was added,
- * until it is removed; commits made in other processes are not heard. Commits on one thread are
- * heard in their order; "sequence" orders commits made on different threads. change_json is
- * valid during the call only:
- *   {"sequence": n (the store's commits in this process, increasing),
+ * Listeners. A listener hears, after committed write transactions that changed entries or
+ * soups of the store, at most one notice per commit; of a rolled-back one, none. It hears the
+ * commits made after it was added, until it is removed: through any handle of this process, by a
+ * sync, and by other processes writing the same file (noticed within 50 ms of their commit, while
+ * the store has a listener). A soup listener hears the commits that touched its soup (soup NULL:
+ * every commit); a query listener hears only those that changed its query's result. A listener
+ * has at most one notice pending: commits made while one waits (behind a callback in progress,
+ * its minimum interval, or a buffered handle's next syncstore_send_notifications()) are merged
+ * into it, so a listener never falls behind and a large pull is told per commit at most, not per
+ * entry. Commits on one thread are heard in their order; "sequence" orders commits made on
+ * different threads. change_json is valid during the call only. A soup listener's notice:
+ *   {"sequence": n (the last commit it tells of: the store's commits in this process, increasing),
+ *    "commits": n (how many commits it tells of: more than 1 when merged),
  *    "origin": {"kind": "handle" (a write through the handle that added the listener) |
- *               "process" (another handle of this process) | "sync" (a sync run; "syncId": its
- *               id when known)},
+ *               "otherHandle" (another handle of this process) | "sync" (a sync run: "syncId"
+ *               and "syncName" when known) | "otherProcess" (another process)} (the last
+ *               commit's, when merged),
  *    "soups": [{"soup": name,
  *               "inserted": {"count": n, "ids": [_soupEntryId...], "cut": bool},
  *               "updated": {...}, "deleted": {...} (each: how many, the first 1000 ids, and
- *               "cut" true when ids were left out),
+ *               "cut" true when ids were left out; an entry changed by two merged commits is
+ *               counted in both),
  *               "cleared": bool (every entry was removed: no ids listed),
- *               "removed": bool (the soup itself was removed)}, ...]}
+ *               "removed": bool (the soup itself was removed),
+ *               "unknown": bool (another process changed it: which entries is not known, and
+ *               the three lists may miss them)}, ...]}
  * "soups" lists the touched soups by name; a listener of one soup gets only that soup. A soup
  * listener stays when its soup is removed (it heard "removed": true) and hears the soup if one
  * of that name is registered again.
- *
+ * A query listener's notice adds the query's new result and how it differs from the result last
+ * told (the first notice, made at once when the listener is added, has "origin": {"kind":
+ * "initial"}, "commits": 0 and every row "added"):
+ *   {"sequence", "commits", "origin" (as above),
+ *    "totalEntries": n, "currentPageOrderedEntries": [the first page, as syncstore_query_soup()
+ *    or syncstore_run_smart_query() answer it, pageSize rows at most],
+ *    "added": {"count", "ids", "cut"}, "removed": {...}, "changed": {...}}
+ * "ids" are _soupEntryIds of the entries that entered the result, left it, or changed in it.
+ * A Smart SQL listener's rows have no ids: "added" and "removed" list rows ("rows" in place of
+ * "ids", the first 1000), and a changed row is one removed and one added ("changed" is empty).
+ * For exact, range, like and match specs the store judges a commit from the entries it changed
+ * (work in proportion to the change, not to the result); Smart SQL, a cleared soup, a change of
+ * more than 1000 entries or another process's change run the query again. A query listener whose
+ * soup is removed hears once (every entry "removed", totalEntries 0), then nothing until it is
+ * removed; one of a Smart SQL query hears every change of the soups it names.
+ * Delivery. By default a listener's callbacks run on the store's notifier thread (above). A
+ * handle may instead buffer its listeners' notices (syncstore_buffer_notifications(), as
+ * Couchbase Lite's buffered notifications): they are then called on the thread that calls
+ * syncstore_send_notifications() through that handle, such as an app's UI thread or an event
+ * loop.
  * Inside a callback. Any function may be called, on any store, with these exceptions on the
  * callback's own store (through any of its handles), which would wait for the callback itself
  * and so return SYNCSTORE_ERR_STATE at once, changing nothing: syncstore_close() and
@@ -513,6 +542,8 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * close returns none of their callbacks runs or will run. Closing the last handle removes every
  * listener of the store and ends its notifier thread; notices not yet delivered are dropped.
  * Tokens never removed need no call: they are released by those closes.
+ * syncstore_send_notifications() inside a listener callback is STATE (it would call back
+ * into itself); a buffered handle's notices pending at its close are dropped.
  * ------------------------------------------------------------------------------------------- */
 
 /** Receives a change notice as JSON (see "Listeners" above), valid during the call. */
@@ -545,6 +576,55 @@ int syncstore_add_soup_listener(syncstore_store *store, const char *soup_or_NULL
  * on error.
  */
 int syncstore_remove_listener(syncstore_store *store, syncstore_listener_token *token, syncstore_error *err);
+
+/**
+ * Adds a query listener: cb(change_json, context) is called when the result of the query changes
+ * (see "Listeners" above): first at once, on the notifier thread, with the current result.
+ * query_spec_json: a query spec as syncstore_query_soup() takes it, with "soupName" naming its
+ *   soup (as the SDKs' QuerySpec holds it), or a Smart SQL spec as syncstore_run_smart_query()
+ *   takes it; "pageSize" is the size of the page each notice carries.
+ * cb, context, out_token: as syncstore_add_soup_listener().
+ * Errors: ARGUMENT (NULL store, spec, cb or out_token; a spec the store cannot run: bad JSON,
+ * a missing "soupName", an unknown path, hostile Smart SQL), NOT_FOUND (the soup, or a soup the
+ * Smart SQL names), STATE (closed store). The store is unchanged on any error.
+ */
+int syncstore_add_query_listener(syncstore_store *store, const char *query_spec_json, syncstore_change_callback cb,
+                                 void *context, syncstore_listener_token **out_token, syncstore_error *err);
+
+/**
+ * Sets the least time between two notices of a listener (0, the default: none; PowerSync's
+ * watch uses 30). Commits made within it are merged into one notice (see "Listeners"), told when
+ * it has passed. Any thread.
+ * Errors: ARGUMENT (NULL store or token; min_interval_ms < 0 or > 3600000), STATE (closed store;
+ * a token this store does not have). Nothing changes on error.
+ */
+int syncstore_set_listener_interval(syncstore_store *store, syncstore_listener_token *token,
+                                    int64_t min_interval_ms, syncstore_error *err);
+
+/** Told that a buffered handle has notices to send; context as given. */
+typedef void (*syncstore_notifications_ready)(void *context);
+
+/**
+ * Buffers the notices of the listeners of this handle (those added before and after): none is
+ * called on the notifier thread any more; they wait for syncstore_send_notifications() through
+ * this handle. When a notice becomes pending and none was since the last send, ready(context)
+ * is called once, on the notifier thread (ready may be NULL: the host then sends when it likes).
+ * The handle stays buffered until it is closed; calling this again replaces ready and context.
+ * context must stay valid until the handle is closed.
+ * Errors: ARGUMENT (NULL store), STATE (closed handle).
+ */
+int syncstore_buffer_notifications(syncstore_store *store, syncstore_notifications_ready ready,
+                                   void *context, syncstore_error *err);
+
+/**
+ * Calls, on the calling thread, every notice pending for the listeners of this buffered handle,
+ * one at a time, outside every library lock (a callback may call the library as from the notifier
+ * thread). *out_sent_or_NULL receives how many were called. Returns when they are done; notices
+ * that become pending meanwhile wait for the next call (and call ready again).
+ * Errors: ARGUMENT (NULL store), STATE (closed handle; a handle that is not buffered; a call
+ * from inside a listener callback).
+ */
+int syncstore_send_notifications(syncstore_store *store, int64_t *out_sent_or_NULL, syncstore_error *err);
 
 /** Receives a sync state (or a cleanResyncGhosts report) as JSON, valid during the call. */
 typedef void (*syncstore_sync_callback)(const char *state_json, void *context);
