@@ -148,6 +148,9 @@ static napi_value js_load(napi_env env, napi_callback_info info) {
 #define SS_LOAD(name) if (!problem && !(SS.name = (__typeof__(name) *)dlsym(lib, #name))) problem = #name " is missing";
             SYNCSTORE_FUNCTIONS(SS_LOAD)
 #undef SS_LOAD
+#define SS_LOAD_OPTIONAL(name) SS.name = (__typeof__(name) *)dlsym(lib, #name);
+            SYNCSTORE_OPTIONAL_FUNCTIONS(SS_LOAD_OPTIONAL)
+#undef SS_LOAD_OPTIONAL
             if (!problem && SS.syncstore_abi_version() != SYNCSTORE_ABI_VERSION) problem = "ABI version mismatch";
             if (!problem) ss_loaded = 1;
         }
@@ -215,6 +218,7 @@ static void env_cleanup(void *arg) {
     sync_env_teardown(es);
     target_env_teardown(es);
     plugin_env_teardown(es);
+    watch_env_teardown(es);
     pthread_mutex_lock(&g_mu);
     store_rec *r = es->stores;
     es->stores = NULL;
@@ -243,6 +247,7 @@ static napi_value init(napi_env env, napi_value exports) {
     sync_init(env, exports);
     target_init(env, exports);
     plugin_init(env, exports);
+    watch_init(env, exports);
     return exports;
 }
 
