@@ -26,6 +26,10 @@ function watchOptions(options) {
  *
  * No notice is told before `ready` settles, and the first ones come on a later turn of the
  * event loop, so `await watch.ready` and then iterating misses none.
+ *
+ * The process stays alive for a watch only while someone waits for its next notice (an
+ * iteration's pending next(), as in a `for await` loop) or while it is ref'd (keepAlive, ref()).
+ * 'change' listeners alone do not hold it: at exit the store closes and the watch with it.
  */
 class Watch extends EventEmitter {
   #store; #id = null;
@@ -33,7 +37,7 @@ class Watch extends EventEmitter {
   #readyPromise = null; #readySettle = null; #readyAsked = false;
   #held = []; #holding = true;
   #iterators = new Set();
-  #refd = false;
+  #refd = false; #awaiting = 0; #counted = false;
 
   /** add(watch) is called at once: it asks the addon for the listener and returns [id, Promise]. */
   constructor(store, add, options) {
@@ -87,23 +91,33 @@ class Watch extends EventEmitter {
 
   /** Keeps the process alive while the watch is open (as `keepAlive: true`); returns this. */
   ref() {
-    if (!this.#refd && !this.#closed) {
-      this.#refd = true;
-      this.#store._watchRef(1);
-    }
+    this.#refd = true;
+    this.#syncRef();
     return this;
   }
 
-  /** The watch no longer keeps the process alive (the default); returns this. */
+  /** The watch keeps the process alive only while an iteration waits for a notice (the
+   *  default); returns this. */
   unref() {
-    if (this.#refd) {
-      this.#refd = false;
-      this.#store._watchRef(-1);
-    }
+    this.#refd = false;
+    this.#syncRef();
     return this;
   }
 
-  hasRef() { return this.#refd; }
+  hasRef() { return this.#refd && !this.#closed; }
+
+  // The process stays alive while the watch is ref'd or an iteration awaits its next notice.
+  #syncRef() {
+    const want = !this.#closed && (this.#refd || this.#awaiting > 0);
+    if (want === this.#counted) return;
+    this.#counted = want;
+    this.#store._watchRef(want ? 1 : -1);
+  }
+
+  #await(delta) {
+    this.#awaiting += delta;
+    this.#syncRef();
+  }
 
   [Symbol.asyncIterator]() {
     const queue = [];
@@ -112,14 +126,17 @@ class Watch extends EventEmitter {
     const iterators = this.#iterators;
     const it = {
       push: (notice) => {
-        if (waiting.length) waiting.shift().resolve({ value: notice, done: false });
-        else queue.push(notice);
+        if (waiting.length) {
+          this.#await(-1);
+          waiting.shift().resolve({ value: notice, done: false });
+        } else queue.push(notice);
       },
       finish: (error) => {
         finished = true;
         failure = error;
         iterators.delete(it);
         for (const w of waiting.splice(0)) {
+          this.#await(-1);
           if (failure) { w.reject(failure); failure = null; } else w.resolve({ value: undefined, done: true });
         }
       },
@@ -131,6 +148,7 @@ class Watch extends EventEmitter {
           return Promise.reject(error);
         }
         if (finished) return Promise.resolve({ value: undefined, done: true });
+        this.#await(1); // someone waits for a notice: the process stays until it comes
         return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
       },
       return: async () => {
@@ -186,9 +204,9 @@ class Watch extends EventEmitter {
     if (this.#closed) return;
     this.#closed = true;
     this.#held = [];
-    this.unref();
     this.#store._watchGone(this);
     for (const it of [...this.#iterators]) it.finish(error);
+    this.#syncRef();
     this.#safeEmit('close');
   }
 

@@ -457,6 +457,21 @@ static napi_value js_watch_buffered(napi_env env, napi_callback_info info) {
     return result;
 }
 
+/* watchFeatures() -> {query, interval, buffered}: which of the library's optional listener
+ * functions it has (a library built from older sources lacks them). */
+static napi_value js_watch_features(napi_env env, napi_callback_info info) {
+    (void)info;
+    napi_value result, v;
+    napi_create_object(env, &result);
+    napi_get_boolean(env, ss_loaded && SS.syncstore_add_query_listener != NULL, &v);
+    napi_set_named_property(env, result, "query", v);
+    napi_get_boolean(env, ss_loaded && SS.syncstore_set_listener_interval != NULL, &v);
+    napi_set_named_property(env, result, "interval", v);
+    napi_get_boolean(env, ss_loaded && SS.syncstore_buffer_notifications && SS.syncstore_send_notifications, &v);
+    napi_set_named_property(env, result, "buffered", v);
+    return result;
+}
+
 void watch_store_closed(napi_env env, store_rec *rec, int close_ok) {
     watch_notify *n = rec->watch;
     if (!n || n->closed) return;
@@ -500,6 +515,7 @@ napi_value watch_init(napi_env env, napi_value exports) {
         {"watchRemove", NULL, js_watch_remove, NULL, NULL, NULL, napi_default, NULL},
         {"watchRef", NULL, js_watch_ref, NULL, NULL, NULL, napi_default, NULL},
         {"watchBuffered", NULL, js_watch_buffered, NULL, NULL, NULL, napi_default, NULL},
+        {"watchFeatures", NULL, js_watch_features, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
     return exports;
