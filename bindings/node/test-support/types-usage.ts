@@ -3,7 +3,7 @@
 import {
   smartstore, smartstoreClient, mobilesync, mobilesyncClient, openStore, createMobileSync,
   buildExactQuerySpec, MERGE_MODE, SyncState, StoreCursor, SyncStoreError, SyncEvent,
-  setEncryptionKeyProvider,
+  setEncryptionKeyProvider, Watch, SoupNotice,
 } from '..';
 import cordova = require('../cordova');
 
@@ -35,6 +35,25 @@ async function modern(): Promise<number> {
   return (id ?? 0) + final.progress + count + ghosts;
 }
 modern();
+
+async function watches(): Promise<number> {
+  const store = await openStore({ storeName: 'app' });
+  const soup: Watch<SoupNotice> = store.watchSoup('contacts', { minIntervalMs: 30 });
+  soup.on('change', (notice) => notice.soups[0].inserted.ids.length + notice.commits);
+  soup.on('error', (error) => error.code.length);
+  await soup.ready;
+  let total = 0;
+  for await (const notice of store.watch<{ LastName: string }>('contacts', buildExactQuerySpec('LastName', 'Hopper'), { keepAlive: true })) {
+    total += notice.totalEntries + notice.currentPageOrderedEntries[0].LastName.length + (notice.added.ids?.length ?? 0);
+    if (notice.origin.kind === 'otherProcess') break;
+  }
+  store.watch({ ...buildExactQuerySpec('LastName', 'Hopper'), soupName: 'contacts' }).unref();
+  // @ts-expect-error a soup watch takes a soup name or null
+  store.watchSoup(42);
+  await soup.close();
+  return total;
+}
+watches();
 
 async function encrypted(): Promise<void> {
   const store = await openStore({ storeName: 'vault', key: 'passphrase', kdfIter: 4000 });
