@@ -157,6 +157,99 @@ final class HybridPluginTests: StoreTestCase {
         }
     }
 
+    /// The events a plugin fires, as its listener gets them (any thread).
+    private final class Events: @unchecked Sendable {
+        private let lock = Lock()
+        private var list: [(String, [String: Any])] = []
+        func add(_ name: String, _ detail: String) {
+            let parsed = (try? parseJSON(detail)) as? [String: Any] ?? [:]
+            lock.withLock { list.append((name, parsed)) }
+        }
+        var all: [(String, [String: Any])] { lock.withLock { list } }
+        /// The details of the events named `name`, waiting until there are `count` (at most 5 s).
+        func wait(_ name: String, count: Int) -> [[String: Any]] {
+            let deadline = Clock.nowMillis() + 5_000
+            while Clock.nowMillis() < deadline, all.filter({ $0.0 == name }).count < count { usleep(2_000) }
+            return all.filter { $0.0 == name }.map { $0.1 }
+        }
+    }
+
+    /// pgAddSoupListener answers the listener's id; every notice it hears is a "smartstoreChanged"
+    /// event (the notice plus listenerId, isGlobalStore and storeName); pgRemoveListener stops it.
+    func testSoupListenersFireSmartstoreChangedEvents() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        let events = Events()
+        try plugin.setListener { name, detail in events.add(name, detail) }
+        let named = #""storeName": "notes", "isGlobalStore": true"#
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}], \#(named)}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "b", "indexes": [{"path": "k", "type": "string"}], \#(named)}]"#).0, 0)
+        let first = exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a", \#(named)}]"#)
+        XCTAssertEqual(first.0, 0)
+        XCTAssertEqual(first.1, "1")
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{\#(named)}]"#).1, "2") // every soup
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "missing", \#(named)}]"#).0, ErrorCode.notFound.rawValue)
+
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "x"}, {"k": "y"}], \#(named)}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "b", "entries": [{"k": "z"}], \#(named)}]"#).0, 0)
+        // Rolled back (the second entry is not an object): heard by nobody.
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "w"}, 7], \#(named)}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveFromSoup", #"[{"soupName": "a", "entryIds": [1], \#(named)}]"#).0, 0)
+        // 1 hears a's two commits, 2 hears all three.
+        let details = events.wait(HybridPlugin.changeEvent, count: 5)
+        XCTAssertEqual(details.count, 5, "\(events.all)")
+        XCTAssertEqual(details.filter { $0["listenerId"] as? Int == 1 }.count, 2)
+        XCTAssertEqual(details.filter { $0["listenerId"] as? Int == 2 }.count, 3)
+        for detail in details {
+            XCTAssertEqual(detail["storeName"] as? String, "notes")
+            XCTAssertEqual(detail["isGlobalStore"] as? Bool, true)
+            // The plugin's own writes are its handle's.
+            XCTAssertEqual((detail["origin"] as? [String: Any])?["kind"] as? String, "handle")
+        }
+        let soups = details.filter { $0["listenerId"] as? Int == 1 }.map { ($0["soups"] as? [[String: Any]]) ?? [] }
+        XCTAssertEqual(soups.map { $0.map { $0["soup"] as? String } }, [["a"], ["a"]])
+        XCTAssertEqual((soups[0][0]["inserted"] as? [String: Any])?["count"] as? Int, 2)
+        XCTAssertEqual((soups[1][0]["deleted"] as? [String: Any])?["ids"] as? [Int], [1])
+        XCTAssertTrue(events.all.allSatisfy { $0.0 == HybridPlugin.changeEvent })
+
+        // Removed: nothing more of it. An unknown (or removed) id has nothing to do.
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 1, \#(named)}]"#).1, #""OK""#)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 1}]"#).1, #""OK""#)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgClearSoup", #"[{"soupName": "a", \#(named)}]"#).0, 0)
+        let after = events.wait(HybridPlugin.changeEvent, count: 6)
+        XCTAssertEqual(after.count, 6)
+        XCTAssertEqual(after.last?["listenerId"] as? Int, 2)
+        XCTAssertEqual(((after.last?["soups"] as? [[String: Any]])?.first)?["cleared"] as? Bool, true)
+
+        // A removed store takes its listeners with it; a new store of that name has none.
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveStore", #"[{\#(named)}]"#).1, "true")
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}], \#(named)}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "x"}], \#(named)}]"#).0, 0)
+        usleep(100_000)
+        XCTAssertEqual(events.all.count, 6)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 2}]"#).1, #""OK""#)
+    }
+
+    /// Another handle's write is heard as such; a listener goes with the plugin's close.
+    func testSoupListenersHearOtherHandlesUntilThePluginCloses() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        let events = Events()
+        try plugin.setListener { name, detail in events.add(name, detail) }
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}]}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a"}]"#).1, "1")
+        let other = try StoreRegistry.shared.open(root: root, config: try StoreConfig())
+        defer { try? StoreRegistry.shared.close(other) }
+        _ = try StoreRegistry.shared.store(other).upsert(soup: "a", entriesJSON: #"[{"k": "o"}]"#, owner: other)
+        let details = events.wait(HybridPlugin.changeEvent, count: 1)
+        XCTAssertEqual(details.count, 1)
+        XCTAssertTrue(["otherHandle", "process"].contains((details.first?["origin"] as? [String: Any])?["kind"] as? String ?? ""))
+        try plugin.close()
+        _ = try StoreRegistry.shared.store(other).upsert(soup: "a", entriesJSON: #"[{"k": "p"}]"#, owner: other)
+        usleep(100_000)
+        XCTAssertEqual(events.all.count, 1)
+    }
+
     func testOptionsAreChecked() {
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": 1}}"#))
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remotes": {}}"#))
