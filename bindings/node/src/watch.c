@@ -26,6 +26,7 @@ typedef struct watch_rec {
     int adding;   /* its add is in flight */
     int removing; /* its remove is in flight */
     int dead;     /* removed, failed, or gone with its store: freed when no work is in flight */
+    napi_deferred removed; /* a remove asked for while it was being added: settled after it */
     struct watch_rec *next;
 } watch_rec;
 
@@ -271,15 +272,19 @@ static void add_complete(napi_env env, napi_status napi_st, void *data) {
         c->status = SYNCSTORE_ERR_STATE;
         snprintf(c->err.message, sizeof c->err.message, "the call was cancelled");
     }
+    napi_value undefined;
+    napi_get_undefined(env, &undefined);
+    napi_deferred removed = w->removed;
+    w->removed = NULL;
     if (c->status != SYNCSTORE_OK) {
         w->dead = 1;
         napi_reject_deferred(env, c->deferred, make_error(env, c->status, c->err.retryable, c->err.message));
+        if (removed) napi_resolve_deferred(env, removed, undefined);
     } else {
-        napi_value undefined;
-        napi_get_undefined(env, &undefined);
         napi_resolve_deferred(env, c->deferred, undefined);
-        /* Removed while it was being added: remove it now. */
-        if (w->dead) start_remove(env, w, NULL);
+        /* Removed while it was being added: remove it now (the remove's promise waits for it). */
+        if (w->dead) start_remove(env, w, removed);
+        else if (removed) napi_resolve_deferred(env, removed, undefined);
     }
     maybe_free(w);
     free(c->text);
@@ -415,7 +420,11 @@ static napi_value js_watch_remove(napi_env env, napi_callback_info info) {
         return promise;
     }
     w->dead = 1;
-    if (w->adding || rec->watch->closed) { /* add_complete removes it; a closed store has none */
+    if (w->adding) { /* add_complete removes it, then settles this */
+        w->removed = deferred;
+        return promise;
+    }
+    if (rec->watch->closed) { /* a closed store has no listener left */
         napi_resolve_deferred(env, deferred, undefined);
         maybe_free(w);
         return promise;
