@@ -92,7 +92,12 @@ package enum CordovaAPI {
             {"name": "removeStore", "action": "pgRemoveStore", "args": [], "storeConfig": true, "removes": "named"},
             {"name": "removeAllStores", "action": "pgRemoveAllStores", "args": [], "storeConfig": false, "removes": "user"},
             {"name": "removeAllGlobalStores", "action": "pgRemoveAllGlobalStores", "args": [], "storeConfig": false, "removes": "global"},
-            {"name": "addSoupListener", "action": "pgAddSoupListener", "args": [{"name": "soupName", "optional": true, "default": null}],
+            {"name": "addSoupListener", "action": "pgAddSoupListener",
+             "args": [{"name": "soupName", "optional": true, "default": null},
+                      {"name": "options", "field": "minIntervalMs", "member": "minIntervalMs", "optional": true, "default": null}],
+             "storeConfig": true},
+            {"name": "addQueryListener", "action": "pgAddQueryListener",
+             "args": ["soupName", "querySpec", {"name": "options", "field": "minIntervalMs", "member": "minIntervalMs", "optional": true, "default": null}],
              "storeConfig": true},
             {"name": "removeListener", "action": "pgRemoveListener", "args": ["listenerId"], "storeConfig": true}
           ],

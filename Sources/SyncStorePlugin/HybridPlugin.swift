@@ -30,7 +30,7 @@ package final class HybridPlugin: @unchecked Sendable {
     private var listener: Listener?
     private var keyProvider: KeyProvider?
     private var closed = false
-    /// The store listeners added through the plugin (pgAddSoupListener), by listener id.
+    /// The store listeners added through the plugin (pgAddSoupListener, pgAddQueryListener), by id.
     private var changeListeners: [Int64: ChangeListenerEntry] = [:]
     private var lastListenerId: Int64 = 0
 
@@ -218,16 +218,30 @@ package final class HybridPlugin: @unchecked Sendable {
     /// hears is a "smartstoreChanged" event (`changeDetail`). Returns the listener's id (from 1,
     /// unique in this plugin). The listener belongs to the plugin's handle of that store: writes
     /// through the plugin are its "handle" origin, and it goes when the plugin closes the store.
-    package func addSoupListener(_ slot: PluginStoreSlot, soup: String?) throws -> Int64 {
+    /// `minIntervalMs` (nil or 0: none) is the least time between two of its notices.
+    package func addSoupListener(_ slot: PluginStoreSlot, soup: String?, minIntervalMs: Int64? = nil) throws -> Int64 {
         let (store, handle) = try store(slot)
-        return try addListener(store, handle, slot) { listeners, deliver in
+        return try addListener(store, handle, slot, minIntervalMs) { listeners, deliver in
             try listeners.add(store: store, soup: soup, owner: handle, deliver)
         }
     }
 
+    /// Adds a listener of a query's result (`specJSON`: a query spec with "soupName", or a Smart
+    /// SQL spec): its first event, the current result, comes at once (it may reach the host's
+    /// event listener before the action's answer), then one after each commit that changed it.
+    package func addQueryListener(_ slot: PluginStoreSlot, specJSON: String, minIntervalMs: Int64? = nil) throws -> Int64 {
+        let (store, handle) = try store(slot)
+        return try addListener(store, handle, slot, minIntervalMs) { listeners, deliver in
+            try listeners.addQuery(store: store, specJSON: specJSON, owner: handle, deliver)
+        }
+    }
+
     /// `add` registers the listener with the store's ChangeListeners and returns its token.
-    private func addListener(_ store: SmartStore, _ handle: Int, _ slot: PluginStoreSlot,
+    private func addListener(_ store: SmartStore, _ handle: Int, _ slot: PluginStoreSlot, _ minIntervalMs: Int64?,
                              _ add: (ChangeListeners, @escaping ChangeListeners.Deliver) throws -> Int64) throws -> Int64 {
+        if let ms = minIntervalMs, ms < 0 || ms > 3_600_000 {
+            throw StoreError.argument("minIntervalMs must be from 0 to 3600000 (got \(ms))")
+        }
         let id = try lock.withLock { () -> Int64 in
             try checkOpen()
             lastListenerId += 1
@@ -235,6 +249,9 @@ package final class HybridPlugin: @unchecked Sendable {
         }
         let listeners = try ChangeListeners.of(store)
         let token = try add(listeners) { [weak self] notice in self?.fireChange(notice, id: id, slot) }
+        if let ms = minIntervalMs, ms > 0 {
+            do { try listeners.setInterval(token, milliseconds: ms) } catch { try? listeners.remove(token); throw error }
+        }
         let kept = lock.withLock { () -> Bool in
             // Closed meanwhile (the plugin, or this store): the close removed it, or removes it now.
             guard !closed, handles[slot] == handle else { return false }

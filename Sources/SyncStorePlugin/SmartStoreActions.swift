@@ -127,7 +127,12 @@ package enum SmartStoreActions {
         // SyncStore's own (the SDK's plugins have no store listeners): every notice of the
         // listener is a "smartstoreChanged" event; the answer is the listener's id.
         "pgAddSoupListener": { plugin, call, _ in
-            .json(String(try plugin.addSoupListener(call.store, soup: try call.optionalString("soupName"))))
+            .json(String(try plugin.addSoupListener(call.store, soup: try call.optionalString("soupName"),
+                                                    minIntervalMs: try minInterval(call))))
+        },
+        // Its first event (the current result, origin "initial") may come before this answer.
+        "pgAddQueryListener": { plugin, call, _ in
+            .json(String(try plugin.addQueryListener(call.store, specJSON: try listenerSpec(call), minIntervalMs: try minInterval(call))))
         },
         "pgRemoveListener": { plugin, call, _ in
             try plugin.removeListener(id: try call.int64("listenerId"))
@@ -147,6 +152,29 @@ package enum SmartStoreActions {
     ]
 
     private static func quoted(_ text: String) -> String { HybridPlugin.messageJSON(text) }
+
+    private static func minInterval(_ call: PluginCall) throws -> Int64? {
+        call.has("minIntervalMs") ? try call.int64("minIntervalMs") : nil
+    }
+
+    /// pgAddQueryListener's spec as the store's query listeners take it: Smart SQL text or a smart
+    /// spec as pgRunSmartQuery reads them; any other spec as pgQuerySoup reads it (the plugins'
+    /// dialect: its queryType required, an order without orderPath ordering by indexPath), with
+    /// the soupName field as its "soupName".
+    private static func listenerSpec(_ call: PluginCall) throws -> String {
+        let given = try call.json("querySpec")
+        if let sql = given.string {
+            let built = smartSpec(sql)
+            return withExtendedLifetime(built) { built.root.dump() }
+        }
+        guard given.isObject else { throw StoreError.argument("pgAddQueryListener: \"querySpec\" must be a query spec object or Smart SQL text") }
+        if given["queryType"]?.string == "smart" { return given.dump() }
+        let spec = try orderedSpec(given)
+        _ = try withExtendedLifetime(spec) { try QuerySpec.parse(spec.root, dialect: .plugin) }
+        let soup = try call.string("soupName")
+        spec.root.set("soupName", owned: JSONMake.string(soup))
+        return spec.root.dump()
+    }
 
     /// A querySoup spec as cordova.force.js sends it: pre-3.3 code names its order path by
     /// indexPath (an order without an orderPath orders by the indexPath).

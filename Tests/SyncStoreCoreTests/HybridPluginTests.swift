@@ -231,6 +231,65 @@ final class HybridPluginTests: StoreTestCase {
         XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 2}]"#).1, #""OK""#)
     }
 
+    /// pgAddQueryListener: the result at once (origin "initial"), then each commit that changed
+    /// it; Smart SQL text as pgRunSmartQuery takes it; minIntervalMs merges commits.
+    func testQueryListenersFireTheResultThenItsChanges() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        let events = Events()
+        try plugin.setListener { name, detail in events.add(name, detail) }
+        func of(_ id: Int, count: Int) -> [[String: Any]] {
+            let deadline = Clock.nowMillis() + 5_000
+            var found: [[String: Any]] = []
+            repeat {
+                found = events.all.map { $0.1 }.filter { $0["listenerId"] as? Int == id }
+                if found.count >= count { break }
+                usleep(2_000)
+            } while Clock.nowMillis() < deadline
+            return found
+        }
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}]}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "a"}, {"k": "q"}]}]"#).0, 0)
+        let range = #"{"queryType": "range", "indexPath": "k", "beginKey": "a", "endKey": "m", "order": "ascending", "pageSize": 10}"#
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"soupName": "a", "querySpec": \#(range)}]"#).1, "1")
+        let initial = of(1, count: 1)
+        XCTAssertEqual((initial.first?["origin"] as? [String: Any])?["kind"] as? String, "initial")
+        XCTAssertEqual(initial.first?["totalEntries"] as? Int, 1)
+        XCTAssertEqual(initial.first?["storeName"] as? String, "smartstore")
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "z"}]}]"#).0, 0) // outside
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "b"}]}]"#).0, 0) // inside
+        let changed = of(1, count: 2)
+        XCTAssertEqual(changed.count, 2)
+        XCTAssertEqual(changed.last?["totalEntries"] as? Int, 2)
+        XCTAssertEqual((changed.last?["added"] as? [String: Any])?["ids"] as? [Int], [4])
+        XCTAssertEqual((changed.last?["origin"] as? [String: Any])?["kind"] as? String, "handle")
+
+        // Smart SQL text, as pgRunSmartQuery takes it (no soupName needed).
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"querySpec": "select count(*) from {a}"}]"#).1, "2")
+        XCTAssertEqual(of(2, count: 1).count, 1)
+        // Refused: no queryType (the plugins' dialect), no soupName, an unknown soup, a bad interval.
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"soupName": "a", "querySpec": {"indexPath": "k"}}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"querySpec": \#(range)}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"soupName": "nothing", "querySpec": \#(range)}]"#).0, ErrorCode.notFound.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a", "minIntervalMs": -1}]"#).0, ErrorCode.argument.rawValue)
+
+        // minIntervalMs: commits within it come as one notice ("commits" counts them).
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a", "minIntervalMs": 300}]"#).1, "3")
+        for k in ["c", "d", "e"] {
+            XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "\#(k)"}]}]"#).0, 0)
+        }
+        let deadline = Clock.nowMillis() + 5_000
+        var merged: [[String: Any]] = []
+        repeat {
+            merged = of(3, count: 1)
+            if merged.reduce(0, { $0 + (($1["commits"] as? Int) ?? 0) }) >= 3 { break }
+            usleep(5_000)
+        } while Clock.nowMillis() < deadline
+        XCTAssertEqual(merged.reduce(0, { $0 + (($1["commits"] as? Int) ?? 0) }), 3)
+        XCTAssertLessThan(merged.count, 3)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 1}]"#).1, #""OK""#)
+    }
+
     /// Another handle's write is heard as such; a listener goes with the plugin's close.
     func testSoupListenersHearOtherHandlesUntilThePluginCloses() throws {
         let plugin = try HybridPlugin(root: root, optionsJSON: nil)
@@ -243,7 +302,7 @@ final class HybridPluginTests: StoreTestCase {
         _ = try StoreRegistry.shared.store(other).upsert(soup: "a", entriesJSON: #"[{"k": "o"}]"#, owner: other)
         let details = events.wait(HybridPlugin.changeEvent, count: 1)
         XCTAssertEqual(details.count, 1)
-        XCTAssertTrue(["otherHandle", "process"].contains((details.first?["origin"] as? [String: Any])?["kind"] as? String ?? ""))
+        XCTAssertEqual((details.first?["origin"] as? [String: Any])?["kind"] as? String, "otherHandle")
         try plugin.close()
         _ = try StoreRegistry.shared.store(other).upsert(soup: "a", entriesJSON: #"[{"k": "p"}]"#, owner: other)
         usleep(100_000)

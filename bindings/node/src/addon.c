@@ -148,9 +148,6 @@ static napi_value js_load(napi_env env, napi_callback_info info) {
 #define SS_LOAD(name) if (!problem && !(SS.name = (__typeof__(name) *)dlsym(lib, #name))) problem = #name " is missing";
             SYNCSTORE_FUNCTIONS(SS_LOAD)
 #undef SS_LOAD
-#define SS_LOAD_OPTIONAL(name) SS.name = (__typeof__(name) *)dlsym(lib, #name);
-            SYNCSTORE_OPTIONAL_FUNCTIONS(SS_LOAD_OPTIONAL)
-#undef SS_LOAD_OPTIONAL
             if (!problem && SS.syncstore_abi_version() != SYNCSTORE_ABI_VERSION) problem = "ABI version mismatch";
             if (!problem) ss_loaded = 1;
         }

@@ -28,12 +28,8 @@
     X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target) X(syncstore_change_key) \
     X(syncstore_plugin_new) X(syncstore_plugin_set_remote) X(syncstore_plugin_set_listener) \
     X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free) \
-    X(syncstore_plugin_api) X(syncstore_add_soup_listener) X(syncstore_remove_listener)
-
-/* Functions the addon uses when the library has them (looked up, not required): a library
- * without them still loads, and what needs them fails with STATE naming the function. */
-#define SYNCSTORE_OPTIONAL_FUNCTIONS(X) \
-    X(syncstore_add_query_listener) X(syncstore_set_listener_interval) \
+    X(syncstore_plugin_api) X(syncstore_add_soup_listener) X(syncstore_add_query_listener) \
+    X(syncstore_remove_listener) X(syncstore_set_listener_interval) \
     X(syncstore_buffer_notifications) X(syncstore_send_notifications)
 
 /* The library's file name for dlopen, from the header's SYNCSTORE_ABI_VERSION ("libsyncstore.so.1");
@@ -53,7 +49,6 @@
 typedef struct {
 #define SS_FIELD(name) __typeof__(name) *name;
     SYNCSTORE_FUNCTIONS(SS_FIELD)
-    SYNCSTORE_OPTIONAL_FUNCTIONS(SS_FIELD)
 #undef SS_FIELD
 } ss_api;
 

@@ -1,12 +1,10 @@
 /* Store watches (lib/watch.js): soup and query listeners whose notices reach JS on the event
  * loop. The first watch of a handle makes its delivery: a thread-safe function whose JS function
- * is the Store's dispatcher, and, when the library has it, syncstore_buffer_notifications() on
- * the handle. Then the notifier thread only calls `ready` (once until the next send), which
- * posts one item; on the JS thread that item calls syncstore_send_notifications(), and the
- * library calls every pending notice's callback right there, which calls the dispatcher
- * directly: no thread hop per notice, and commits made meanwhile are merged by the library, not
- * queued here. A library without buffered delivery calls the callbacks on its notifier thread:
- * each notice is then copied and posted on its own.
+ * is the Store's dispatcher, and syncstore_buffer_notifications() on the handle. Then the
+ * notifier thread only calls `ready` (once until the next send), which posts one item; on the JS
+ * thread that item calls syncstore_send_notifications(), and the library calls every pending
+ * notice's callback right there, which calls the dispatcher directly: no thread hop per notice,
+ * and commits made meanwhile are merged by the library, not queued here.
  *
  * The thread-safe function keeps the process alive only while the JS layer says so (a watch
  * made with keepAlive, or ref()); it is released when the handle's close completes, after which
@@ -90,7 +88,8 @@ static void deliver(napi_env env, napi_value fn, int64_t id, const char *text) {
     napi_close_handle_scope(env, scope);
 }
 
-/* The listener's callback: on the JS thread during a send (buffered), else on the notifier thread. */
+/* The listener's callback: on the JS thread, during a send (the handle is buffered before its
+ * first listener). Any other thread (none is expected) posts a copy. */
 static void on_change(const char *change_json, void *context) {
     watch_rec *w = context;
     watch_notify *n = w->n;
@@ -121,7 +120,7 @@ static void call_js(napi_env env, napi_value fn, void *context, void *data) {
             pthread_mutex_lock(&g_mu);
             int closed = n->rec->closed;
             pthread_mutex_unlock(&g_mu);
-            if (!closed && SS.syncstore_send_notifications) {
+            if (!closed) {
                 n->cur_env = env;
                 n->cur_fn = fn;
                 int64_t sent = 0;
@@ -210,12 +209,6 @@ typedef struct {
     syncstore_error err;
 } add_call;
 
-static void missing(syncstore_error *e, int *status, const char *what) {
-    *status = e->code = SYNCSTORE_ERR_STATE;
-    e->retryable = 0;
-    snprintf(e->message, sizeof e->message, "this libsyncstore has no %s: build the library from the same sources as the addon", what);
-}
-
 static void add_execute(napi_env env, void *data) {
     (void)env;
     add_call *c = data;
@@ -233,7 +226,7 @@ static void add_execute(napi_env env, void *data) {
     syncstore_store *st = n->rec->store;
     /* Buffered before the first listener, so not even a query's first notice is called on the
      * notifier thread. Two first adds may both do it: the second call replaces the same. */
-    if (!buffered && SS.syncstore_buffer_notifications && SS.syncstore_send_notifications) {
+    if (!buffered) {
         c->status = SS.syncstore_buffer_notifications(st, on_ready, n, e);
         if (c->status != SYNCSTORE_OK) return;
         pthread_mutex_lock(&g_mu);
@@ -241,17 +234,12 @@ static void add_execute(napi_env env, void *data) {
         pthread_mutex_unlock(&g_mu);
     }
     syncstore_listener_token *token = NULL;
-    if (w->kind == 0) {
-        c->status = SS.syncstore_add_soup_listener(st, c->text, on_change, w, &token, e);
-    } else if (!SS.syncstore_add_query_listener) {
-        missing(e, &c->status, "syncstore_add_query_listener");
-    } else {
-        c->status = SS.syncstore_add_query_listener(st, c->text, on_change, w, &token, e);
-    }
+    if (w->kind == 0) c->status = SS.syncstore_add_soup_listener(st, c->text, on_change, w, &token, e);
+    else c->status = SS.syncstore_add_query_listener(st, c->text, on_change, w, &token, e);
     if (c->status != SYNCSTORE_OK) return;
     if (c->interval_ms > 0) {
-        if (!SS.syncstore_set_listener_interval) missing(e, &c->status, "syncstore_set_listener_interval");
-        else c->status = SS.syncstore_set_listener_interval(st, token, c->interval_ms, e);
+        /* Set after the add: a commit made in between is told without the interval. */
+        c->status = SS.syncstore_set_listener_interval(st, token, c->interval_ms, e);
         if (c->status != SYNCSTORE_OK) {
             SS.syncstore_remove_listener(st, token, NULL);
             return;
@@ -450,8 +438,8 @@ static napi_value js_watch_ref(napi_env env, napi_callback_info info) {
     return NULL;
 }
 
-/* watchBuffered(handle) -> whether the store's notices come through buffered delivery (one
- * send per wake-up) rather than one hop per notice; null before its first watch was added. */
+/* watchBuffered(handle) -> whether the handle's notices are buffered (sent on the JS thread);
+ * null before its first watch. For the tests. */
 static napi_value js_watch_buffered(napi_env env, napi_callback_info info) {
     size_t argc = 1;
     napi_value argv[1], result;
@@ -463,21 +451,6 @@ static napi_value js_watch_buffered(napi_env env, napi_callback_info info) {
     int buffered = rec->watch->buffered;
     pthread_mutex_unlock(&g_mu);
     napi_get_boolean(env, buffered != 0, &result);
-    return result;
-}
-
-/* watchFeatures() -> {query, interval, buffered}: which of the library's optional listener
- * functions it has (a library built from older sources lacks them). */
-static napi_value js_watch_features(napi_env env, napi_callback_info info) {
-    (void)info;
-    napi_value result, v;
-    napi_create_object(env, &result);
-    napi_get_boolean(env, ss_loaded && SS.syncstore_add_query_listener != NULL, &v);
-    napi_set_named_property(env, result, "query", v);
-    napi_get_boolean(env, ss_loaded && SS.syncstore_set_listener_interval != NULL, &v);
-    napi_set_named_property(env, result, "interval", v);
-    napi_get_boolean(env, ss_loaded && SS.syncstore_buffer_notifications && SS.syncstore_send_notifications, &v);
-    napi_set_named_property(env, result, "buffered", v);
     return result;
 }
 
@@ -524,7 +497,6 @@ napi_value watch_init(napi_env env, napi_value exports) {
         {"watchRemove", NULL, js_watch_remove, NULL, NULL, NULL, napi_default, NULL},
         {"watchRef", NULL, js_watch_ref, NULL, NULL, NULL, napi_default, NULL},
         {"watchBuffered", NULL, js_watch_buffered, NULL, NULL, NULL, napi_default, NULL},
-        {"watchFeatures", NULL, js_watch_features, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
     return exports;

@@ -1,13 +1,12 @@
 'use strict';
 // Child of test/watch.test.js. Variants:
-//   idle       watches a soup (and a query, when the library has query listeners), hears a write,
+//   idle       watches a soup and a query, hears a write,
 //              then returns with watches and the store open: the process must exit on its own.
 //   keepAlive  a watch made with keepAlive holds the process until it is closed (300 ms after it
 //              heard a write); prints how long it stayed.
 //   write      writes one entry to the store and exits (another process's commit).
 const path = require('node:path');
 const { openStore } = require(path.resolve(__dirname, '..'));
-const { addon } = require(path.resolve(__dirname, '..', 'lib', 'native'));
 
 const [root, variant] = process.argv.slice(2);
 
@@ -23,7 +22,7 @@ const [root, variant] = process.argv.slice(2);
     // Watches left open at the end: a 'change' listener, and a query's.
     const soup = store.watchSoup('things');
     soup.on('change', () => {});
-    if (addon.watchFeatures().query) store.watch('things', { queryType: 'range', indexPath: 'name', order: 'ascending', pageSize: 5 });
+    store.watch('things', { queryType: 'range', indexPath: 'name', order: 'ascending', pageSize: 5 });
     // One iterated until it hears the write (an iteration holds the process while it waits).
     const waiter = store.watchSoup('things');
     await Promise.all([soup.ready, waiter.ready]);
