@@ -247,8 +247,16 @@ package final class HybridPlugin: @unchecked Sendable {
             lastListenerId += 1
             return lastListenerId
         }
-        let listeners = try ChangeListeners.of(store)
-        let token = try add(listeners) { [weak self] notice in self?.fireChange(notice, id: id, slot) }
+        let token: Int64
+        let listeners: ChangeListeners
+        do {
+            listeners = try ChangeListeners.of(store)
+            token = try add(listeners) { [weak self] notice in self?.fireChange(notice, id: id, slot) }
+        } catch {
+            // A refused listener leaves no gap in the ids (unless another was added meanwhile).
+            lock.withLock { if lastListenerId == id { lastListenerId -= 1 } }
+            throw error
+        }
         if let ms = minIntervalMs, ms > 0 {
             do { try listeners.setInterval(token, milliseconds: ms) } catch { try? listeners.remove(token); throw error }
         }

@@ -39,13 +39,16 @@ test('cordova.exec: pgAddSoupListener answers an id, each commit is a smartstore
   assert.equal(id, 1);
   await assert.rejects(exec(cordova, 'pgAddSoupListener', { soupName: 'missing', ...store }), /missing/);
 
+  // Each write waits for its event (commits made while one waits would be told as one notice).
   const [entry] = await exec(cordova, 'pgUpsertSoupEntries', { soupName: 'a', entries: [{ k: 'x' }], externalIdPath: '_soupEntryId', ...store });
+  await atLeast(details, 1);
+  // Another soup, and a rolled-back write: not heard. Then another handle of the store (this process).
   await exec(cordova, 'pgUpsertSoupEntries', { soupName: 'b', entries: [{ k: 'y' }], externalIdPath: '_soupEntryId', ...store });
   await assert.rejects(exec(cordova, 'pgUpsertSoupEntries', { soupName: 'a', entries: [{ k: 'z' }, 7], externalIdPath: '_soupEntryId', ...store }));
-  // A write through another handle of the store (this process), then the plugin's own delete.
   const other = await openStore({ storeName: 'notes', root });
   t.after(() => other.close());
   await other.upsert('a', [{ k: 'from elsewhere' }]);
+  await atLeast(details, 2);
   await exec(cordova, 'pgRemoveFromSoup', { soupName: 'a', entryIds: [entry._soupEntryId], ...store });
   await atLeast(details, 3);
   assert.equal(details.length, 3, JSON.stringify(details));
