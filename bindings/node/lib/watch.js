@@ -25,7 +25,9 @@ function watchOptions(options) {
  * ends when the watch closes (breaking out of the loop closes the watch).
  *
  * No notice is told before `ready` settles, and the first ones come on a later turn of the
- * event loop, so `await watch.ready` and then iterating misses none.
+ * event loop; until the watch has a consumer (a 'change' listener or an iteration) its notices
+ * are kept for the first one. So `await watch.ready`, or other work, then iterating misses none.
+ * Once it has had one, a notice goes to the 'change' listeners and iterations of its moment.
  *
  * The process stays alive for a watch only while someone waits for its next notice (an
  * iteration's pending next(), as in a `for await` loop) or while it is ref'd (keepAlive, ref()).
@@ -35,7 +37,7 @@ class Watch extends EventEmitter {
   #store; #id = null;
   #added = false; #error = null; #closed = false; #removal = null;
   #readyPromise = null; #readySettle = null; #readyAsked = false;
-  #held = []; #holding = true;
+  #held = []; #holding = true; #turned = false;
   #iterators = new Set();
   #refd = false; #awaiting = 0; #counted = false;
 
@@ -52,11 +54,14 @@ class Watch extends EventEmitter {
       added = Promise.reject(error);
     }
     if (options.keepAlive) this.ref();
+    // A 'change' listener added now is a consumer: held notices go to it (on a later turn, so
+    // every listener added in the same turn hears them).
+    this.on('newListener', (event) => { if (event === 'change') queueMicrotask(() => this.#maybeRelease()); });
     added.then(() => {
       this.#added = true;
       this.#readySettle?.resolve(this);
       // Held notices go on a later turn: code awaiting `ready` runs (and starts iterating) first.
-      setImmediate(() => this.#release());
+      setImmediate(() => { this.#turned = true; this.#maybeRelease(); });
     }, (error) => this.#fail(error));
   }
 
@@ -160,7 +165,10 @@ class Watch extends EventEmitter {
       [Symbol.asyncIterator]() { return it; },
     };
     if (this.#closed) it.finish(this.#error);
-    else iterators.add(it);
+    else {
+      iterators.add(it);
+      this.#maybeRelease(); // the notices kept for the first consumer go to its queue
+    }
     return it;
   }
 
@@ -176,7 +184,10 @@ class Watch extends EventEmitter {
   /** The store closed: no more notices. */
   _storeClosed() { this.#end(null); }
 
-  #release() {
+  /** Held notices go out once the add's turn has passed and someone consumes them. */
+  #maybeRelease() {
+    if (!this.#holding || !this.#turned || this.#closed) return;
+    if (this.#iterators.size === 0 && this.listenerCount('change') === 0) return;
     this.#holding = false;
     const held = this.#held;
     this.#held = [];

@@ -112,6 +112,18 @@ test('for await: notices in order; close() ends the loop and no notice comes aft
   for await (const notice of watch) assert.fail(`a notice after close: ${JSON.stringify(notice)}`);
 });
 
+test('notices before the first consumer are kept for it', { timeout: 30000 }, async (t) => {
+  const { store } = await setup(t);
+  const watch = store.watchSoup('things');
+  await watch.ready;
+  const [entry] = await store.upsert('things', [{ name: 'early' }]);
+  await sleep(100); // told meanwhile, with nobody listening or iterating yet
+  for await (const notice of watch) {
+    assert.deepEqual(part(notice, 'things').inserted.ids, [entry._soupEntryId]);
+    break;
+  }
+});
+
 test('breaking out of for await closes the watch; the store\'s close ends the others', { timeout: 30000 }, async (t) => {
   const { root } = await setup(t);
   const store = await openStore({ storeName: 'watched', root });
@@ -201,20 +213,35 @@ test('watch: the query\'s result at once, then each change of it', { timeout: 30
   await store.upsert('things', [{ name: 'a', n: 1 }, { name: 'b', n: 5 }]);
   const spec = { queryType: 'range', indexPath: 'n', beginKey: 0, endKey: 3, order: 'ascending', orderPath: 'n', pageSize: 10 };
   const watch = store.watch('things', spec);
-  const notices = [];
-  const loop = (async () => { for await (const notice of watch) { notices.push(notice); if (notices.length === 2) break; } })();
-  await watch.ready;
+  const it = watch[Symbol.asyncIterator]();
+  // The first notice, before any write (a write made while it waits would be merged into it).
+  const { value: first } = await it.next();
+  assert.equal(first.origin.kind, 'initial');
+  assert.equal(first.commits, 0);
+  assert.equal(first.totalEntries, 1);
+  assert.deepEqual(first.currentPageOrderedEntries.map((e) => e.name), ['a']);
   // Outside the range: changes nothing of the result, so it is not heard; inside: heard.
   await store.upsert('things', [{ name: 'c', n: 9 }]);
   const [inside] = await store.upsert('things', [{ name: 'd', n: 2 }]);
-  await loop;
-  assert.equal(watch.closed, true); // break closed it
-  assert.equal(notices[0].origin.kind, 'initial');
-  assert.equal(notices[0].totalEntries, 1);
-  assert.deepEqual(notices[0].currentPageOrderedEntries.map((e) => e.name), ['a']);
-  assert.equal(notices[1].totalEntries, 2);
-  assert.deepEqual(notices[1].added.ids, [inside._soupEntryId]);
-  assert.deepEqual(notices[1].currentPageOrderedEntries.map((e) => e.name), ['a', 'd']);
+  const { value: second } = await it.next();
+  assert.equal(second.origin.kind, 'handle');
+  assert.equal(second.totalEntries, 2);
+  assert.deepEqual(second.added.ids, [inside._soupEntryId]);
+  assert.deepEqual(second.currentPageOrderedEntries.map((e) => e.name), ['a', 'd']);
+  await it.return();
+  assert.equal(watch.closed, true); // leaving the iteration closed it
+  // The spec may name its soup itself, and a Smart SQL spec needs none.
+  const named = store.watch({ ...spec, soupName: 'things' });
+  const smart = store.watch({ queryType: 'smart', smartSql: 'select count(*) from {things}', pageSize: 1 });
+  for (const w of [named, smart]) {
+    for await (const notice of w) {
+      assert.equal(notice.origin.kind, 'initial');
+      break;
+    }
+  }
+  await assert.rejects(store.watch('things', { ...spec, queryType: 'sideways' }).ready, { code: 'SYNCSTORE_ERR_ARGUMENT' });
+  await assert.rejects(store.watch({ queryType: 'smart', smartSql: 'delete from {things}' }).ready, { code: 'SYNCSTORE_ERR_ARGUMENT' });
+  await assert.rejects(store.watch('missing', spec).ready, { code: 'SYNCSTORE_ERR_NOT_FOUND' });
 });
 
 test('minIntervalMs merges the commits made within it into one notice', { timeout: 30000 }, async (t) => {
