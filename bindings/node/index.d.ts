@@ -189,7 +189,30 @@ export type EncryptionKeyProvider = (store: { storeName: string; isGlobalStore: 
   EncryptionKey | Promise<EncryptionKey>;
 export interface StoreListing { storeName: string; isGlobalStore: boolean }
 
-export interface SmartStore extends QuerySpecBuilders {
+/** A store listener's options (addSoupListener / addQueryListener). */
+export interface ListenerOptions { minIntervalMs?: number }
+/** The detail of a "smartstoreChanged" event: a listener's notice plus which listener and store. */
+export type SmartstoreChangedDetail = (SoupNotice | QueryNotice) & { listenerId: number; isGlobalStore: boolean; storeName: string };
+/** The event addEventListener('smartstoreChanged', ...) listeners get (a CustomEvent). */
+export interface SmartstoreChangedEvent { readonly type: 'smartstoreChanged'; readonly detail: SmartstoreChangedDetail }
+
+/** Store listeners and their events, on smartstore and on its client. */
+interface SmartStoreEvents<Self> {
+  on(event: 'smartstoreChanged', listener: (detail: SmartstoreChangedDetail) => void): Self;
+  once(event: 'smartstoreChanged', listener: (detail: SmartstoreChangedDetail) => void): Self;
+  off(event: 'smartstoreChanged', listener: (detail: SmartstoreChangedDetail) => void): Self;
+  addEventListener(type: 'smartstoreChanged', listener: (event: SmartstoreChangedEvent) => void): void;
+  removeEventListener(type: 'smartstoreChanged', listener: (event: SmartstoreChangedEvent) => void): void;
+}
+
+export interface SmartStore extends QuerySpecBuilders, SmartStoreEvents<SmartStore> {
+  /** SyncStore's own: a listener of a soup (null or left out: every soup); success gets its id. */
+  addSoupListener: WithConfig<[], number> & WithConfig<[soupName: string | null], number> &
+    WithConfig<[soupName: string | null, options: ListenerOptions], number>;
+  /** SyncStore's own: a listener of a query's result (its first event: the result at once). */
+  addQueryListener: WithConfig<[soupName: string | null, querySpec: QuerySpec | string], number> &
+    WithConfig<[soupName: string | null, querySpec: QuerySpec | string, options: ListenerOptions], number>;
+  removeListener: WithConfig<[listenerId: number], 'OK'>;
   registerSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[]], string>;
   removeSoup: WithConfig<[soupName: string], 'OK'>;
   soupExists: WithConfig<[soupName: string], boolean>;
@@ -227,7 +250,10 @@ export interface SmartStore extends QuerySpecBuilders {
   client: SmartStoreClient;
 }
 
-export interface SmartStoreClient extends QuerySpecBuilders {
+export interface SmartStoreClient extends QuerySpecBuilders, SmartStoreEvents<SmartStoreClient> {
+  addSoupListener: WithConfigP<[soupName?: string | null, options?: ListenerOptions], number>;
+  addQueryListener: WithConfigP<[soupName: string | null, querySpec: QuerySpec | string, options?: ListenerOptions], number>;
+  removeListener: WithConfigP<[listenerId: number], 'OK'>;
   registerSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[]], string>;
   removeSoup: WithConfigP<[soupName: string], 'OK'>;
   soupExists: WithConfigP<[soupName: string], boolean>;

@@ -55,6 +55,13 @@ async function watches(): Promise<number> {
 }
 watches();
 
+smartstore.addSoupListener('contacts', (id: number) => id);
+smartstore.addSoupListener({ storeName: 'x' }, null, { minIntervalMs: 30 }, (id) => id, (message) => message);
+smartstore.addQueryListener('contacts', buildExactQuerySpec('LastName', 'Hopper'), (id) => id);
+smartstore.on('smartstoreChanged', (detail) => detail.listenerId + detail.sequence + detail.storeName.length);
+smartstore.addEventListener('smartstoreChanged', (event) => event.detail.isGlobalStore);
+smartstoreClient.addQueryListener(null, 'select count(*) from {contacts}').then((id: number) => smartstoreClient.removeListener(id));
+
 async function encrypted(): Promise<void> {
   const store = await openStore({ storeName: 'vault', key: 'passphrase', kdfIter: 4000 });
   await store.changeKey("x'" + '00'.repeat(32) + "'");
@@ -72,6 +79,7 @@ bridge.exec((value) => value, (message: string) => message, 'com.salesforce.smar
 bridge.define('app.store', (require, exports, module) => { module.exports = require('cordova/exec'); });
 bridge.document.addEventListener('sync', (event) => event.detail);
 bridge.reactNative.SFSmartStoreReactBridge.soupExists({ soupName: 'contacts' }, (error, exists) => error ?? exists);
+bridge.reactNative.DeviceEventEmitter.addListener('smartstoreChanged', (detail) => detail.listenerId).remove();
 bridge.configure({ keyProvider: async () => ({ key: 'passphrase', kdfIter: 4000 }) }).install();
 // @ts-expect-error fail gets the message string
 bridge.exec(null, (message: number) => message, 'com.salesforce.smartstore', 'pgGetAllStores', []);
