@@ -474,6 +474,66 @@ static void test_other_process(const char *self) {
     heard_free(&q);
 }
 
+/* A callback that adds a query listener and removes another listener, on its first call. */
+typedef struct {
+    heard_t heard;
+    syncstore_store *store;
+    syncstore_listener_token *victim, *added;
+    heard_t *added_heard;
+    int add_status, remove_status;
+} juggler_t;
+
+static void on_juggle(const char *change_json, void *context) {
+    juggler_t *j = context;
+    if (j->victim) {
+        syncstore_error err;
+        j->add_status = syncstore_add_query_listener(j->store, "{\"soupName\":\"s\",\"queryType\":\"range\",\"indexPath\":\"k\"}",
+                                                     on_change, j->added_heard, &j->added, &err);
+        j->remove_status = syncstore_remove_listener(j->store, j->victim, &err);
+        j->victim = NULL;
+    }
+    on_change(change_json, &j->heard);
+}
+
+static void test_add_and_remove_inside_callbacks(void) {
+    syncstore_error err;
+    syncstore_store *s = open_store("juggle");
+    EXPECT(syncstore_register_soup(s, "s", SPECS, &err), SYNCSTORE_OK, &err);
+    juggler_t j;
+    memset(&j, 0, sizeof j);
+    heard_init(&j.heard);
+    heard_t victim, added;
+    heard_init(&victim);
+    heard_init(&added);
+    victim.sleep_ms = 20;
+    syncstore_listener_token *jt = NULL;
+    EXPECT(syncstore_add_soup_listener(s, "s", on_change, &victim, &j.victim, &err), SYNCSTORE_OK, &err);
+    j.store = s;
+    j.added_heard = &added;
+    EXPECT(syncstore_add_soup_listener(s, "s", on_juggle, &j, &jt, &err), SYNCSTORE_OK, &err);
+    /* commits while the callbacks juggle */
+    for (int i = 0; i < 30; i++) {
+        char entry[64];
+        snprintf(entry, sizeof entry, "{\"k\":\"j%d\"}", i);
+        EXPECT(syncstore_upsert(s, "s", entry, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    }
+    CHECK(wait_commits(&j.heard, 30) == 30);
+    CHECK(j.add_status == SYNCSTORE_OK && j.remove_status == SYNCSTORE_OK);
+    CHECK(wait_for(&added, 1) >= 1); /* its first notice: the result when it was added */
+    size_t victim_heard = heard_count(&victim);
+    EXPECT(syncstore_upsert(s, "s", "{\"k\":\"last\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_commits(&j.heard, 31) == 31);
+    sleep_ms(100);
+    CHECK(heard_count(&victim) == victim_heard); /* removed: nothing more */
+    /* the listener added inside the callback hears the last write */
+    json_t *last = notice(&added, heard_count(&added) - 1);
+    CHECK(json_integer_value(json_object_get(last, "totalEntries")) == 31);
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
+    heard_free(&j.heard);
+    heard_free(&victim);
+    heard_free(&added);
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--writer") == 0) return run_writer(argv[2]);
     root = argc > 1 ? argv[1] : "test-stores/listeners";
@@ -481,6 +541,7 @@ int main(int argc, char **argv) {
     test_query_listener();
     test_buffered_handle();
     test_other_process(argv[0]);
+    test_add_and_remove_inside_callbacks();
     test_bad_input();
     test_filter_origin_and_rollback();
     test_remove_and_write_inside_callback();
