@@ -51,6 +51,9 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
 
     // MARK: StoreCompanion
 
+    /// An entry carrying the "sent" mark is one hostWillUpsert must see.
+    package var hostKeys: [String] { [LocalFlags.pendingCreate] }
+
     package func hostWillUpsert(_ entries: [JSON], soup: SoupInfo, inside db: Connection) throws {
         // A host write that carries a "sent" mark: soups known to hold none may now.
         if entries.contains(where: { $0[LocalFlags.pendingCreate] != nil }) { try CreateMarkLedger.forget(db) }

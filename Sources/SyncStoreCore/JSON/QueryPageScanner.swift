@@ -64,6 +64,9 @@ package struct ScannedRecord {
     package let start: Int32
     package let end: Int32
     package let needsTree: Bool
+    /// The text is exactly what jansson writes for it (compact, no key twice, no escape jansson
+    /// writes otherwise, no real): a host's entry stored from its text equals the tree path's.
+    package var canonical = false
 }
 
 /// A `query` answer (`{totalSize, done, nextRecordsUrl, records}`) read without building a
@@ -112,6 +115,29 @@ package struct ScannedPage {
         }
     }
 
+    /// Record `k`'s text as a tree.
+    package func parseRecord(_ k: Int) throws -> JSONDocument {
+        let record = records[k]
+        return try bytes.withUnsafeBufferPointer { all in
+            guard let base = all.baseAddress else { throw StoreError(.internal, "A scanned page has no text") }
+            return try JSONDocument.parse(bytes: base + Int(record.start), length: Int(record.end - record.start), what: "entry \(k)", limitDepth: false)
+        }
+    }
+
+    /// Scans the entries of a host upsert: a JSON array of objects, or one object. nil when the
+    /// text is anything else or not valid (the caller parses it with jansson, which reports the
+    /// error as it always has).
+    package static func scanEntries(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
+        guard bytes.count < Int(Int32.max) else { return nil }
+        var page = ScannedPage(bytes: bytes, plan: plan)
+        let ok = bytes.withUnsafeBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            var scanner = ByteScanner(p: base, n: buffer.count)
+            return scanner.entries(into: &page)
+        }
+        return ok ? page : nil
+    }
+
     /// Scans `bytes`; nil when the text is not a query answer the scanner can read (the caller
     /// then parses it with jansson, which also reports any syntax error).
     package static func scan(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
@@ -138,6 +164,8 @@ private struct ByteScanner {
     let n: Int
     var i = 0
     var unsupported = false
+    /// The record being read is still what jansson would write (see ScannedRecord.canonical).
+    var canonical = true
     /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson. Records
     /// (two levels down) then stay within JSONRules.maxDepth, which the fast path relies on.
     var depth = 0
@@ -153,6 +181,7 @@ private struct ByteScanner {
             let c = p[i]
             guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
             i += 1
+            canonical = false
         }
     }
 
@@ -239,20 +268,54 @@ private struct ByteScanner {
             skipSpace()
             // Records that are not objects are left to the tree path.
             guard at(openBrace) else { return false }
-            let start = i
-            let base = page.values.count
-            page.values.append(contentsOf: repeatElement(.null, count: slots))
-            unsupported = false
-            let ok = page.values.withUnsafeMutableBufferPointer { values -> Bool in
-                guard let first = values.baseAddress else { return false }
-                return object(node: page.plan.root, values: first + base, strings: &page.strings)
-            }
-            guard ok else { return false }
-            page.records.append(ScannedRecord(start: Int32(start), end: Int32(i), needsTree: unsupported))
-            unsupported = false
+            guard record(into: &page) else { return false }
             guard let more = separator(closeBracket) else { return false }
             if !more { return true }
         }
+    }
+
+    /// One record (an object at p[i]) with the values of the plan's paths.
+    mutating func record(into page: inout ScannedPage) -> Bool {
+        let start = i
+        let base = page.values.count
+        page.values.append(contentsOf: repeatElement(.null, count: page.plan.paths.count))
+        unsupported = false
+        canonical = true
+        let ok = page.values.withUnsafeMutableBufferPointer { values -> Bool in
+            guard let first = values.baseAddress else { return false }
+            return object(node: page.plan.root, values: first + base, strings: &page.strings)
+        }
+        guard ok else { return false }
+        page.records.append(ScannedRecord(start: Int32(start), end: Int32(i), needsTree: unsupported, canonical: canonical))
+        unsupported = false
+        return true
+    }
+
+    /// A host upsert's entries: an array of objects, or one object, and nothing after it.
+    mutating func entries(into page: inout ScannedPage) -> Bool {
+        skipSpace()
+        if at(openBracket) {
+            guard records(into: &page) else { return false }
+        } else if at(openBrace) {
+            guard record(into: &page) else { return false }
+        } else {
+            return false
+        }
+        skipSpace()
+        return i == n
+    }
+
+    /// Notes an object's key: a key seen twice in it (jansson keeps the last value where the
+    /// first was) or an object too wide to check cheaply is not canonical.
+    @inline(__always) mutating func note(_ key: StringRange, among keys: inout [StringRange]) {
+        guard canonical else { return }
+        guard keys.count < 64 else { canonical = false; return }
+        let length = key.end - key.start
+        for other in keys where other.end - other.start == length && memcmp(p + other.start, p + key.start, length) == 0 {
+            canonical = false
+            return
+        }
+        keys.append(key)
     }
 
     // MARK: values
@@ -260,8 +323,10 @@ private struct ByteScanner {
     /// An object at p[i] == '{'. With a node, the values of its paths are recorded.
     mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
         var seen: UInt64 = 0
+        var keys: [StringRange] = []
         return container(closing: closeBrace) { s in
             guard let key = s.memberKey() else { return false }
+            s.note(key, among: &keys)
             var match: ScanNode? = nil
             if key.escaped {
                 s.unsupported = true
@@ -337,7 +402,12 @@ private struct ByteScanner {
         case quote:
             return string() != nil
         case openBrace:
-            return container(closing: closeBrace) { $0.memberKey() != nil && $0.skipValue() }
+            var keys: [StringRange] = []
+            return container(closing: closeBrace) { s in
+                guard let key = s.memberKey() else { return false }
+                s.note(key, among: &keys)
+                return s.skipValue()
+            }
         case openBracket:
             return container(closing: closeBracket) { $0.skipValue() }
         default:
@@ -391,11 +461,17 @@ private struct ByteScanner {
     mutating func escape() -> Bool {
         guard i + 1 < n else { return false }
         switch p[i + 1] {
-        case quote, backslash, UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+        case quote, backslash, UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            i += 2
+            return true
+        case UInt8(ascii: "/"):
+            // jansson writes "/" unescaped.
+            canonical = false
             i += 2
             return true
         case UInt8(ascii: "u"):
+            // jansson writes most characters raw, and its own escapes in upper case.
+            canonical = false
             guard let u = hex4(i + 2) else { return false }
             i += 6
             if (0xDC00...0xDFFF).contains(u) { return false }
@@ -540,6 +616,8 @@ private struct ByteScanner {
             guard i < n, p[i] >= 0x30 && p[i] <= 0x39 else { return nil }
             while i < n && p[i] >= 0x30 && p[i] <= 0x39 { i += 1; exponentDigits += 1 }
         }
+        // jansson writes reals its own way ("%.17g"), and -0 as 0.
+        if isReal || (negative && magnitude == 0) { canonical = false }
         if isReal {
             let length = i - start
             guard exponentDigits <= 2, length <= 64 else { unsupported = true; return .null }

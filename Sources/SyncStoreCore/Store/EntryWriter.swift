@@ -203,6 +203,57 @@ package final class EntryWriter {
         }
     }
 
+    /// The scan plan a host upsert's entries are read with: the index columns' paths, then the
+    /// external id path when there is one. An entry holding a key of `reservedKeys` (the store's
+    /// own, and those a companion must see in a tree) is parsed instead.
+    package static func hostScanPlan(soup: SoupInfo, externalIdPath: String?, reservedKeys: [String]) -> ScanPlan? {
+        ScanPlan(paths: soup.columnIndexes.map { SoupPath.components($0.path) } + (externalIdPath.map { [SoupPath.components($0)] } ?? []),
+                 reservedKeys: [SoupPath.entryId, SoupPath.lastModified] + reservedKeys,
+                 idSlot: externalIdPath == nil ? nil : soup.columnIndexes.count)
+    }
+
+    /// Stores record `k` of a host upsert scanned with `hostScanPlan` (canonical, no reserved
+    /// key) as a new entry: its text plus the store's keys, byte for byte what the tree path
+    /// writes, appended to `out`. Returns false, storing nothing, when the entry replaces a
+    /// stored one (matched by its external id): the caller takes the tree path, where the
+    /// store's companions see the replacement.
+    package func insertScanned(_ page: ScannedPage, record k: Int, now: Int64, into out: inout TextBuffer?) throws -> Bool {
+        let record = page.records[k]
+        let base = k * page.plan.paths.count
+        return try page.bytes.withUnsafeBufferPointer { all -> Bool in
+            guard let bytes = all.baseAddress, record.end - record.start >= 2 else {
+                throw StoreError(.internal, "Entry \(k) of a scanned upsert has no object text")
+            }
+            if externalIdPath != nil {
+                let (existing, _) = try existingId(scanned: page.values[base + columns.count], page, bytes, index: k)
+                if existing != nil { return false }
+            }
+            let id = nextId
+            let start = Int(record.start), end = Int(record.end) - 1
+            scratch.removeAll(keepingCapacity: true)
+            scratch.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
+            if end - start > 1 { scratch.append(UInt8(ascii: ",")) }
+            scratch.append(contentsOf: EntryWriter.entryIdMember)
+            scratch.append(contentsOf: String(id).utf8)
+            scratch.append(contentsOf: EntryWriter.lastModifiedMember)
+            scratch.append(contentsOf: String(now).utf8)
+            scratch.append(UInt8(ascii: "}"))
+            let text = scratch
+            try text.withUnsafeBufferPointer { t in
+                guard let p = t.baseAddress else { return }
+                try store(id: id, replacing: false, now: now, text: p, length: t.count) { statement, position, column in
+                    switch columnPaths[column] {
+                    case [SoupPath.entryId]: try statement.bind(.int(id), at: position)
+                    case [SoupPath.lastModified]: try statement.bind(.int(now), at: position)
+                    default: try bind(page.values[base + column], page, bytes, type: columns[column].type, to: statement, at: position)
+                    }
+                }
+                out?.append(UnsafeBufferPointer(start: p, count: t.count))
+            }
+            return true
+        }
+    }
+
     /// Where an index column's value comes from when it is not in the scanned record.
     private enum AddedColumn { case none, value(ScannedValue), entryId, lastModified }
     private var addedColumns: [AddedColumn]?

@@ -10,8 +10,65 @@ extension SmartStore {
     /// Upserts entries (a JSON array of objects, or one object) in one transaction and returns
     /// the stored entries as a JSON array.
     package func upsert(soup name: String, entriesJSON: String, externalIdPath: String? = nil, owner: Int = 0) throws -> TextBuffer {
+        if scansHostUpserts, let stored = try upsertScanning(soup: name, entriesJSON: entriesJSON, externalIdPath: externalIdPath, owner: owner) {
+            return stored
+        }
         let doc = try JSONDocument.parse(entriesJSON, what: "entries", limitDepth: false)
         return try upsert(soup: name, entries: doc.root, externalIdPath: externalIdPath, owner: owner)
+    }
+
+    /// `upsert` without a JSON tree for the entries that need none: the text is scanned once
+    /// (validated as strictly as jansson reads it, the index values read on the way), and an
+    /// entry that is new and already in the form jansson writes is stored as its own text plus
+    /// the store's keys; the others (replacements, reserved keys, other forms) are parsed and
+    /// take the tree path, in order, in the same transaction. Same results, byte for byte. nil
+    /// when the text is not scannable (invalid, not objects, too deep): the caller parses it and
+    /// reports its errors as it always has.
+    private func upsertScanning(soup name: String, entriesJSON: String, externalIdPath: String?, owner: Int) throws -> TextBuffer? {
+        let externalPath = (externalIdPath == nil || externalIdPath == SoupPath.entryId) ? nil : externalIdPath
+        guard let planned = soup(name) else { return nil }
+        let companions = attached
+        guard let plan = EntryWriter.hostScanPlan(soup: planned, externalIdPath: externalPath, reservedKeys: companions.flatMap(\.hostKeys)),
+              let page = ScannedPage.scanEntries(Array(entriesJSON.utf8), plan: plan) else { return nil }
+        // An entry jansson refuses (a number too big) fails as the whole text does on the tree path.
+        func tree(_ k: Int) throws -> JSONDocument {
+            do {
+                return try page.parseRecord(k)
+            } catch {
+                _ = try JSONDocument.parse(entriesJSON, what: "entries", limitDepth: false)
+                throw error
+            }
+        }
+        return try write(origin: .host(owner: owner)) { db in
+            let info = try self.requireSoup(name)
+            let samePlan = info.table == planned.table
+                && info.columnIndexes.map { "\($0.type):\($0.path)" } == planned.columnIndexes.map { "\($0.type):\($0.path)" }
+            // Entries parsed: those the scan cannot store (or all, when the soup changed since).
+            var trees: [Int: JSONDocument] = [:]
+            for (k, record) in page.records.enumerated() where !samePlan || record.needsTree || !record.canonical {
+                trees[k] = try tree(k)
+            }
+            let parsed = trees.keys.sorted().compactMap { trees[$0]?.root }
+            for companion in companions { try companion.hostWillUpsert(parsed, soup: info, inside: db) }
+            return try self.withEntryWriter(db, soup: info, externalIdPath: externalPath) { writer in
+                writer.hostWrite = companions
+                var out: TextBuffer? = TextBuffer(capacity: page.bytes.count + 64 + page.records.count * 64)
+                out?.append(UInt8(ascii: "["))
+                let now = Clock.nowMillis()
+                for k in page.records.indices {
+                    if k > 0 { out?.append(UInt8(ascii: ",")) }
+                    if let tree = trees[k] {
+                        _ = try writer.upsert(tree.root, index: k, now: now, into: &out)
+                    } else if try !writer.insertScanned(page, record: k, now: now, into: &out) {
+                        // It replaces a stored entry: the companions see it as a tree.
+                        let parsed = try tree(k)
+                        _ = try writer.upsert(parsed.root, index: k, now: now, into: &out)
+                    }
+                }
+                out?.append(UInt8(ascii: "]"))
+                return out ?? TextBuffer()
+            }
+        }
     }
 
     package func upsert(soup name: String, entries: JSON, externalIdPath: String? = nil, owner: Int = 0) throws -> TextBuffer {

@@ -35,6 +35,9 @@ package final class SmartStore: @unchecked Sendable {
     var recorder: ChangeRecorder?
     /// Commits with changes so far (under writeLock).
     var commitSequence: Int64 = 0
+    /// Host upserts store scannable entries from their text (off: every entry is parsed; the
+    /// tests compare the two paths byte for byte).
+    package var scansHostUpserts = true
     /// Commits per soup, to tell other processes' commits from this one's.
     package let versions = SoupVersions()
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.

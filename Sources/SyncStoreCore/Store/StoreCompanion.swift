@@ -9,8 +9,13 @@ import Glibc
 /// the `inside` ones in the write transaction of the call (what they write commits or rolls back
 /// with it).
 package protocol StoreCompanion: AnyObject, Sendable {
-    /// Once per host upsert call, inside its transaction, before any entry is stored.
+    /// Once per host upsert call, inside its transaction, before any entry is stored, with at
+    /// least every entry that holds one of `hostKeys` at its top level (the others may be
+    /// stored from their text without ever being parsed).
     func hostWillUpsert(_ entries: [JSON], soup: SoupInfo, inside db: Connection) throws
+
+    /// The top-level keys that make a host entry one `hostWillUpsert` must see.
+    var hostKeys: [String] { get }
 
     /// For each entry of a host upsert that replaces stored entry `existing`, inside the
     /// transaction, before it is stored: the companion may change `entry` (what a read-modify-
@@ -35,6 +40,7 @@ package protocol StoreCompanion: AnyObject, Sendable {
 
 extension StoreCompanion {
     package func didCommit(_ change: StoreChange) {}
+    package var hostKeys: [String] { [] }
 }
 
 /// The stored copy of the entry a host write replaces, read on demand (most writes never look).
