@@ -52,10 +52,67 @@ package struct QuerySpec {
     package static let maxPageSize = 100_000
     package static let defaultTimeoutMs: Int64 = 30_000
 
+    /// One member of a spec as parse reads it.
+    private enum Member {
+        case absent, null, string(String), int(Int64), real(Double), bool(Bool)
+        /// An object or an array: its JSON text, or its strings when it is an array of strings
+        /// only (nil elements: not strings).
+        case container(text: String, strings: [String?]?)
+    }
+
+    /// The members parse reads, in the scanner's slot order.
+    private enum Key: Int, CaseIterable {
+        case queryType, indexPath, matchKey, beginKey, endKey, likeKey, smartSql, orderPath, order, pageSize, timeoutMs, selectPaths
+        var name: String { Key.names[rawValue] }
+        static let names = Key.allCases.map { String(describing: $0) }
+    }
+
     package static func parse(_ json: JSON, dialect: Dialect = .library) throws -> QuerySpec {
         guard json.isObject else { throw StoreError.argument("A query spec must be a JSON object with a \"queryType\"") }
+        return try parse(dialect: dialect) { key in
+            guard let v = json[key.name] else { return .absent }
+            switch v.kind {
+            case .null: return .null
+            case .string: return .string(v.string ?? "")
+            case .integer: return .int(v.int64 ?? 0)
+            case .real: return .real(v.double ?? 0)
+            case .bool: return .bool(v.bool ?? false)
+            case .object: return .container(text: v.dump(), strings: nil)
+            case .array: return .container(text: v.dump(), strings: v.elements.map(\.string))
+            }
+        }
+    }
+
+    /// The spec keys read by the scanner (a flat object: a value that is an object or an array
+    /// sends the spec to jansson).
+    /// Never changed after it is made: read from any thread.
+    nonisolated(unsafe) private static let scanPlan = ScanPlan(paths: Key.allCases.map { [$0.name] }, reservedKeys: [])
+
+    /// Parses spec text: a flat object is read by the scanner, with no tree (a lookup's spec is
+    /// a third of its cost through jansson); anything else by jansson, as `parse(_:)`.
+    package static func parse(text: String, dialect: Dialect = .library) throws -> QuerySpec {
+        let bytes = Array(text.utf8)
+        if bytes.first == UInt8(ascii: "{"), let plan = scanPlan, let page = ScannedPage.scanEntries(bytes, plan: plan),
+           page.records.count == 1, !page.records[0].needsTree {
+            let members: [Member] = Key.allCases.map { key in
+                let value = page.value(record: 0, slot: key.rawValue)
+                switch value {
+                case .null: return .null  // absent and null read the same
+                case .bool(let b): return .bool(b)
+                case .int(let v): return .int(v)
+                case .real(let v): return .real(v)
+                case .text, .decoded: return .string(page.string(value) ?? "")
+                }
+            }
+            return try parse(dialect: dialect) { members[$0.rawValue] }
+        }
+        let doc = try JSONDocument.parse(text, what: "query spec")
+        return try parse(doc.root, dialect: dialect)
+    }
+
+    private static func parse(dialect: Dialect, member: (Key) -> Member) throws -> QuerySpec {
         // A missing or null queryType means range; any other non-string is an error, not "all".
-        let given = try optionalString(json, "queryType")
+        let given = try optionalString(member, .queryType)
         if given == nil && dialect == .plugin {
             throw StoreError.argument("The query spec has no queryType: use exact, range, like, match or smart")
         }
@@ -65,40 +122,40 @@ package struct QuerySpec {
         }
         var spec = QuerySpec(queryType: type)
         spec.nullMatchKeyMatchesNothing = dialect == .plugin
-        spec.indexPath = try optionalString(json, "indexPath")
-        spec.matchKey = try key(json, "matchKey")
-        spec.beginKey = try key(json, "beginKey")
-        spec.endKey = try key(json, "endKey")
-        spec.likeKey = try key(json, "likeKey")
-        spec.smartSql = try optionalString(json, "smartSql")
-        spec.orderPath = try optionalString(json, "orderPath")
-        if let orderName = try optionalString(json, "order") {
+        spec.indexPath = try optionalString(member, .indexPath)
+        spec.matchKey = key(member(.matchKey))
+        spec.beginKey = key(member(.beginKey))
+        spec.endKey = key(member(.endKey))
+        spec.likeKey = key(member(.likeKey))
+        spec.smartSql = try optionalString(member, .smartSql)
+        spec.orderPath = try optionalString(member, .orderPath)
+        if let orderName = try optionalString(member, .order) {
             guard let order = Order(rawValue: orderName) else {
                 throw StoreError.argument("Unknown order '\(orderName)': use ascending or descending")
             }
             spec.order = order
         }
-        if let size = json["pageSize"], !size.isNull {
-            guard let n = size.int64, n >= 1, n <= Int64(maxPageSize) else {
-                throw StoreError.argument("pageSize must be an integer from 1 to \(maxPageSize)")
-            }
-            spec.pageSize = Int(n)
+        switch member(.pageSize) {
+        case .absent, .null: break
+        case .int(let n) where n >= 1 && n <= Int64(maxPageSize): spec.pageSize = Int(n)
+        default: throw StoreError.argument("pageSize must be an integer from 1 to \(maxPageSize)")
         }
-        if let timeout = json["timeoutMs"], !timeout.isNull {
-            guard let n = timeout.int64, n >= 1, n <= 3_600_000 else {
-                throw StoreError.argument("timeoutMs must be an integer from 1 to 3600000 (milliseconds)")
-            }
-            spec.timeoutMs = n
+        switch member(.timeoutMs) {
+        case .absent, .null: break
+        case .int(let n) where n >= 1 && n <= 3_600_000: spec.timeoutMs = n
+        default: throw StoreError.argument("timeoutMs must be an integer from 1 to 3600000 (milliseconds)")
         }
-        if let paths = json["selectPaths"], !paths.isNull {
-            guard paths.isArray else { throw StoreError.argument("selectPaths must be an array of paths") }
+        switch member(.selectPaths) {
+        case .absent, .null: break
+        case .container(_, let strings?):
             var list: [String] = []
-            for p in paths.elements {
-                guard let s = p.string else { throw StoreError.argument("selectPaths must contain only strings") }
-                try SoupPath.validate(s)
-                list.append(s)
+            for p in strings {
+                guard let p else { throw StoreError.argument("selectPaths must contain only strings") }
+                try SoupPath.validate(p)
+                list.append(p)
             }
             if !list.isEmpty { spec.selectPaths = list }
+        default: throw StoreError.argument("selectPaths must be an array of paths")
         }
         for path in [spec.indexPath, spec.orderPath].compactMap({ $0 }) { try SoupPath.validate(path) }
         try spec.check()
@@ -126,21 +183,22 @@ package struct QuerySpec {
         }
     }
 
-    private static func optionalString(_ json: JSON, _ key: String) throws -> String? {
-        guard let v = json[key], !v.isNull else { return nil }
-        guard let s = v.string else { throw StoreError.argument("\"\(key)\" must be a string") }
-        return s
+    private static func optionalString(_ member: (Key) -> Member, _ key: Key) throws -> String? {
+        switch member(key) {
+        case .absent, .null: return nil
+        case .string(let s): return s
+        default: throw StoreError.argument("\"\(key.name)\" must be a string")
+        }
     }
 
-    private static func key(_ json: JSON, _ name: String) throws -> SQLKey? {
-        guard let v = json[name] else { return nil }
-        switch v.kind {
-        case .null: return nil
-        case .string: return .text(v.string ?? "")
-        case .integer: return .int(v.int64 ?? 0)
-        case .real: return .real(v.double ?? 0)
-        case .bool: return .bool(v.bool ?? false)
-        case .object, .array: return .text(v.dump())
+    private static func key(_ member: Member) -> SQLKey? {
+        switch member {
+        case .absent, .null: return nil
+        case .string(let s): return .text(s)
+        case .int(let v): return .int(v)
+        case .real(let v): return .real(v)
+        case .bool(let b): return .bool(b)
+        case .container(let text, _): return .text(text)
         }
     }
 }

@@ -8,8 +8,7 @@ extension SmartStore {
     // MARK: queries
 
     package func querySoup(_ name: String, specJSON: String, owner: Int = 0) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        return try querySoup(name, spec: try QuerySpec.parse(doc.root), owner: owner)
+        try querySoup(name, spec: try QuerySpec.parse(text: specJSON), owner: owner)
     }
 
     package func querySoup(_ name: String, spec: QuerySpec, owner: Int = 0) throws -> TextBuffer {
@@ -24,8 +23,7 @@ extension SmartStore {
     }
 
     package func runSmartQuery(specJSON: String, owner: Int = 0) throws -> TextBuffer {
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        let spec = try QuerySpec.parse(doc.root)
+        let spec = try QuerySpec.parse(text: specJSON)
         guard spec.queryType == .smart, let sql = spec.smartSql else {
             throw StoreError.argument("runSmartQuery takes only smart query specs ({\"queryType\": \"smart\", \"smartSql\": ...})")
         }
@@ -40,8 +38,7 @@ extension SmartStore {
     /// as a JSON array, with no cursor and no count: a lookup costs one statement.
     package func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
         guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
-        let doc = try JSONDocument.parse(specJSON, what: "query spec")
-        let spec = try QuerySpec.parse(doc.root)
+        let spec = try QuerySpec.parse(text: specJSON)
         // A page past any possible row (its offset would not fit in 64 bits) is empty.
         guard !page.multipliedReportingOverflow(by: Int64(spec.pageSize)).overflow else {
             var empty = TextBuffer(capacity: 2)
