@@ -201,7 +201,7 @@ final class WatchPrinter: @unchecked Sendable {
             let more = n > Int64(ids.count) ? ", …" : ""
             parts.append("\(n) \(key) (\(ids.joined(separator: ", "))\(more))")
         }
-        if part["unknown"]?.bool == true { parts.append("changed by another process (which entries is not known)") }
+        if part["unknown"]?.bool == true { parts.append(parts.isEmpty ? "changed, which entries is not known" : "which entries else is not known") }
         return parts.isEmpty ? "changed" : parts.joined(separator: ", ")
     }
 
