@@ -585,8 +585,9 @@ int syncstore_remove_listener(syncstore_store *store, syncstore_listener_token *
  *   takes it; "pageSize" is the size of the page each notice carries.
  * cb, context, out_token: as syncstore_add_soup_listener().
  * Errors: ARGUMENT (NULL store, spec, cb or out_token; a spec the store cannot run: bad JSON,
- * a missing "soupName", an unknown path, hostile Smart SQL), NOT_FOUND (the soup, or a soup the
- * Smart SQL names), STATE (closed store). The store is unchanged on any error.
+ * a missing "soupName", an unknown path, Smart SQL that syncstore_run_smart_query() refuses,
+ * an unknown soup in it included), NOT_FOUND ("soupName" names no soup), STATE (closed store).
+ * The store is unchanged on any error.
  */
 int syncstore_add_query_listener(syncstore_store *store, const char *query_spec_json, syncstore_change_callback cb,
                                  void *context, syncstore_listener_token **out_token, syncstore_error *err);

@@ -253,8 +253,14 @@ package final class SyncManager: @unchecked Sendable {
     }
 
     private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?) {
+        let loaded = (try? states.get(id: id)) ?? nil
+        // The run's writes are told to listeners as this sync's.
+        WriteOrigin.with(.engine(run: id, name: loaded?.name)) { runTask(id, loaded, cancel: cancel, callback: callback) }
+    }
+
+    private func runTask(_ id: Int64, _ loaded: SyncState?, cancel: CancelFlag, callback: SyncCallback?) {
         let emit: (SyncState) -> Void = { state in callback?(state.jsonText) }
-        guard var state = try? states.get(id: id) else {
+        guard var state = loaded else {
             tracker.deliverTerminal(id, cancel) {
                 callback?("{\"_soupEntryId\":\(id),\"status\":\"FAILED\",\"error\":\"The sync was deleted before it ran\",\"errorCode\":\(ErrorCode.notFound.rawValue)}")
             }
@@ -340,7 +346,9 @@ package final class SyncManager: @unchecked Sendable {
             callback?(ghostReport(id, "RUNNING", 0, "", 0, false))
             do {
                 if cancel.isCancelled { throw StoreError(.state, "Stopped before it started") }
-                removed = try GhostCleaner(ctx: try context(for: state, cancel: cancel), state: state, customTargets: customTargets).run()
+                removed = try WriteOrigin.with(.engine(run: id, name: state.name)) {
+                    try GhostCleaner(ctx: try context(for: state, cancel: cancel), state: state, customTargets: customTargets).run()
+                }
             } catch let error as StoreError {
                 status = (error.code == .state && cancel.isCancelled) ? "STOPPED" : "FAILED"
                 message = MessageLimit.bound(error.message)

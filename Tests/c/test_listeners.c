@@ -162,7 +162,7 @@ static void test_filter_origin_and_rollback(void) {
     CHECK(strcmp(soup_name(notice(&on_all, 2)), "s") == 0);
     CHECK(json_array_size(json_object_get(notice(&on_all, 0), "soups")) == 1);
     CHECK(strcmp(origin_kind(notice(&on_all, 0)), "handle") == 0);
-    CHECK(strcmp(origin_kind(notice(&on_all, 1)), "process") == 0);
+    CHECK(strcmp(origin_kind(notice(&on_all, 1)), "otherHandle") == 0);
     CHECK(json_integer_value(json_object_get(notice(&on_all, 0), "sequence")) <
           json_integer_value(json_object_get(notice(&on_all, 1), "sequence")));
     /* the soup listener: only s */
@@ -174,7 +174,7 @@ static void test_filter_origin_and_rollback(void) {
     CHECK(json_is_false(json_object_get(first_soup(n0), "cleared")));
     CHECK(json_is_false(json_object_get(first_soup(n0), "removed")));
     CHECK(json_is_true(json_object_get(first_soup(notice(&on_s, 1)), "cleared")));
-    CHECK(strcmp(origin_kind(notice(&on_s, 1)), "process") == 0);
+    CHECK(strcmp(origin_kind(notice(&on_s, 1)), "otherHandle") == 0);
 
     /* removed: nothing more; twice, or through another store: STATE */
     EXPECT(syncstore_remove_listener(other, ts, &err), SYNCSTORE_ERR_STATE, &err);

@@ -1,157 +1,442 @@
 import CJansson
 import Glibc
+import SyncStoreSupport
 
-/// Soup listeners: host code told, after each commit, what it changed (docs: the C header's
-/// "Callbacks, threads and close"). A companion of the store (one per store, made on the first
-/// listener): `didCommit` queues the commit's notice for the store's one notifier thread, which
-/// calls each listener that was registered at the commit and is still registered, one at a
-/// time, never on the writing thread and never while the library holds a lock. So a listener
-/// may call any function of the library; a write it makes is told later, as any other.
+/// Soup and query listeners: host code told, after commits, what they changed (the C header's
+/// "Callbacks, threads and close" is the contract). A companion of the store (one per store,
+/// made on the first listener). `didCommit` only adds the commit to each interested listener's
+/// pending change (one per listener: commits that wait are merged) and wakes the store's
+/// notifier thread, which tells each listener whose pending change is due (its minimum interval
+/// passed, no call of it in progress), one at a time, never on the writing thread and never
+/// while the library holds a lock. A handle may buffer its listeners' notices: the notifier then
+/// calls the handle's "ready" function once and the host sends them on its own thread. While
+/// the store has listeners the notifier also looks, every `pollMs`, for commits of other
+/// processes (`SoupVersions`).
 package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
-    /// Receives a change as JSON text (see `ChangeListeners.json`), valid during the call.
+    /// Receives a notice as JSON text (see `Notice`), valid during the call.
     package typealias Deliver = @Sendable (String) -> Void
+    /// Told that a buffered handle has notices to send.
+    package typealias Ready = @Sendable () -> Void
 
-    private struct Listener {
-        let soup: String?
+    /// How often other processes' commits are looked for while the store has listeners.
+    package static let pollMs: Int64 = 10
+    /// Pending commits kept apart before they are merged into one (merging costs a copy).
+    private static let mergeAfter = 8
+
+    private final class Listener {
         let owner: Int
+        let soup: String?
+        let query: QueryWatch?
         let deliver: Deliver
+        var intervalMs: Int64 = 0
+        var lastSent: Int64 = Int64.min / 2
+        /// Commits not yet told, oldest first (merged once there are many).
+        var pending: [StoreChange] = []
+        /// A query listener's first notice, told before any change.
+        var initial: QueryWatch.Outcome?
+        /// A query listener whose soup was removed: it has heard so, and hears nothing more.
+        var gone = false
+
+        init(owner: Int, soup: String?, query: QueryWatch?, deliver: @escaping Deliver) {
+            self.owner = owner
+            self.soup = soup
+            self.query = query
+            self.deliver = deliver
+        }
+
+        var hasNotice: Bool { initial != nil || !pending.isEmpty }
+
+        func hears(_ change: StoreChange) -> Bool {
+            if gone { return false }
+            if let query { return !query.soups.isDisjoint(with: change.soups.keys) }
+            return soup.map { change.soups[$0] != nil } ?? true
+        }
+
+        /// The sequence of its oldest untold commit (first notices first): listeners are told in
+        /// commit order.
+        var order: Int64 { initial != nil ? Int64.min : (pending.first?.sequence ?? Int64.max) }
+
+        func due(at now: Int64) -> Bool { hasNotice && now - lastSent >= intervalMs }
     }
 
-    /// The store's listeners, the one running now and whether the store is closing.
+    private struct Buffering {
+        var ready: Ready?
+        /// `ready` was called and no send followed yet.
+        var signalled = false
+    }
+
     private let lock = ConditionLock()
     private var listeners: [Int64: Listener] = [:]
-    private var running: Int64?
+    /// Listeners whose call is in progress, with the thread making it.
+    private var running: [Int64: pthread_t] = [:]
+    /// Handles whose listeners' notices wait for a send.
+    private var buffered: [Int: Buffering] = [:]
     private var closed = false
-    private let notifier = SerialWorker()
+    private var thread: pthread_t?
+    /// The last commit heard (other processes' commits are told with it).
+    private var lastSequence: Int64 = 0
+    private weak var store: SmartStore?
+
+    /// The soup counts last compared (nil: not watching other processes).
+    private let pollLock = Lock()
+    private var seen: [String: Int64]?
 
     /// Tokens are unique in the process, so one of another store is told apart from a live one.
     private static let tokenLock = Lock()
     nonisolated(unsafe) private static var lastToken: Int64 = 0
 
-    package init() {}
+    /// Marks the threads inside a listener callback (or a ready call) of any store.
+    private static let callbackKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Whether the calling thread is inside a callback of this store's listeners.
+    private var insideCallback: Bool { pthread_getspecific(ChangeListeners.callbackKey) == Unmanaged.passUnretained(self).toOpaque() }
+
+    private func asCallback(_ body: () -> Void) {
+        let previous = pthread_getspecific(ChangeListeners.callbackKey)
+        pthread_setspecific(ChangeListeners.callbackKey, Unmanaged.passUnretained(self).toOpaque())
+        body()
+        pthread_setspecific(ChangeListeners.callbackKey, previous)
+    }
+
+    init(store: SmartStore) { self.store = store }
 
     /// The store's listeners (made on first use). STATE once its last handle started closing.
     package static func of(_ store: SmartStore) throws -> ChangeListeners {
-        try store.companion(ChangeListeners.self) { ChangeListeners() }
+        try store.companion(ChangeListeners.self) { ChangeListeners(store: store) }
     }
+
+    // MARK: adding and removing
 
     /// Adds a listener of soup `soup` (nil: every soup) for handle `owner` (0: the Swift API);
     /// returns its token (never 0). NOT_FOUND for an unknown soup.
     package func add(store: SmartStore, soup: String?, owner: Int, _ deliver: @escaping Deliver) throws -> Int64 {
         if let soup { _ = try store.requireSoup(soup) }
+        return try register(Listener(owner: owner, soup: soup, query: nil, deliver: deliver), store: store)
+    }
+
+    /// Adds a listener of the query `specJSON` (a query spec with "soupName", or Smart SQL) for
+    /// handle `owner`; its first notice, the current result, is told at once. ARGUMENT for a spec
+    /// the store cannot run, NOT_FOUND for an unknown soup.
+    package func addQuery(store: SmartStore, specJSON: String, owner: Int, _ deliver: @escaping Deliver) throws -> Int64 {
+        let query = try QueryWatch(store: store, specJSON: specJSON)
+        let listener = Listener(owner: owner, soup: nil, query: query, deliver: deliver)
+        // Registered first, then read: a commit between the two is in the result read, and
+        // judged against it later (no notice), never missed.
+        let token = try register(listener, store: store, held: true)
+        do {
+            let outcome = try query.load(store)
+            try lock.withLock {
+                guard listeners[token] != nil else { throw StoreError(.state, "The store is closed; open it again") }
+                listener.initial = outcome
+                running[token] = nil
+                lock.broadcast()
+            }
+        } catch {
+            lock.withLock {
+                listeners[token] = nil
+                running[token] = nil
+                lock.broadcast()
+            }
+            throw error
+        }
+        return token
+    }
+
+    /// Registers `listener` (`held`: marked running until its first notice is ready, so no
+    /// change is judged before it).
+    private func register(_ listener: Listener, store: SmartStore, held: Bool = false) throws -> Int64 {
         let token = ChangeListeners.tokenLock.withLock { () -> Int64 in
             ChangeListeners.lastToken += 1
             return ChangeListeners.lastToken
         }
+        startWatchingOthers(store)
         try lock.withLock {
             if closed { throw StoreError(.state, "The store is closed; open it again") }
-            listeners[token] = Listener(soup: soup, owner: owner, deliver: deliver)
+            if thread == nil {
+                guard let started = startThread({ [self] in loop() }) else {
+                    throw StoreError(.busy, "The store's notifier thread could not be started (the system refused a new thread); retry later", retryable: true)
+                }
+                thread = started
+            }
+            listeners[token] = listener
+            if held { running[token] = pthread_self() }
+            lock.signal()
         }
         return token
     }
 
     /// Removes a listener: when this returns none of its calls runs or will run. A call of it in
-    /// progress on the notifier thread is waited for, unless the caller is that thread (a
-    /// listener removing itself, or another one). STATE for a token this store does not have
-    /// (removed already, gone with its handle, or another store's).
+    /// progress on another thread is waited for (not one on this thread: a listener removing
+    /// itself, or another one). STATE for a token this store does not have (removed already,
+    /// gone with its handle, or another store's).
     package func remove(_ token: Int64) throws {
-        let onNotifier = notifier.isCurrentThread
+        let me = pthread_self()
         try lock.withLock {
             guard listeners.removeValue(forKey: token) != nil else {
                 throw StoreError(.state, "The listener token is not one of this store's live listeners (removed already, removed with its handle, or another store's)")
             }
-            while !onNotifier && running == token { _ = lock.wait() }
+            while let other = running[token], pthread_equal(other, me) == 0 { _ = lock.wait() }
+        }
+        if lock.withLock({ listeners.isEmpty }) { stopWatchingOthers() }
+    }
+
+    /// Sets a listener's least time between two notices (0: none).
+    package func setInterval(_ token: Int64, milliseconds: Int64) throws {
+        guard milliseconds >= 0, milliseconds <= 3_600_000 else {
+            throw StoreError.argument("min_interval_ms must be from 0 to 3600000 (got \(milliseconds))")
+        }
+        try lock.withLock {
+            guard let listener = listeners[token] else {
+                throw StoreError(.state, "The listener token is not one of this store's live listeners (removed already, removed with its handle, or another store's)")
+            }
+            listener.intervalMs = milliseconds
+            lock.signal()
         }
     }
 
     /// How many listeners the store has.
     package var count: Int { lock.withLock { listeners.count } }
 
+    // MARK: buffered handles
+
+    /// Buffers the notices of handle `owner`'s listeners until `send(owner:)`; `ready` (may be
+    /// nil) is called on the notifier thread when some become pending.
+    package func buffer(owner: Int, ready: Ready?) throws {
+        try lock.withLock {
+            if closed { throw StoreError(.state, "The store is closed; open it again") }
+            buffered[owner] = Buffering(ready: ready)
+            lock.signal()
+        }
+    }
+
+    /// Tells, on the calling thread, the notices pending for handle `owner`'s listeners;
+    /// returns how many callbacks were made.
+    package func send(owner: Int) throws -> Int {
+        if insideCallback {
+            throw StoreError(.state, "syncstore_send_notifications cannot be called from inside a listener callback (it would call back into itself); call it from the host's own thread")
+        }
+        let tokens: [Int64] = try lock.withLock {
+            guard buffered[owner] != nil else {
+                throw StoreError(.state, "This handle does not buffer its notices; call syncstore_buffer_notifications first")
+            }
+            let now = Clock.monotonicMillis()
+            return listeners.filter { $0.value.owner == owner && $0.value.due(at: now) }
+                .sorted { ($0.value.order, $0.key) < ($1.value.order, $1.key) }.map(\.key)
+        }
+        var sent = 0
+        for token in tokens {
+            guard let work = lock.withLock({ take(token, at: Clock.monotonicMillis()) }) else { continue }
+            sent += tell(token, work)
+        }
+        // Notices pending now came during the send: ready is called for them.
+        lock.withLock {
+            buffered[owner]?.signalled = false
+            lock.signal()
+        }
+        return sent
+    }
+
+    // MARK: the notifier thread
+
+    private enum Work {
+        case tell(Int64, Taken)
+        case ready(Ready)
+        case poll
+        case stop
+    }
+
+    /// A listener's notice taken for telling.
+    private struct Taken {
+        let listener: Listener
+        let change: StoreChange?
+        let initial: QueryWatch.Outcome?
+    }
+
+    /// Takes listener `token`'s notice and marks it running (under the lock); nil when it has
+    /// none due, is running, or is gone.
+    private func take(_ token: Int64, at now: Int64) -> Taken? {
+        guard let listener = listeners[token], running[token] == nil, listener.due(at: now) else { return nil }
+        running[token] = pthread_self()
+        let initial = listener.initial
+        listener.initial = nil
+        let change = listener.pending.isEmpty ? nil : listener.pending.dropFirst().reduce(listener.pending[0]) { $0.merged(with: $1) }
+        listener.pending = []
+        return Taken(listener: listener, change: change, initial: initial)
+    }
+
+    /// Tells one taken notice on this thread; returns how many callbacks were made (a query
+    /// listener's first notice and a change may be told together).
+    private func tell(_ token: Int64, _ work: Taken) -> Int {
+        var calls = 0
+        var text: String? = nil
+        if let initial = work.initial {
+            text = Notice.query(initial, change: nil, owner: work.listener.owner)
+        }
+        if let change = work.change {
+            if let query = work.listener.query, let store {
+                // A query that cannot run now (a Smart SQL time limit) is judged at the next change.
+                if let outcome = try? query.judge(change, store) {
+                    let first = text
+                    text = Notice.query(outcome, change: change, owner: work.listener.owner)
+                    if let first {
+                        asCallback { work.listener.deliver(first) }
+                        calls += 1
+                    }
+                }
+            } else if work.listener.query == nil {
+                text = Notice.soup(change, soup: work.listener.soup, owner: work.listener.owner)
+            }
+        }
+        if let text {
+            asCallback { work.listener.deliver(text) }
+            calls += 1
+        }
+        lock.withLock {
+            running[token] = nil
+            if work.listener.query?.gone == true { work.listener.gone = true }
+            if text != nil { work.listener.lastSent = Clock.monotonicMillis() }
+            lock.broadcast()
+        }
+        return calls
+    }
+
+    private func loop() {
+        var nextPoll = Clock.monotonicMillis() + ChangeListeners.pollMs
+        while true {
+            let work: Work = lock.withLock {
+                while true {
+                    if closed { return .stop }
+                    let now = Clock.monotonicMillis()
+                    var wake: Int64? = listeners.isEmpty ? nil : nextPoll
+                    var first: (order: Int64, token: Int64)? = nil
+                    var signal: Int? = nil
+                    for (token, listener) in listeners where listener.hasNotice && running[token] == nil {
+                        let dueAt = listener.lastSent + listener.intervalMs
+                        guard now >= dueAt else { wake = min(wake ?? dueAt, dueAt); continue }
+                        if buffered[listener.owner] != nil {
+                            if buffered[listener.owner]?.signalled == false { signal = listener.owner }
+                        } else if first.map({ (listener.order, token) < $0 }) ?? true {
+                            first = (listener.order, token)
+                        }
+                    }
+                    if let first, let taken = take(first.token, at: now) { return .tell(first.token, taken) }
+                    if let owner = signal {
+                        buffered[owner]?.signalled = true
+                        if let ready = buffered[owner]?.ready { return .ready(ready) }
+                        continue
+                    }
+                    if !listeners.isEmpty && now >= nextPoll { return .poll }
+                    if let wake {
+                        _ = lock.wait(deadline: ConditionLock.deadline(afterMs: max(1, wake - now)))
+                    } else {
+                        _ = lock.wait()
+                    }
+                }
+            }
+            switch work {
+            case .stop:
+                return
+            case .tell(let token, let taken):
+                _ = tell(token, taken)
+            case .ready(let ready):
+                asCallback { ready() }
+            case .poll:
+                nextPoll = Clock.monotonicMillis() + ChangeListeners.pollMs
+                pollOthers()
+            }
+        }
+    }
+
+    // MARK: other processes
+
+    /// Takes the file's soup counts as the point from which other processes' commits are told
+    /// (before the first listener is registered: nothing committed after it is missed).
+    private func startWatchingOthers(_ store: SmartStore) {
+        pollLock.withLock {
+            guard seen == nil else { return }
+            store.versions.setWatched(true)
+            seen = (try? store.readers.withReader { db in SoupVersions.read(db) }) ?? [:]
+        }
+    }
+
+    /// No listener left: this process's counts need not be kept.
+    private func stopWatchingOthers() {
+        pollLock.withLock {
+            seen = nil
+            store?.versions.setWatched(false)
+        }
+    }
+
+    private func pollOthers() {
+        guard let store else { return }
+        let soups: [String] = pollLock.withLock {
+            // A listener added while the last one was being removed: watch from now.
+            guard var before = seen else {
+                store.versions.setWatched(true)
+                seen = (try? store.readers.withReader { db in SoupVersions.read(db) }) ?? [:]
+                return []
+            }
+            guard let now = try? store.readers.withReader({ db in SoupVersions.read(db) }) else { return [] }
+            let changed = store.versions.othersChanged(since: &before, now: now)
+            seen = before
+            return changed
+        }
+        guard !soups.isEmpty else { return }
+        // Another process may have added or removed soups.
+        store.adoptCatalogFromFile()
+        var parts: [String: StoreChange.SoupChange] = [:]
+        for soup in soups { parts[soup] = StoreChange.SoupChange(unknown: true) }
+        let sequence = lock.withLock { lastSequence }
+        didCommit(StoreChange(sequence: sequence, origin: .otherProcess, soups: parts))
+    }
+
     // MARK: StoreCompanion
 
     package func didCommit(_ change: StoreChange) {
-        // The listeners registered at the commit, with what each would hear.
-        let targets: [Int64] = lock.withLock {
-            guard !closed else { return [] }
-            return listeners.compactMap { token, listener in
-                listener.soup.map { change.soups[$0] != nil } ?? true ? token : nil
+        lock.withLock {
+            guard !closed else { return }
+            lastSequence = max(lastSequence, change.sequence)
+            var heard = false
+            for listener in listeners.values where listener.hears(change) {
+                listener.pending.append(change)
+                if listener.pending.count > ChangeListeners.mergeAfter {
+                    let merged = listener.pending.dropFirst().reduce(listener.pending[0]) { $0.merged(with: $1) }
+                    listener.pending = [merged]
+                }
+                heard = true
             }
-        }
-        guard !targets.isEmpty else { return }
-        // Refused only once the store is closing (or no thread can be started): nothing is told.
-        _ = notifier.submit { [self] in deliver(change, to: targets.sorted()) }
-    }
-
-    private func deliver(_ change: StoreChange, to tokens: [Int64]) {
-        for token in tokens {
-            let listener: Listener? = lock.withLock {
-                guard !closed, let listener = listeners[token] else { return nil }
-                running = token
-                return listener
-            }
-            guard let listener else { continue }
-            listener.deliver(ChangeListeners.json(change, soup: listener.soup, owner: listener.owner))
-            lock.withLock {
-                running = nil
-                lock.broadcast()
-            }
+            if heard { lock.signal() }
         }
     }
 
     package func handleClosing(_ owner: Int, last: Bool) throws {
-        let onNotifier = notifier.isCurrentThread
-        lock.withLock {
+        let me = pthread_self()
+        let joining: pthread_t? = lock.withLock {
             if last { closed = true }
             listeners = listeners.filter { !last && $0.value.owner != owner }
-            // The call in progress (it was one of those removed, or the store is closing).
-            while !onNotifier, let token = running, listeners[token] == nil { _ = lock.wait() }
+            if last { buffered.removeAll() } else { buffered[owner] = nil }
+            lock.broadcast()
+            // Calls in progress of the listeners removed (all of them when the store closes).
+            while running.contains(where: { listeners[$0.key] == nil && pthread_equal($0.value, me) == 0 }) { _ = lock.wait() }
+            guard last, let thread, pthread_equal(thread, me) == 0 else { return nil }
+            self.thread = nil
+            return thread
         }
-        // The queued notices find no listener; the thread ends.
-        if last { notifier.finish() }
+        if let joining { pthread_join(joining, nil) }
+        if lock.withLock({ listeners.isEmpty }) { stopWatchingOthers() }
     }
 
     package func hostWillUpsert(_ entries: [JSON], soup: SoupInfo, inside db: Connection) throws {}
     package func hostWillReplace(_ entry: JSON, existing: Int64, soup: SoupInfo, stored: StoredEntry) throws {}
-    package var isCallbackThread: Bool { notifier.isCurrentThread }
-    package func paused<T>(_ body: () throws -> T) throws -> T { try body() }
 
-    // MARK: the JSON a listener hears
-
-    /// One commit as a listener of `soup` (nil: every soup) added through handle `owner` hears it:
-    /// {"sequence": n, "origin": {"kind": "handle"|"process"|"sync", "syncId"?: n},
-    ///  "soups": [{"soup", "inserted": {"count", "ids", "cut"}, "updated", "deleted", "cleared",
-    ///  "removed"}]} (soups by name; only `soup` for a soup listener).
-    package static func json(_ change: StoreChange, soup: String?, owner: Int) -> String {
-        let doc = JSONDocument.object()
-        doc.root.set("sequence", owned: JSONMake.int(change.sequence))
-        let origin = JSONDocument.object()
-        switch change.origin {
-        case .host(let writer):
-            origin.root.set("kind", owned: JSONMake.string(writer == owner ? "handle" : "process"))
-        case .engine(let run):
-            origin.root.set("kind", owned: JSONMake.string("sync"))
-            if let run { origin.root.set("syncId", owned: JSONMake.int(run)) }
-        }
-        doc.root.set("origin", owned: origin.root.retained())
-        let soups = JSONDocument.array()
-        for name in change.soups.keys.sorted() where soup == nil || soup == name {
-            guard let part = change.soups[name] else { continue }
-            let item = JSONDocument.object()
-            item.root.set("soup", owned: JSONMake.string(name))
-            for (key, ids) in [("inserted", part.inserted), ("updated", part.updated), ("deleted", part.deleted)] {
-                let kind = JSONDocument.object()
-                kind.root.set("count", owned: JSONMake.int(Int64(ids.count)))
-                let list = JSONDocument.array()
-                for id in ids.ids { list.root.append(owned: JSONMake.int(id)) }
-                kind.root.set("ids", owned: list.root.retained())
-                kind.root.set("cut", owned: JSONMake.bool(ids.cut))
-                item.root.set(key, owned: kind.root.retained())
-            }
-            item.root.set("cleared", owned: JSONMake.bool(part.cleared))
-            item.root.set("removed", owned: JSONMake.bool(part.dropped))
-            soups.root.append(owned: item.root.retained())
-        }
-        doc.root.set("soups", owned: soups.root.retained())
-        return doc.root.dump()
+    package var isCallbackThread: Bool {
+        if insideCallback { return true }
+        return lock.withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
+
+    package func paused<T>(_ body: () throws -> T) throws -> T { try body() }
 }

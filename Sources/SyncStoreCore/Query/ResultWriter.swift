@@ -23,6 +23,13 @@ package enum ResultWriter {
         out.append(UInt8(ascii: "]"))
     }
 
+    /// One value row as JSON text.
+    package static func valueRowText(_ statement: Statement) throws -> String {
+        var out = TextBuffer(capacity: 128)
+        try writeValueRow(statement, into: &out)
+        return out.string
+    }
+
     private static func writeValueRow(_ statement: Statement, into out: inout TextBuffer) throws {
         let row = JSONDocument.array()
         for i in 0..<statement.columnCount {

@@ -35,6 +35,8 @@ package final class SmartStore: @unchecked Sendable {
     var recorder: ChangeRecorder?
     /// Commits with changes so far (under writeLock).
     var commitSequence: Int64 = 0
+    /// Commits per soup, to tell other processes' commits from this one's.
+    package let versions = SoupVersions()
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     var nextIds: [String: Int64] = [:]
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
@@ -88,7 +90,10 @@ package final class SmartStore: @unchecked Sendable {
             do {
                 let writer = try Connection(file: file, readOnly: readOnly)
                 do {
-                    if !readOnly { try SoupCatalog.createMetadataTables(writer) }
+                    if !readOnly {
+                        try SoupCatalog.createMetadataTables(writer)
+                        try SoupVersions.createTable(writer)
+                    }
                     return (file, writer, try SoupCatalog.loadAll(writer))
                 } catch {
                     if writer.hasMoved { throw DatabaseFileReplaced() }
@@ -139,8 +144,9 @@ package final class SmartStore: @unchecked Sendable {
     /// writer never sees a catalog that disagrees with the committed schema.
     /// The companions hear of the commit's changes (`StoreCompanion.didCommit`) after the lock
     /// is released, as made by `origin`.
-    package func write<T>(origin: StoreChange.Origin = .engine(run: nil), _ body: (Connection) throws -> T,
+    package func write<T>(origin given: StoreChange.Origin? = nil, _ body: (Connection) throws -> T,
                           committed: (T) -> Void = { _ in }) throws -> T {
+        let origin = given ?? WriteOrigin.current ?? .engine(run: nil)
         let (result, change) = try writeLock.withLock { () throws -> (T, StoreChange?) in
             if readOnly { throw readOnlyError("written") }
             if let writerFailure { throw writerFailure }
@@ -152,13 +158,17 @@ package final class SmartStore: @unchecked Sendable {
             do {
                 let result = try writer.transaction {
                     try reloadIfChangedElsewhere()
-                    return try body(writer)
+                    let result = try body(writer)
+                    try versions.count(recorder.soups.keys, db: writer)
+                    return result
                 }
+                versions.committed()
                 committed(result)
                 guard !recorder.soups.isEmpty else { return (result, nil) }
                 commitSequence += 1
                 return (result, StoreChange(sequence: commitSequence, origin: origin, soups: recorder.soups))
             } catch {
+                versions.rolledBack()
                 nextIds.removeAll()
                 writer.clearCache()
                 let reloaded = try? SoupCatalog.loadAll(writer)

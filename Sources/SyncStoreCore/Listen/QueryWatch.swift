@@ -1,0 +1,218 @@
+import CSQLite
+import SyncStoreSupport
+
+/// What a query listener last told of its query's result, and how a change moves it. A spec on
+/// a soup keeps its entries' ids with their last modification, so a commit whose changed
+/// entries are known is judged from those entries alone (one statement over them, whatever the
+/// result's size); Smart SQL keeps its rows' text and runs again. Used on one thread at a time
+/// (its listener's delivery).
+final class QueryWatch {
+    private enum Subject {
+        case soup(name: String, spec: QuerySpec)
+        case smart(sql: String, spec: QuerySpec)
+    }
+
+    /// How one result differs from the one told before.
+    struct Diff {
+        var added = StoreChange.Ids()
+        var removed = StoreChange.Ids()
+        var changed = StoreChange.Ids()
+        /// Smart SQL: the rows (JSON text) that entered or left the result.
+        var addedRows: [String] = []
+        var removedRows: [String] = []
+        var addedRowCount = 0
+        var removedRowCount = 0
+        var isEmpty: Bool { added.count + removed.count + changed.count + addedRowCount + removedRowCount == 0 }
+    }
+
+    /// A result to tell: its size, first page (JSON array text) and difference.
+    struct Outcome {
+        let total: Int
+        let page: String
+        let diff: Diff
+        let isSmart: Bool
+    }
+
+    private let subject: Subject
+    /// The soups whose commits can change the result.
+    let soups: Set<String>
+    /// Entries in the result: id -> lastModified.
+    private var entries: [Int64: Int64] = [:]
+    /// Smart SQL: the result's rows, in order (JSON text).
+    private var rows: [String] = []
+    /// The soup was removed: told once, then nothing.
+    private(set) var gone = false
+    /// A change could not be judged (a query that failed): the next one reads the whole result.
+    private var stale = false
+
+    /// Parses and checks `specJSON` against the store (errors as a query would give them).
+    init(store: SmartStore, specJSON: String) throws {
+        let doc = try JSONDocument.parse(specJSON, what: "query spec")
+        let spec = try QuerySpec.parse(doc.root)
+        if spec.queryType == .smart {
+            guard let sql = spec.smartSql else { throw StoreError.argument("A smart query spec needs \"smartSql\"") }
+            var named = Set<String>()
+            _ = try SmartSqlTranslator(lookup: { name in
+                named.insert(name)
+                return store.soup(name)
+            }).translate(sql)
+            _ = try store.smartPlan(sql, timeLimitMs: spec.timeoutMs)
+            subject = .smart(sql: sql, spec: spec)
+            soups = named
+        } else {
+            guard let name = doc.root["soupName"]?.string, !name.isEmpty else {
+                throw StoreError.argument("A query listener's spec needs \"soupName\" (the soup it queries), as the SDKs' QuerySpec holds it; Smart SQL specs name their soups in the SQL")
+            }
+            _ = try SoupQueryBuilder.plan(spec, soup: try store.requireSoup(name))
+            subject = .soup(name: name, spec: spec)
+            soups = [name]
+        }
+    }
+
+    /// Reads the whole result: every row is "added".
+    func load(_ store: SmartStore) throws -> Outcome {
+        entries = [:]
+        rows = []
+        return try judge(nil, store) ?? Outcome(total: 0, page: "[]", diff: Diff(), isSmart: isSmart)
+    }
+
+    private var isSmart: Bool { if case .smart = subject { return true } else { return false } }
+
+    /// How `change` (nil: none known, read everything) moved the result; nil when it did not.
+    func judge(_ change: StoreChange?, _ store: SmartStore) throws -> Outcome? {
+        guard !gone else { return nil }
+        do {
+            let outcome = try judgeNow(change, store)
+            stale = false
+            return outcome
+        } catch {
+            stale = true
+            throw error
+        }
+    }
+
+    private func judgeNow(_ change: StoreChange?, _ store: SmartStore) throws -> Outcome? {
+        switch subject {
+        case .smart(let sql, let spec):
+            if let change, soups.isDisjoint(with: change.soups.keys) { return nil }
+            return try judgeSmart(sql, spec, store, initial: change == nil)
+        case .soup(let name, let spec):
+            var part: StoreChange.SoupChange? = nil
+            if let change {
+                guard let changed = change.soups[name] else { return nil }
+                part = changed
+            }
+            guard part?.dropped != true, let info = store.soup(name) else { return vanished() }
+            return try judgeSoup(spec, info, part, store)
+        }
+    }
+
+    /// The soup is gone: every entry left the result.
+    private func vanished() -> Outcome {
+        gone = true
+        var diff = Diff()
+        for id in entries.keys.sorted() { diff.removed.add(id) }
+        entries = [:]
+        return Outcome(total: 0, page: "[]", diff: diff, isSmart: false)
+    }
+
+    private func judgeSoup(_ spec: QuerySpec, _ info: SoupInfo, _ part: StoreChange.SoupChange?, _ store: SmartStore) throws -> Outcome? {
+        let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
+        let plan = try SoupQueryBuilder.plan(spec, soup: info)
+        let updated = Set(part.map { $0.updated.ids + $0.inserted.ids } ?? [])
+        // Known entries: only they are read. A cleared soup, another process's change or a
+        // list cut short reads the whole result.
+        let known: [Int64]? = part.flatMap { part in
+            if stale || part.cleared || part.unknown || part.inserted.cut || part.updated.cut || part.deleted.cut { return nil }
+            return part.inserted.ids + part.updated.ids + part.deleted.ids
+        }
+        return try store.readers.withReader { db -> Outcome? in
+            try db.execute("BEGIN")
+            defer { _ = try? db.execute("COMMIT") }
+            var now: [Int64: Int64] = [:]
+            var diff = Diff()
+            if let known {
+                var ids = "["
+                for (i, id) in Set(known).enumerated() { ids += (i == 0 ? "" : ",") + String(id) }
+                ids += "]"
+                let sql = "SELECT id, lastModified FROM \(info.table) WHERE id IN (SELECT value FROM json_each(?))"
+                    + (condition.isEmpty ? "" : " AND (\(condition))")
+                try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
+                for id in Set(known).sorted() {
+                    switch (entries[id], now[id]) {
+                    case (nil, let modified?):
+                        diff.added.add(id)
+                        entries[id] = modified
+                    case (_?, nil):
+                        diff.removed.add(id)
+                        entries[id] = nil
+                    case (let before?, let modified?):
+                        if before != modified || updated.contains(id) { diff.changed.add(id) }
+                        entries[id] = modified
+                    case (nil, nil):
+                        break
+                    }
+                }
+            } else {
+                let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)")
+                try read(sql, bindings, db) { now[$0] = $1 }
+                for id in now.keys.sorted() {
+                    guard let before = entries[id] else { diff.added.add(id); continue }
+                    if before != now[id] || updated.contains(id) { diff.changed.add(id) }
+                }
+                for id in entries.keys.sorted() where now[id] == nil { diff.removed.add(id) }
+                entries = now
+            }
+            // The first notice tells of the result even when it is empty.
+            if diff.isEmpty && part != nil { return nil }
+            let page = try store.readPage(plan, pageSize: spec.pageSize, page: 0, on: db)
+            return Outcome(total: entries.count, page: page.string, diff: diff, isSmart: false)
+        }
+    }
+
+    private func read(_ sql: String, _ bindings: [SQLValue], _ db: Connection, _ row: (Int64, Int64) -> Void) throws {
+        let statement = try db.cached(sql)
+        defer { statement.reset() }
+        try statement.bind(bindings)
+        while try statement.step() { row(statement.int64(0), statement.int64(1)) }
+    }
+
+    private func judgeSmart(_ sql: String, _ spec: QuerySpec, _ store: SmartStore, initial: Bool) throws -> Outcome? {
+        let plan = try store.smartPlan(sql, timeLimitMs: spec.timeoutMs)
+        let now: [String] = try store.readers.withReader { db in
+            let statement = try SmartSqlGuard.prepare(plan.pageSQL, on: db)
+            defer { statement.reset() }
+            try statement.bind(plan.bindings + [.int(-1), .int(0)])
+            var found: [String] = []
+            try plan.limited(on: db) {
+                while try statement.step() { found.append(try ResultWriter.valueRowText(statement)) }
+            }
+            return found
+        }
+        var diff = Diff()
+        var before: [String: Int] = [:]
+        for row in rows { before[row, default: 0] += 1 }
+        var after: [String: Int] = [:]
+        for row in now { after[row, default: 0] += 1 }
+        var seen: [String: Int] = [:]
+        for row in now {
+            seen[row, default: 0] += 1
+            if seen[row, default: 0] > before[row, default: 0] { Self.addRow(row, to: &diff.addedRows, count: &diff.addedRowCount) }
+        }
+        seen = [:]
+        for row in rows {
+            seen[row, default: 0] += 1
+            if seen[row, default: 0] > after[row, default: 0] { Self.addRow(row, to: &diff.removedRows, count: &diff.removedRowCount) }
+        }
+        rows = now
+        // The first notice tells of the result even when it is empty.
+        if diff.isEmpty && !initial { return nil }
+        let page = "[" + now.prefix(spec.pageSize).joined(separator: ",") + "]"
+        return Outcome(total: now.count, page: page, diff: diff, isSmart: true)
+    }
+
+    private static func addRow(_ row: String, to list: inout [String], count: inout Int) {
+        count += 1
+        if list.count < StoreChange.idLimit { list.append(row) }
+    }
+}
