@@ -166,7 +166,9 @@ final class WatchPrinter: @unchecked Sendable {
     private func text(_ notice: String) -> String {
         guard let doc = try? JSONDocument.parse(notice) else { return notice }
         let root = doc.root
-        var head = WatchPrinter.clock() + "  #\(root["sequence"]?.int64 ?? 0)"
+        // "sequence" counts this process's commits: not shown for another process's.
+        let other = root["origin"]?["kind"]?.string == "otherProcess" || root["origin"]?["kind"]?.string == "initial"
+        var head = WatchPrinter.clock() + (other ? "" : "  #\(root["sequence"]?.int64 ?? 0)")
         let commits = root["commits"]?.int64 ?? 1
         let origin = WatchPrinter.origin(root["origin"])
         if root["soups"] != nil {

@@ -147,9 +147,6 @@ def library_path() -> str:
 
 
 _loaded: Optional[ctypes.CDLL] = None
-# TEMPORARY (until the library exports them): declared in the header, not yet in the library.
-_NOT_YET = {"syncstore_add_query_listener", "syncstore_set_listener_interval", "syncstore_buffer_notifications",
-            "syncstore_send_notifications"}
 
 
 def lib() -> ctypes.CDLL:
@@ -163,8 +160,6 @@ def lib() -> ctypes.CDLL:
             raise ImportError(f"cannot load libsyncstore from {path!r}: {e}. Reinstall the syncstore "
                               f"package, or set SYNCSTORE_LIB to a built {LIBRARY_NAME}") from e
         for name, (args, result) in SIGNATURES.items():
-            if name in _NOT_YET and not hasattr(loaded, name):
-                continue
             fn = getattr(loaded, name)
             fn.argtypes, fn.restype = args, result
         _loaded = loaded

@@ -6,7 +6,8 @@ than having them pushed: the watch opens a handle of its own on the same store (
 handle (``syncstore_buffer_notifications``) and adds its one listener there. The library then
 keeps the listener's next notice, merging every later commit into it, until the consumer asks
 (``syncstore_send_notifications``, called by ``next()`` or ``__anext__`` on the consumer's own
-thread or event loop). So however slow the consumer, the watch holds at most the one notice the
+thread, or on a thread of the event loop's default executor for ``async for``: a query's notice
+is judged during the send). So however slow the consumer, the watch holds at most the one notice the
 last send handed it, and the library at most one more: nothing queues up, and a notice that
 waited tells of every commit since the one before (``"commits"`` > 1, ids of all of them).
 
@@ -187,16 +188,26 @@ class Watch(Generic[N]):
                 if not self._closed:
                     raise
 
-    def _take(self) -> Tuple[bool, Optional[N]]:
+    def _poll(self) -> Tuple[bool, Optional[N]]:
         """(True, notice) when one is there, (True, None) when the watch is closed, else
-        (False, None), with the ready flag cleared before the send."""
+        (False, None) with the ready flag cleared: a send is then due."""
         with self._cond:
             if self._pending:
                 return True, self._pending.popleft()
             if self._closed:
                 return True, None
             self._is_ready = False
+            return False, None
+
+    def _take(self) -> Tuple[bool, Optional[N]]:
+        """:meth:`_poll`, and a send when nothing was there."""
+        done, notice = self._poll()
+        if done:
+            return done, notice
         self._send()
+        return self._poll_after_send()
+
+    def _poll_after_send(self) -> Tuple[bool, Optional[N]]:
         with self._cond:
             if self._pending:
                 return True, self._pending.popleft()
@@ -205,8 +216,9 @@ class Watch(Generic[N]):
     def get(self, timeout: Optional[float] = None) -> Optional[N]:
         """The next notice, waiting up to ``timeout`` seconds (None: without limit; 0: only one
         that is there already). None at the timeout, or once the watch is closed (see
-        :attr:`closed`). Ctrl-C interrupts the wait. Inside a listener callback of the same
-        store nothing can arrive meanwhile: only ``timeout=0`` is allowed there."""
+        :attr:`closed`). Ctrl-C interrupts the wait. Inside an engine callback (a listener's, a
+        sync's) only ``timeout=0`` is allowed, and inside a listener callback of this store
+        not even that (:class:`StateError`: its notices come through that thread)."""
         if timeout != 0 and _callbacks.in_worker_thread():
             raise StateError("a watch cannot wait inside a listener or sync callback (it would wait for the callback "
                              "itself); use get(timeout=0)")
@@ -239,7 +251,11 @@ class Watch(Generic[N]):
 
         loop = asyncio.get_running_loop()
         while True:
-            done, notice = self._take()  # the send runs on the loop: it only hands over a notice
+            done, notice = self._poll()
+            if not done:
+                # Off the loop: a query's notice is judged during the send (Smart SQL runs again).
+                await loop.run_in_executor(None, self._send)
+                done, notice = self._poll_after_send()
             if done:
                 if notice is None:
                     raise StopAsyncIteration
