@@ -250,12 +250,18 @@ async function loadSoups() {
   fillPaths();
 }
 
+// The filter paths of the chosen soup; the chosen path is kept when the soup still has it (the
+// soups are read again after each change of the store).
 function fillPaths() {
   const soup = state.soups.find((s) => s.soupName === $("e-soup").value);
-  const select = clear($("e-path"));
+  const select = $("e-path");
+  const chosen = select.dataset.soup === $("e-soup").value ? select.value : "";
+  clear(select);
+  select.dataset.soup = $("e-soup").value;
   select.appendChild(el("option", { value: "" }, "(all entries)"));
   select.appendChild(el("option", { value: "_soupEntryId" }, "_soupEntryId"));
   for (const i of (soup ? soup.indexes : [])) select.appendChild(el("option", { value: i.path }, i.path));
+  if ([...select.options].some((o) => o.value === chosen)) select.value = chosen;
 }
 
 // ---- Smart SQL and its completion
