@@ -345,3 +345,19 @@ def test_a_watch_of_an_encrypted_store_after_a_change_of_key(tmp_path: Path) -> 
         with store.watch_soup("s") as watch:
             store.upsert("s", [{"Id": "1"}])
             assert must(watch)["soups"][0]["inserted"]["count"] == 1
+
+
+def test_a_sync_is_told_as_its_sync(shared_server: Any, tmp_path: Path) -> None:
+    with syncstore.Store(tmp_path, {"storeName": "synced"}) as store:
+        store.register_soup("contacts", [{"path": "Id", "type": "string"}, {"path": "__local__", "type": "string"}])
+        store.set_remote(shared_server.remote)
+        with store.watch_soup("contacts") as watch:
+            run = store.sync_down({"type": "soql", "query": "SELECT Id, LastName, LastModifiedDate FROM Contact"},
+                                  "contacts", name="contacts-down")
+            final = run.wait(60)
+            inserted = 0
+            while inserted < final["totalSize"]:
+                notice = must(watch)
+                assert notice["origin"] == {"kind": "sync", "syncId": run.sync_id, "syncName": "contacts-down"}, notice
+                inserted += notice["soups"][0]["inserted"]["count"]
+            assert inserted == final["totalSize"] == 20
