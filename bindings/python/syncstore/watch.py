@@ -5,11 +5,12 @@ than having them pushed: the watch opens a handle of its own on the same store (
 ``SmartStore`` of the file in this process, so it costs no second database), makes it a buffered
 handle (``syncstore_buffer_notifications``) and adds its one listener there. The library then
 keeps the listener's next notice, merging every later commit into it, until the consumer asks
-(``syncstore_send_notifications``, called by ``next()`` or ``__anext__`` on the consumer's own
-thread, or on a thread of the event loop's default executor for ``async for``: a query's notice
-is judged during the send). So however slow the consumer, the watch holds at most the one notice the
-last send handed it, and the library at most one more: nothing queues up, and a notice that
-waited tells of every commit since the one before (``"commits"`` > 1, ids of all of them).
+(``syncstore_send_notifications``, called by ``next()`` on the consumer's own thread, and for
+``async for`` on a thread of the event loop's default executor: a query's notice is judged during
+the send). So however slow the consumer, the watch holds only what the last send handed it (one
+notice; a query's first notice and a change at most), and the library one more: nothing queues
+up, and a notice that waited tells of every commit since the one before (``"commits"`` > 1; the
+ids of all of them, the first 1000 of each kind).
 
 The cost of a handle of its own: a commit made through the :class:`Store` the watch came from is
 ``"otherHandle"`` in its notices, not ``"handle"`` (the watch's handle never writes).
