@@ -109,6 +109,7 @@ class Store:
         # How a watch opens its own handle of this store (the key too: never shown).
         self._reopen: Tuple[bytes, Optional[bytes]] = (root_path, config_json)
         self._watches: "weakref.WeakSet[Watch[Any]]" = weakref.WeakSet()
+        self._ready_key: Optional[int] = None  # buffer_notifications' ready callback
         self._finalizer = weakref.finalize(self, self._handle.close_quietly)
 
     # -- lifetime --
@@ -345,6 +346,35 @@ class Store:
         if key is not None:
             _callbacks.unregister(key)
 
+    def buffer_notifications(self, ready: Optional[Callable[[], object]] = None) -> None:
+        """Buffers the notices of this store's listeners (those added before and after): their
+        callbacks no longer run on the notifier thread but in :meth:`send_notifications`, on the
+        thread that calls it (a GUI's thread, an event loop...). ``ready()`` is called on the
+        notifier thread when a notice becomes pending and none was since the last send (its
+        exceptions are logged). Calling this again replaces ``ready``; the store stays buffered
+        until it is closed. Watches are not affected (each has a handle of its own)."""
+        key = _callbacks.register(_ReadyListener(ready)) if ready is not None else None
+        try:
+            _lib.call(_lib.lib().syncstore_buffer_notifications, self._p(),
+                      _callbacks.READY_THUNK if key is not None else _lib.READY_CALLBACK(), key)
+        except BaseException:
+            if key is not None:
+                _callbacks.unregister(key)
+            raise
+        if key is not None:
+            self._handle.track(key)
+        previous, self._ready_key = self._ready_key, key
+        if previous is not None:
+            _callbacks.unregister(previous)
+
+    def send_notifications(self) -> int:
+        """Calls, on this thread, the callbacks of every notice pending for this buffered store's
+        listeners; returns how many were called. :class:`StateError` when the store is not
+        buffered, or from inside a listener callback."""
+        sent = ctypes.c_int64()
+        _lib.call(_lib.lib().syncstore_send_notifications, self._p(), ctypes.byref(sent))
+        return sent.value
+
     def watch_soup(self, soup: Optional[str], *, min_interval_ms: int = 0) -> Watch[SoupNotice]:
         """The notices of the commits that change ``soup`` (None: every soup) as a
         :class:`Watch`: ``for notice in store.watch_soup("contacts")``, ``async for`` too, or
@@ -569,3 +599,19 @@ class _ChangeListener(_callbacks.Listener):
         except BaseException:  # noqa: BLE001 - never into the engine
             _callbacks.log.exception("syncstore: a change listener raised")
         return False
+
+
+class _ReadyListener(_callbacks.Listener):
+    """The ``ready`` function of :meth:`Store.buffer_notifications`."""
+
+    def __init__(self, ready: Callable[[], object]) -> None:
+        self._ready = ready
+
+    def deliver(self, state: Dict[str, Any]) -> bool:
+        return False
+
+    def ready(self) -> None:
+        try:
+            self._ready()
+        except BaseException:  # noqa: BLE001 - never into the engine
+            _callbacks.log.exception("syncstore: a notifications-ready callback raised")

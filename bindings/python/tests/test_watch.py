@@ -361,3 +361,21 @@ def test_a_sync_is_told_as_its_sync(shared_server: Any, tmp_path: Path) -> None:
                 assert notice["origin"] == {"kind": "sync", "syncId": run.sync_id, "syncName": "contacts-down"}, notice
                 inserted += notice["soups"][0]["inserted"]["count"]
             assert inserted == final["totalSize"] == 20
+
+
+def test_a_buffered_store_calls_its_listeners_where_it_sends(contacts: syncstore.Store, tmp_path: Path) -> None:
+    ready = threading.Event()
+    threads: List[int] = []
+    contacts.buffer_notifications(ready.set)
+    token = contacts.add_soup_listener("contacts", lambda n: threads.append(threading.get_ident()))
+    with contacts.watch_soup("contacts") as watch:  # a handle of its own: not buffered by the store's
+        stored = contacts.upsert("contacts", [{"Id": "1"}])
+        assert ready.wait(WAIT)
+        assert must(watch)["soups"][0]["inserted"]["ids"] == ids(stored)
+    assert threads == []  # nothing called on the notifier thread
+    assert contacts.send_notifications() == 1 and threads == [threading.get_ident()]
+    assert contacts.send_notifications() == 0
+    contacts.remove_listener(token)
+    with syncstore.Store(tmp_path, {"storeName": "py"}) as other:
+        with pytest.raises(syncstore.StateError):
+            other.send_notifications()  # that handle does not buffer
