@@ -3,7 +3,13 @@
  *
  *   upsert   N Contact-like entries (3 string indexes) in batches of 1000
  *   exact    exact query on an indexed path (cursor open + first page + close), p50/p99
+ *   lookup   the same lookup as one page without a cursor (syncstore_query_page), p50/p99
  *   smart    a Smart SQL aggregate (group by LastName)
+ * Two baselines: "baseline" parses each document with jansson and writes it back with the
+ * engine's members, in the engine's layout (count + page per query); "hand-written" is the
+ * table a C programmer writes instead of using a document store: the document as text, the
+ * indexed values as indexed columns (values the program holds already: taken out before the
+ * clock), one transaction per batch, a lookup that returns the stored text.
  *
  * Usage: bench-store [work_dir] [entries=100000] [--key K] [--kdf-iter N] [--encryption]
  *   --key K, --kdf-iter N   the engine's store is encrypted with "key": K, "kdfIter": N
@@ -132,6 +138,92 @@ static void baseline_upsert(baseline *b, const char *text, long long *next_id) {
     json_decref(array);
 }
 
+/* ---- hand-written: the document as text, the indexed values as indexed columns ---- */
+
+typedef struct { sqlite3 *db; sqlite3_stmt *insert, *lookup; } hand_written;
+
+/* The indexed values of every entry of a batch, as the program holding them would have them. */
+typedef struct { char **id, **last, **email; int n; } batch_values;
+
+static batch_values *extract_values(char **texts, int batches) {
+    batch_values *all = calloc((size_t)batches, sizeof *all);
+    for (int b = 0; b < batches; b++) {
+        json_t *array = json_loads(texts[b], 0, NULL);
+        int n = (int)json_array_size(array);
+        all[b].n = n;
+        all[b].id = calloc((size_t)n, sizeof(char *));
+        all[b].last = calloc((size_t)n, sizeof(char *));
+        all[b].email = calloc((size_t)n, sizeof(char *));
+        for (int i = 0; i < n; i++) {
+            json_t *e = json_array_get(array, (size_t)i);
+            all[b].id[i] = strdup(json_string_value(json_object_get(e, "Id")));
+            all[b].last[i] = strdup(json_string_value(json_object_get(e, "LastName")));
+            all[b].email[i] = strdup(json_string_value(json_object_get(e, "Email")));
+        }
+        json_decref(array);
+    }
+    return all;
+}
+
+/* The documents of a batch, one text each (the batch's JSON array split before the clock). */
+static char **split_documents(const char *text, int *n) {
+    json_t *array = json_loads(text, 0, NULL);
+    *n = (int)json_array_size(array);
+    char **docs = calloc((size_t)*n, sizeof *docs);
+    for (int i = 0; i < *n; i++) docs[i] = json_dumps(json_array_get(array, (size_t)i), JSON_COMPACT);
+    json_decref(array);
+    return docs;
+}
+
+static void hand_open(hand_written *h, const char *path) {
+    remove(path);
+    if (sqlite3_open(path, &h->db) != SQLITE_OK) { fprintf(stderr, "open hand-written\n"); exit(1); }
+    exec_or_die(h->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+        "CREATE TABLE contacts (id INTEGER PRIMARY KEY, doc TEXT NOT NULL, c0 TEXT, c1 TEXT, c2 TEXT);"
+        "CREATE INDEX c0_idx ON contacts(c0); CREATE INDEX c1_idx ON contacts(c1); CREATE INDEX c2_idx ON contacts(c2);");
+    sqlite3_prepare_v2(h->db, "INSERT INTO contacts (doc, c0, c1, c2) VALUES (?,?,?,?)", -1, &h->insert, NULL);
+    sqlite3_prepare_v2(h->db, "SELECT doc FROM contacts WHERE c0 = ? LIMIT 10", -1, &h->lookup, NULL);
+}
+
+static void hand_close(hand_written *h) {
+    sqlite3_finalize(h->insert);
+    sqlite3_finalize(h->lookup);
+    sqlite3_close(h->db);
+    h->db = NULL;
+}
+
+static void hand_insert(hand_written *h, char **docs, const batch_values *v) {
+    exec_or_die(h->db, "BEGIN IMMEDIATE");
+    for (int i = 0; i < v->n; i++) {
+        sqlite3_bind_text(h->insert, 1, docs[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(h->insert, 2, v->id[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(h->insert, 3, v->last[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(h->insert, 4, v->email[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(h->insert) != SQLITE_DONE) { fprintf(stderr, "hand-written insert: %s\n", sqlite3_errmsg(h->db)); exit(1); }
+        sqlite3_reset(h->insert);
+    }
+    exec_or_die(h->db, "COMMIT");
+}
+
+/* A lookup returning the stored texts as a JSON array, as a page of the engine is. */
+static void hand_lookup(hand_written *h, const char *key) {
+    sqlite3_bind_text(h->lookup, 1, key, -1, SQLITE_TRANSIENT);
+    size_t cap = 1024, len = 1;
+    char *out = malloc(cap);
+    out[0] = '[';
+    while (sqlite3_step(h->lookup) == SQLITE_ROW) {
+        size_t n = (size_t)sqlite3_column_bytes(h->lookup, 0);
+        if (len + n + 3 > cap) { cap = (len + n + 3) * 2; out = realloc(out, cap); }
+        if (len > 1) out[len++] = ',';
+        memcpy(out + len, sqlite3_column_text(h->lookup, 0), n);
+        len += n;
+    }
+    out[len++] = ']';
+    out[len] = 0;
+    sqlite3_reset(h->lookup);
+    free(out);
+}
+
 /* Exact query as a hand-written page: count + first page of 10, then the JSON array text. */
 static void baseline_exact(sqlite3_stmt *count, sqlite3_stmt *page, const char *key) {
     sqlite3_bind_text(count, 1, key, -1, SQLITE_TRANSIENT);
@@ -198,11 +290,19 @@ int main(int argc, char **argv) {
     syncstore_error err;
     syncstore_store *store = NULL;
     baseline base = {0};
-    double engine_upsert = 1e9, base_upsert = 1e9;
+    hand_written hand = {0};
+    batch_values *values = extract_values(texts, batches);
+    char ***docs = calloc((size_t)batches, sizeof *docs);
+    for (int b = 0; b < batches; b++) {
+        int n = 0;
+        docs[b] = split_documents(texts[b], &n);
+    }
+    double engine_upsert = 1e9, base_upsert = 1e9, hand_upsert = 1e9;
     const int rounds_upsert = 3;
     for (int round = 0; round < rounds_upsert; round++) {
         if (store) syncstore_close(store, NULL);
         if (base.db) { sqlite3_finalize(base.insert); sqlite3_close(base.db); }
+        if (hand.db) hand_close(&hand);
         char name[32];
         snprintf(name, sizeof name, "bench%d", round);
         char *config = store_config(name, store_key, kdf_iter);
@@ -220,6 +320,13 @@ int main(int argc, char **argv) {
         double t = now_s() - t0;
         if (t < base_upsert) base_upsert = t;
 
+        snprintf(path, sizeof path, "%s/hand%d.db", dir, round);
+        hand_open(&hand, path);
+        t0 = now_s();
+        for (int b = 0; b < batches; b++) hand_insert(&hand, docs[b], &values[b]);
+        t = now_s() - t0;
+        if (t < hand_upsert) hand_upsert = t;
+
         t0 = now_s();
         for (int b = 0; b < batches; b++) {
             char *out = NULL;
@@ -231,9 +338,10 @@ int main(int argc, char **argv) {
     }
     double t0;
 
-    double engine_rate = entries / engine_upsert, base_rate = entries / base_upsert;
+    double engine_rate = entries / engine_upsert, base_rate = entries / base_upsert, hand_rate = entries / hand_upsert;
     printf("\nupsert      engine %9.0f rows/s   baseline %9.0f rows/s   engine/baseline %.2f (target >= 0.70; best of %d alternating rounds)\n",
            engine_rate, base_rate, engine_rate / base_rate, rounds_upsert);
+    printf("            hand-written %9.0f rows/s   engine/hand-written %.2f (target >= 0.9)\n", hand_rate, engine_rate / hand_rate);
 
     /* ---- exact query on an indexed path ---- */
     double *samples = malloc(sizeof(double) * (size_t)queries);
@@ -266,6 +374,29 @@ int main(int argc, char **argv) {
     printf("exact query engine p50 %6.1f us p99 %6.1f us   baseline p50 %6.1f us p99 %6.1f us   engine/baseline p50 %.2fx (target p50 < 100 us)\n",
            e50 * 1e6, e99 * 1e6, b50 * 1e6, b99 * 1e6, e50 / b50);
 
+    /* ---- the same lookup as one page, no cursor, against the hand-written table ---- */
+    for (int q = 0; q < queries; q++) {
+        snprintf(key, sizeof key, "003%015d", (q * 7) % entries);
+        snprintf(spec, sizeof spec, "{\"queryType\":\"exact\",\"indexPath\":\"Id\",\"matchKey\":\"%s\",\"pageSize\":10}", key);
+        double s = now_s();
+        char *page_json = NULL;
+        if (syncstore_query_page(store, "contacts", spec, 0, &page_json, &err)) die("query_page", &err);
+        syncstore_free(page_json);
+        samples[q] = now_s() - s;
+    }
+    double l50, l99;
+    percentiles(samples, queries, &l50, &l99);
+    for (int q = 0; q < queries; q++) {
+        snprintf(key, sizeof key, "003%015d", (q * 7) % entries);
+        double s = now_s();
+        hand_lookup(&hand, key);
+        samples[q] = now_s() - s;
+    }
+    double h50, h99;
+    percentiles(samples, queries, &h50, &h99);
+    printf("lookup      engine p50 %6.1f us p99 %6.1f us   hand-written p50 %6.1f us p99 %6.1f us   engine/hand-written p50 %.2fx (target <= 1.3x)\n",
+           l50 * 1e6, l99 * 1e6, h50 * 1e6, h99 * 1e6, l50 / h50);
+
     /* ---- Smart SQL aggregate ---- */
     const char *smart = "{\"queryType\":\"smart\",\"smartSql\":\"select {contacts:LastName}, count(*) from {contacts} group by {contacts:LastName} order by count(*) desc, {contacts:LastName}\",\"pageSize\":10}";
     int rounds = 20;
@@ -295,6 +426,7 @@ int main(int argc, char **argv) {
     sqlite3_finalize(count); sqlite3_finalize(page); sqlite3_finalize(agg_count); sqlite3_finalize(agg_page);
     sqlite3_finalize(base.insert);
     sqlite3_close(base.db);
+    hand_close(&hand);
     syncstore_close(store, NULL);
     for (int b = 0; b < batches; b++) free(texts[b]);
     free(texts);

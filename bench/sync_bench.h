@@ -28,6 +28,7 @@
 #define STORE_CONFIG_ENV "SYNCSTORE_BENCH_STORE_CONFIG"
 #define READ_IDS_ENV "SYNCSTORE_BENCH_READ_IDS"   /* file of record Ids, one a line: readers run */
 #define SYNC_NAME_ENV "SYNCSTORE_BENCH_SYNC_NAME" /* engine-down names its sync (for reSync, ghosts) */
+#define LISTENERS_ENV "SYNCSTORE_BENCH_LISTENERS" /* engine-down attaches a soup and a query listener */
 #define READ_PAUSE_US 1000                        /* between two reads: a UI reading, not a flood */
 #define MEMSTATUS_ENV "SYNCSTORE_BENCH_SQLITE_MEMSTATUS" /* "0": see --sqlite-memstatus-off */
 
@@ -130,7 +131,10 @@ char *bench_store_config(const char *key, int kdf_iter);
 
 /* 1, 2 (sync_bench_down.c): sync down against the baselines, and peak RSS at M records. */
 typedef struct { series engine, base_a, base_b, fetch; } down_results;
-typedef struct { series engine, a; } rss_results;
+typedef struct {
+    series engine, a, listened;
+    long long soup_notices, query_notices, query_total;
+} rss_results;
 down_results bench_down(const options *o, const devserver *server, const char *cafile, int with_python, int rounds);
 rss_results bench_rss(const options *o);
 void down_summary(const options *o, const down_results *https, const down_results *http, int with_python);

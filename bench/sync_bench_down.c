@@ -4,9 +4,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "sync_bench.h"
+
+/* Listeners attached during a sync down (SYNCSTORE_BENCH_LISTENERS set): how many notices they
+ * were told, and the query's last size. */
+static pthread_mutex_t told_mutex = PTHREAD_MUTEX_INITIALIZER;
+static long long soup_notices, query_notices, query_total;
+
+static void on_soup_notice(const char *json, void *context) {
+    (void)json;
+    (void)context;
+    pthread_mutex_lock(&told_mutex);
+    soup_notices++;
+    pthread_mutex_unlock(&told_mutex);
+}
+
+static void on_query_notice(const char *json, void *context) {
+    (void)context;
+    json_t *notice = json_loads(json, 0, NULL);
+    pthread_mutex_lock(&told_mutex);
+    query_notices++;
+    query_total = json_integer_value(json_object_get(notice, "totalEntries"));
+    pthread_mutex_unlock(&told_mutex);
+    json_decref(notice);
+}
 
 /* engine-down URL TOKEN DIR CAFILE|- SOQL: one sync down into a fresh store. */
 int engine_down(char **argv) {
@@ -17,6 +42,13 @@ int engine_down(char **argv) {
     int64_t id = 0;
     readers rd;
     int reading = readers_start(&rd, store, dir);
+    int listening = getenv(LISTENERS_ENV) != NULL;
+    if (listening) {
+        syncstore_listener_token *soup = NULL, *query = NULL;
+        check(syncstore_add_soup_listener(store, "contacts", on_soup_notice, NULL, &soup, &err), "add_soup_listener", &err);
+        check(syncstore_add_query_listener(store, "{\"soupName\":\"contacts\",\"queryType\":\"range\",\"indexPath\":\"LastName\",\"pageSize\":10}",
+                                           on_query_notice, NULL, &query, &err), "add_query_listener", &err);
+    }
     double c0 = cpu_self();
     double t0 = now_s();
     check(syncstore_sync_down(store, target, "contacts", NULL, getenv(SYNC_NAME_ENV), NULL, NULL, &id, &err), "sync_down", &err);
@@ -26,10 +58,22 @@ int engine_down(char **argv) {
     char latencies[1200] = "";
     if (reading) readers_stop(&rd, latencies, sizeof latencies);
     long long n = count_where(store, NULL);
+    if (listening) {
+        /* the notices of the last commits, told after the run's end */
+        for (int i = 0; i < 3000; i++) {
+            pthread_mutex_lock(&told_mutex);
+            int caught_up = query_total == n;
+            pthread_mutex_unlock(&told_mutex);
+            if (caught_up) break;
+            usleep(1000);
+        }
+    }
     long hwm = vm_hwm_kb();
     check(syncstore_close(store, &err), "close", &err);
     free(target);
-    printf("records=%lld seconds=%.6f hwm_kb=%ld sync_cpu=%.6f%s\n", n, elapsed, hwm, cpu, latencies);
+    char told[128] = "";
+    if (listening) snprintf(told, sizeof told, " soup_notices=%lld query_notices=%lld query_total=%lld", soup_notices, query_notices, query_total);
+    printf("records=%lld seconds=%.6f hwm_kb=%ld sync_cpu=%.6f%s%s\n", n, elapsed, hwm, cpu, latencies, told);
     return 0;
 }
 
@@ -75,7 +119,8 @@ down_results bench_down(const options *o, const devserver *server, const char *c
 
 /* Section 2: one run each of the engine and (a) syncing down --rss-records over HTTP. */
 rss_results bench_rss(const options *o) {
-    rss_results r = {{"engine (libsyncstore)", 0, 0, 0, 0, 0}, {"baseline (a) C: curl+jansson+sqlite", 0, 0, 0, 0, 0}};
+    rss_results r = {{"engine (libsyncstore)", 0, 0, 0, 0, 0}, {"baseline (a) C: curl+jansson+sqlite", 0, 0, 0, 0, 0},
+                     {"engine with a soup and a query listener", 0, 0, 0, 0, 0}, 0, 0, 0};
     if (o->rss_records > 0) {
         static devserver big;
         char seed[128], command[8192];
@@ -87,11 +132,21 @@ rss_results bench_rss(const options *o) {
         snprintf(a_db, sizeof a_db, "%s/baseline-a-rss.db", o->work);
         char *engine_argv[] = {self_path, "engine-down", big.url, DEVSERVER_TOKEN, engine_dir, "-", SOQL, NULL};
         add(&r.engine, run_child(engine_argv), o->rss_records);
+        /* the same with a soup and a query listener attached: notices per commit, memory flat */
+        snprintf(command, sizeof command, "rm -rf '%s'", engine_dir);
+        if (system(command) != 0) fprintf(stderr, "bench-sync: could not remove %s\n", engine_dir);
+        setenv(LISTENERS_ENV, "1", 1);
+        child_result listened = run_child(engine_argv);
+        unsetenv(LISTENERS_ENV);
+        add(&r.listened, listened, o->rss_records);
+        const char *told = strstr(listened.out, "soup_notices=");
+        if (told) sscanf(told, "soup_notices=%lld query_notices=%lld query_total=%lld", &r.soup_notices, &r.query_notices, &r.query_total);
         char *a_argv[] = {baseline_path, big.url, DEVSERVER_TOKEN, a_db, "--soql", SOQL, NULL};
         add(&r.a, run_child(a_argv), o->rss_records);
         stop_server(&big);
         print_series(&r.engine);
         print_series(&r.a);
+        print_series(&r.listened);
         snprintf(command, sizeof command, "rm -rf '%s' '%s'*", engine_dir, a_db);
         if (system(command) != 0) fprintf(stderr, "bench-sync: could not remove %s\n", engine_dir);
     }
@@ -134,5 +189,10 @@ void rss_summary(const options *o, const rss_results *r) {
         printf("%-58s %-22s %-16s %s\n", figure, (snprintf(value, sizeof value, "%.1f MB", r->engine.maxrss_kb / 1024.0), value),
                "< 150 MB", o->rss_records >= 1000000 ? verdict(r->engine.maxrss_kb < 150 * 1024) : "(smaller run)");
         printf("%-58s %-22s\n", "  (a) at the same size", (snprintf(value, sizeof value, "%.1f MB", r->a.maxrss_kb / 1024.0), value));
+        printf("%-58s %-22s\n", "  engine with a soup and a query listener",
+               (snprintf(value, sizeof value, "%.1f MB, %.0f rec/s", r->listened.maxrss_kb / 1024.0, rate(&r->listened)), value));
+        printf("%-58s %-22s %-16s %s\n", "  notices told: soup / query (query's last size)",
+               (snprintf(value, sizeof value, "%lld / %lld (%lld)", r->soup_notices, r->query_notices, r->query_total), value),
+               "<= commits", verdict(r->query_total == o->rss_records && r->soup_notices <= o->rss_records / 2000 + 1));
     }
 }

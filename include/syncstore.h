@@ -568,9 +568,10 @@ int syncstore_add_soup_listener(syncstore_store *store, const char *soup_or_NULL
 
 /**
  * Removes a listener (through any handle of its store) and releases its token. When it returns
- * no callback of that token runs or will run: a callback of it in progress on the notifier
- * thread is waited for, except when the caller is that thread (a listener callback, removing
- * itself or another listener): then it returns at once. Any thread.
+ * no callback of that token runs or will run: a callback of it in progress on another thread
+ * (the notifier, or the thread sending a buffered handle's notices) is waited for; one in
+ * progress on the calling thread (a listener callback, removing itself or another listener) is
+ * not: then it returns at once. Any thread.
  * Errors: ARGUMENT (NULL store or token), STATE (closed store; a token this store does not have:
  * removed already, removed with the close of its handle, or another store's). Nothing changes
  * on error.
@@ -585,7 +586,7 @@ int syncstore_remove_listener(syncstore_store *store, syncstore_listener_token *
  *   takes it; "pageSize" is the size of the page each notice carries.
  * cb, context, out_token: as syncstore_add_soup_listener().
  * Errors: ARGUMENT (NULL store, spec, cb or out_token; a spec the store cannot run: bad JSON,
- * a missing "soupName", an unknown path, Smart SQL that syncstore_run_smart_query() refuses,
+ * a missing "soupName", Smart SQL that syncstore_run_smart_query() refuses,
  * an unknown soup in it included), NOT_FOUND ("soupName" names no soup), STATE (closed store).
  * The store is unchanged on any error.
  */
@@ -854,7 +855,8 @@ int syncstore_register_custom_target(syncstore_store *store, const char *type,
  *     pgAlterSoup, pgReIndexSoup, pgClearSoup, pgQuerySoup, pgRunSmartQuery,
  *     pgRetrieveSoupEntries, pgUpsertSoupEntries, pgRemoveFromSoup, pgMoveCursorToPageIndex,
  *     pgCloseCursor, pgGetDatabaseSize, pgGetAllStores, pgGetAllGlobalStores, pgRemoveStore,
- *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector, loadStoreConfig;
+ *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector, loadStoreConfig, and this
+ *     library's store listeners: pgAddSoupListener, pgAddQueryListener, pgRemoveListener;
  *   "com.salesforce.mobilesync": syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
  *     deleteSync, resetSyncManager, loadSyncConfig;
  *   "com.salesforce.oauth": getAuthCredentials, authenticate (the default remote's credentials),
@@ -886,7 +888,9 @@ typedef void (*syncstore_plugin_answer)(void *context, int status, const char *j
 /**
  * Receives a document event the plugins fire: event "sync" with the sync state (plus
  * "isGlobalStore" and "storeName") as `detail_json`, for every state change of every run
- * started through the plugin. Valid during the call only.
+ * started through the plugin; event "smartstoreChanged" with a listener's notice (see
+ * "Listeners"; plus "listenerId", "isGlobalStore" and "storeName") for the listeners added
+ * with pgAddSoupListener / pgAddQueryListener. Valid during the call only.
  */
 typedef void (*syncstore_plugin_event)(void *context, const char *event, const char *detail_json);
 
@@ -922,7 +926,8 @@ int syncstore_plugin_set_remote(syncstore_plugin *plugin, const char *store_json
 
 /**
  * Sets the listener of the plugin's document events (NULL removes it). It is called on the
- * stores' sync worker threads (see "Callbacks, threads and close"); context must stay valid
+ * stores' sync worker threads ("sync") and notifier threads ("smartstoreChanged"; see
+ * "Callbacks, threads and close"); context must stay valid
  * until it is replaced or the plugin is freed. Errors: STATE.
  */
 int syncstore_plugin_set_listener(syncstore_plugin *plugin, syncstore_plugin_event listener,

@@ -28,7 +28,7 @@ package enum CordovaAPI {
 
     /// The actions that open no store, per service name (the dispatcher's own set).
     package static let noStore: Set<String> = ["pgGetAllStores", "pgGetAllGlobalStores", "pgRemoveStore", "pgRemoveAllStores",
-                                       "pgRemoveAllGlobalStores", "pgShowInspector"]
+                                       "pgRemoveAllGlobalStores", "pgShowInspector", "pgRemoveListener"]
 
     /// Whether a plugin answer of this status is retryable: the engine's retryable codes (a busy
     /// store, a lost connection). A server's 5xx reaches a plugin's caller as SERVER, not retried.
@@ -91,7 +91,15 @@ package enum CordovaAPI {
             {"name": "getAllGlobalStores", "action": "pgGetAllGlobalStores", "args": [], "storeConfig": false},
             {"name": "removeStore", "action": "pgRemoveStore", "args": [], "storeConfig": true, "removes": "named"},
             {"name": "removeAllStores", "action": "pgRemoveAllStores", "args": [], "storeConfig": false, "removes": "user"},
-            {"name": "removeAllGlobalStores", "action": "pgRemoveAllGlobalStores", "args": [], "storeConfig": false, "removes": "global"}
+            {"name": "removeAllGlobalStores", "action": "pgRemoveAllGlobalStores", "args": [], "storeConfig": false, "removes": "global"},
+            {"name": "addSoupListener", "action": "pgAddSoupListener",
+             "args": [{"name": "soupName", "optional": true, "default": null},
+                      {"name": "options", "field": "minIntervalMs", "member": "minIntervalMs", "optional": true, "default": null}],
+             "storeConfig": true},
+            {"name": "addQueryListener", "action": "pgAddQueryListener",
+             "args": ["soupName", "querySpec", {"name": "options", "field": "minIntervalMs", "member": "minIntervalMs", "optional": true, "default": null}],
+             "storeConfig": true},
+            {"name": "removeListener", "action": "pgRemoveListener", "args": ["listenerId"], "storeConfig": true}
           ],
           "cursorSteps": [
             {"name": "moveCursorToNextPage", "via": "moveCursorToPageIndex", "step": 1,

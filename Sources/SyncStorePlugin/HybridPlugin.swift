@@ -9,7 +9,7 @@ package final class HybridPlugin: @unchecked Sendable {
     /// status (0 or an ErrorCode), and the success value's JSON (every action answers one) or
     /// the error message as a JSON string.
     package typealias Answer = @Sendable (Int32, String?) -> Void
-    /// A document event: its name ("sync") and its detail as JSON.
+    /// A document event: its name ("sync", "smartstoreChanged") and its detail as JSON.
     package typealias Listener = @Sendable (String, String) -> Void
     /// The key of a store about to open ({"storeName", "isGlobalStore"}): nil key for plaintext.
     package typealias KeyProvider = (String) throws -> (key: String?, kdfIter: Int?)
@@ -30,6 +30,14 @@ package final class HybridPlugin: @unchecked Sendable {
     private var listener: Listener?
     private var keyProvider: KeyProvider?
     private var closed = false
+    /// The store listeners added through the plugin (pgAddSoupListener, pgAddQueryListener), by id.
+    private var changeListeners: [Int64: ChangeListenerEntry] = [:]
+    private var lastListenerId: Int64 = 0
+
+    private struct ChangeListenerEntry {
+        let handle: Int
+        let token: Int64
+    }
 
     /// options: {"remote": {...}}, the default remote of every store (RemoteConfig's JSON).
     package init(root: String, optionsJSON: String?) throws {
@@ -85,7 +93,7 @@ package final class HybridPlugin: @unchecked Sendable {
                 throw StoreError(.state, "The plugin cannot be freed from a callback of one of its stores (it would wait for itself)")
             }
             closed = true
-            defer { handles.removeAll(); applied.removeAll() }
+            defer { handles.removeAll(); applied.removeAll(); changeListeners.removeAll() }
             return Array(handles.values)
         }
         var first: Error? = nil
@@ -197,9 +205,104 @@ package final class HybridPlugin: @unchecked Sendable {
             let closing = slots.compactMap { handles[$0] }
             for slot in slots { handles[slot] = nil }
             for handle in closing { applied[handle] = nil }
+            // Their listeners go with them (the close removes them).
+            changeListeners = changeListeners.filter { !closing.contains($0.value.handle) }
             return closing
         }
         for handle in closing { try StoreRegistry.shared.close(handle) }
+    }
+
+    // MARK: store listeners
+
+    /// Adds a listener of soup `soup` (nil: every soup) of the store `slot` names: each notice it
+    /// hears is a "smartstoreChanged" event (`changeDetail`). Returns the listener's id (from 1,
+    /// unique in this plugin). The listener belongs to the plugin's handle of that store: writes
+    /// through the plugin are its "handle" origin, and it goes when the plugin closes the store.
+    /// `minIntervalMs` (nil or 0: none) is the least time between two of its notices.
+    package func addSoupListener(_ slot: PluginStoreSlot, soup: String?, minIntervalMs: Int64? = nil) throws -> Int64 {
+        let (store, handle) = try store(slot)
+        return try addListener(store, handle, slot, minIntervalMs) { listeners, deliver in
+            try listeners.add(store: store, soup: soup, owner: handle, deliver)
+        }
+    }
+
+    /// Adds a listener of a query's result (`specJSON`: a query spec with "soupName", or a Smart
+    /// SQL spec): its first event, the current result, comes at once (it may reach the host's
+    /// event listener before the action's answer), then one after each commit that changed it.
+    package func addQueryListener(_ slot: PluginStoreSlot, specJSON: String, minIntervalMs: Int64? = nil) throws -> Int64 {
+        let (store, handle) = try store(slot)
+        return try addListener(store, handle, slot, minIntervalMs) { listeners, deliver in
+            try listeners.addQuery(store: store, specJSON: specJSON, owner: handle, deliver)
+        }
+    }
+
+    /// `add` registers the listener with the store's ChangeListeners and returns its token.
+    private func addListener(_ store: SmartStore, _ handle: Int, _ slot: PluginStoreSlot, _ minIntervalMs: Int64?,
+                             _ add: (ChangeListeners, @escaping ChangeListeners.Deliver) throws -> Int64) throws -> Int64 {
+        if let ms = minIntervalMs, ms < 0 || ms > 3_600_000 {
+            throw StoreError.argument("minIntervalMs must be from 0 to 3600000 (got \(ms))")
+        }
+        let id = try lock.withLock { () -> Int64 in
+            try checkOpen()
+            lastListenerId += 1
+            return lastListenerId
+        }
+        let token: Int64
+        let listeners: ChangeListeners
+        do {
+            listeners = try ChangeListeners.of(store)
+            token = try add(listeners) { [weak self] notice in self?.fireChange(notice, id: id, slot) }
+        } catch {
+            // A refused listener leaves no gap in the ids (unless another was added meanwhile).
+            lock.withLock { if lastListenerId == id { lastListenerId -= 1 } }
+            throw error
+        }
+        if let ms = minIntervalMs, ms > 0 {
+            do { try listeners.setInterval(token, milliseconds: ms) } catch { try? listeners.remove(token); throw error }
+        }
+        let kept = lock.withLock { () -> Bool in
+            // Closed meanwhile (the plugin, or this store): the close removed it, or removes it now.
+            guard !closed, handles[slot] == handle else { return false }
+            changeListeners[id] = ChangeListenerEntry(handle: handle, token: token)
+            return true
+        }
+        if !kept {
+            try? listeners.remove(token)
+            throw StoreError(.state, "The store was closed while the listener was added")
+        }
+        return id
+    }
+
+    /// Removes a listener added through the plugin: when this returns none of its events is
+    /// fired or will be (but from inside one of its own: see ChangeListeners.remove). An id the
+    /// plugin does not have (removed already, or gone with its store's removal) has nothing to do.
+    package func removeListener(id: Int64) throws {
+        guard let entry = lock.withLock({ changeListeners.removeValue(forKey: id) }) else { return }
+        // Its store's handle closed: the listener went with it.
+        guard let store = try? StoreRegistry.shared.store(entry.handle) else { return }
+        do {
+            try ChangeListeners.of(store).remove(entry.token)
+        } catch let error as StoreError where error.code == .state {
+            // Removed with its handle meanwhile.
+        }
+    }
+
+    private func fireChange(_ notice: String, id: Int64, _ slot: PluginStoreSlot) {
+        guard let listener = lock.withLock({ listener }) else { return }
+        listener(HybridPlugin.changeEvent, HybridPlugin.changeDetail(notice, id: id, slot))
+    }
+
+    /// The document event of a store listener's notice.
+    package static let changeEvent = "smartstoreChanged"
+
+    /// A listener's notice with "listenerId", "isGlobalStore" and "storeName" added: the
+    /// "smartstoreChanged" event's detail.
+    package static func changeDetail(_ notice: String, id: Int64, _ slot: PluginStoreSlot) -> String {
+        guard let doc = try? JSONDocument.parse(notice, what: "change notice"), doc.root.isObject else { return notice }
+        doc.root.set("listenerId", owned: JSONMake.int(id))
+        doc.root.set("isGlobalStore", owned: JSONMake.bool(slot.isGlobal))
+        doc.root.set("storeName", owned: JSONMake.string(slot.name))
+        return doc.root.dump()
     }
 
     // MARK: events

@@ -10,7 +10,8 @@ package enum SmartStoreActions {
             return .json(quoted(soup))
         },
         "pgRemoveSoup": { plugin, call, _ in
-            try plugin.store(call.store).0.removeSoup(try call.string("soupName"))
+            let (store, handle) = try plugin.store(call.store)
+            try store.removeSoup(try call.string("soupName"), owner: handle)
             return .ok
         },
         "pgSoupExists": { plugin, call, _ in
@@ -36,7 +37,8 @@ package enum SmartStoreActions {
             return .ok
         },
         "pgClearSoup": { plugin, call, _ in
-            try plugin.store(call.store).0.clearSoup(try call.string("soupName"))
+            let (store, handle) = try plugin.store(call.store)
+            try store.clearSoup(try call.string("soupName"), owner: handle)
             return .ok
         },
         "pgQuerySoup": { plugin, call, _ in
@@ -71,19 +73,20 @@ package enum SmartStoreActions {
             // The JS sends "_soupEntryId" for a plain upsert: the library's default.
             let path = try call.optionalString("externalIdPath").flatMap { $0 == SoupPath.entryId ? nil : $0 }
             let entries = try call.json("entries")
-            return .json(try plugin.store(call.store).0.upsert(soup: soup, entries: entries, externalIdPath: path).string)
+            let (store, handle) = try plugin.store(call.store)
+            return .json(try store.upsert(soup: soup, entries: entries, externalIdPath: path, owner: handle).string)
         },
         "pgRemoveFromSoup": { plugin, call, _ in
             let soup = try call.string("soupName")
-            let store = try plugin.store(call.store).0
+            let (store, handle) = try plugin.store(call.store)
             // cordova.force.js sends an array as entryIds and anything else as querySpec; a host
             // that forwards the argument as entryIds whatever it is gets the same rule here.
             if call.has("querySpec") {
-                _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(try call.json("querySpec"), dialect: .plugin))
+                _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(try call.json("querySpec"), dialect: .plugin), owner: handle)
             } else if let given = call.fields["entryIds"], given.isObject {
-                _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(given, dialect: .plugin))
+                _ = try store.removeByQuery(soup: soup, spec: try QuerySpec.parse(given, dialect: .plugin), owner: handle)
             } else {
-                try store.removeEntries(soup: soup, idsJSON: try call.jsonText("entryIds"))
+                try store.removeEntries(soup: soup, idsJSON: try call.jsonText("entryIds"), owner: handle)
             }
             return .ok
         },
@@ -121,6 +124,20 @@ package enum SmartStoreActions {
             try StoreRegistry.shared.removeAllStores(root: plugin.root, global: true)
             return .yes
         },
+        // SyncStore's own (the SDK's plugins have no store listeners): every notice of the
+        // listener is a "smartstoreChanged" event; the answer is the listener's id.
+        "pgAddSoupListener": { plugin, call, _ in
+            .json(String(try plugin.addSoupListener(call.store, soup: try call.optionalString("soupName"),
+                                                    minIntervalMs: try minInterval(call))))
+        },
+        // Its first event (the current result, origin "initial") may come before this answer.
+        "pgAddQueryListener": { plugin, call, _ in
+            .json(String(try plugin.addQueryListener(call.store, specJSON: try listenerSpec(call), minIntervalMs: try minInterval(call))))
+        },
+        "pgRemoveListener": { plugin, call, _ in
+            try plugin.removeListener(id: try call.int64("listenerId"))
+            return .ok
+        },
         "pgShowInspector": { plugin, call, _ in
             // The inspector is a page served by `syncstore-cli inspect`: the plugin answers where
             // the one running for this root is, for the host to open.
@@ -135,6 +152,29 @@ package enum SmartStoreActions {
     ]
 
     private static func quoted(_ text: String) -> String { HybridPlugin.messageJSON(text) }
+
+    private static func minInterval(_ call: PluginCall) throws -> Int64? {
+        call.has("minIntervalMs") ? try call.int64("minIntervalMs") : nil
+    }
+
+    /// pgAddQueryListener's spec as the store's query listeners take it: Smart SQL text or a smart
+    /// spec as pgRunSmartQuery reads them; any other spec as pgQuerySoup reads it (the plugins'
+    /// dialect: its queryType required, an order without orderPath ordering by indexPath), with
+    /// the soupName field as its "soupName".
+    private static func listenerSpec(_ call: PluginCall) throws -> String {
+        let given = try call.json("querySpec")
+        if let sql = given.string {
+            let built = smartSpec(sql)
+            return withExtendedLifetime(built) { built.root.dump() }
+        }
+        guard given.isObject else { throw StoreError.argument("pgAddQueryListener: \"querySpec\" must be a query spec object or Smart SQL text") }
+        if given["queryType"]?.string == "smart" { return given.dump() }
+        let spec = try orderedSpec(given)
+        _ = try withExtendedLifetime(spec) { try QuerySpec.parse(spec.root, dialect: .plugin) }
+        let soup = try call.string("soupName")
+        spec.root.set("soupName", owned: JSONMake.string(soup))
+        return spec.root.dump()
+    }
 
     /// A querySoup spec as cordova.force.js sends it: pre-3.3 code names its order path by
     /// indexPath (an order without an orderPath orders by the indexPath).

@@ -157,6 +157,168 @@ final class HybridPluginTests: StoreTestCase {
         }
     }
 
+    /// The events a plugin fires, as its listener gets them (any thread).
+    private final class Events: @unchecked Sendable {
+        private let lock = Lock()
+        private var list: [(String, [String: Any])] = []
+        func add(_ name: String, _ detail: String) {
+            let parsed = (try? parseJSON(detail)) as? [String: Any] ?? [:]
+            lock.withLock { list.append((name, parsed)) }
+        }
+        var all: [(String, [String: Any])] { lock.withLock { list } }
+        /// The details of the events named `name`, waiting until there are `count` (at most 5 s).
+        func wait(_ name: String, count: Int) -> [[String: Any]] {
+            let deadline = Clock.nowMillis() + 5_000
+            while Clock.nowMillis() < deadline, all.filter({ $0.0 == name }).count < count { usleep(2_000) }
+            return all.filter { $0.0 == name }.map { $0.1 }
+        }
+    }
+
+    /// pgAddSoupListener answers the listener's id; every notice it hears is a "smartstoreChanged"
+    /// event (the notice plus listenerId, isGlobalStore and storeName); pgRemoveListener stops it.
+    func testSoupListenersFireSmartstoreChangedEvents() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        let events = Events()
+        try plugin.setListener { name, detail in events.add(name, detail) }
+        let named = #""storeName": "notes", "isGlobalStore": true"#
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}], \#(named)}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "b", "indexes": [{"path": "k", "type": "string"}], \#(named)}]"#).0, 0)
+        let first = exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a", \#(named)}]"#)
+        XCTAssertEqual(first.0, 0)
+        XCTAssertEqual(first.1, "1")
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{\#(named)}]"#).1, "2") // every soup
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "missing", \#(named)}]"#).0, ErrorCode.notFound.rawValue)
+
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "x"}, {"k": "y"}], \#(named)}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "b", "entries": [{"k": "z"}], \#(named)}]"#).0, 0)
+        // Rolled back (the second entry is not an object): heard by nobody.
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "w"}, 7], \#(named)}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveFromSoup", #"[{"soupName": "a", "entryIds": [1], \#(named)}]"#).0, 0)
+        // 1 hears a's two commits, 2 hears all three (a notice may tell of several: "commits").
+        let commits = { (id: Int) in events.all.filter { $0.1["listenerId"] as? Int == id }.reduce(0) { $0 + (($1.1["commits"] as? Int) ?? 0) } }
+        let deadline = Clock.nowMillis() + 5_000
+        while Clock.nowMillis() < deadline, commits(1) < 2 || commits(2) < 3 { usleep(2_000) }
+        XCTAssertEqual(commits(1), 2, "\(events.all)")
+        XCTAssertEqual(commits(2), 3)
+        let details = events.all.map { $0.1 }
+        for detail in details {
+            XCTAssertEqual(detail["storeName"] as? String, "notes")
+            XCTAssertEqual(detail["isGlobalStore"] as? Bool, true)
+            // The plugin's own writes are its handle's.
+            XCTAssertEqual((detail["origin"] as? [String: Any])?["kind"] as? String, "handle")
+        }
+        /// What listener `id` heard of soup `soup`: the ids of `kind` over its notices.
+        func ids(_ id: Int, _ soup: String, _ kind: String) -> [Int] {
+            details.filter { $0["listenerId"] as? Int == id }
+                .flatMap { ($0["soups"] as? [[String: Any]]) ?? [] }
+                .filter { $0["soup"] as? String == soup }
+                .flatMap { (($0[kind] as? [String: Any])?["ids"] as? [Int]) ?? [] }
+        }
+        XCTAssertEqual(Set(details.filter { $0["listenerId"] as? Int == 1 }.flatMap { (($0["soups"] as? [[String: Any]]) ?? []).compactMap { $0["soup"] as? String } }), ["a"])
+        XCTAssertEqual(ids(1, "a", "inserted"), [1, 2])
+        XCTAssertEqual(ids(1, "a", "deleted"), [1])
+        XCTAssertEqual(ids(2, "b", "inserted"), [1])
+        XCTAssertTrue(events.all.allSatisfy { $0.0 == HybridPlugin.changeEvent })
+
+        // Removed: nothing more of it. An unknown (or removed) id has nothing to do.
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 1, \#(named)}]"#).1, #""OK""#)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 1}]"#).1, #""OK""#)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{}]"#).0, ErrorCode.argument.rawValue)
+        let before = events.all.count
+        XCTAssertEqual(exec(plugin, smartstore, "pgClearSoup", #"[{"soupName": "a", \#(named)}]"#).0, 0)
+        let after = events.wait(HybridPlugin.changeEvent, count: before + 1)
+        XCTAssertEqual(after.count, before + 1)
+        XCTAssertEqual(after.last?["listenerId"] as? Int, 2)
+        XCTAssertEqual(((after.last?["soups"] as? [[String: Any]])?.first)?["cleared"] as? Bool, true)
+
+        // A removed store takes its listeners with it; a new store of that name has none.
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveStore", #"[{\#(named)}]"#).1, "true")
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}], \#(named)}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "x"}], \#(named)}]"#).0, 0)
+        usleep(100_000)
+        XCTAssertEqual(events.all.count, before + 1)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 2}]"#).1, #""OK""#)
+    }
+
+    /// pgAddQueryListener: the result at once (origin "initial"), then each commit that changed
+    /// it; Smart SQL text as pgRunSmartQuery takes it; minIntervalMs merges commits.
+    func testQueryListenersFireTheResultThenItsChanges() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        defer { try? plugin.close() }
+        let events = Events()
+        try plugin.setListener { name, detail in events.add(name, detail) }
+        func of(_ id: Int, count: Int) -> [[String: Any]] {
+            let deadline = Clock.nowMillis() + 5_000
+            var found: [[String: Any]] = []
+            repeat {
+                found = events.all.map { $0.1 }.filter { $0["listenerId"] as? Int == id }
+                if found.count >= count { break }
+                usleep(2_000)
+            } while Clock.nowMillis() < deadline
+            return found
+        }
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}]}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "a"}, {"k": "q"}]}]"#).0, 0)
+        let range = #"{"queryType": "range", "indexPath": "k", "beginKey": "a", "endKey": "m", "order": "ascending", "pageSize": 10}"#
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"soupName": "a", "querySpec": \#(range)}]"#).1, "1")
+        let initial = of(1, count: 1)
+        XCTAssertEqual((initial.first?["origin"] as? [String: Any])?["kind"] as? String, "initial")
+        XCTAssertEqual(initial.first?["totalEntries"] as? Int, 1)
+        XCTAssertEqual(initial.first?["storeName"] as? String, "smartstore")
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "z"}]}]"#).0, 0) // outside
+        XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "b"}]}]"#).0, 0) // inside
+        let changed = of(1, count: 2)
+        XCTAssertEqual(changed.count, 2) // the commit outside the range changed nothing of the result
+        XCTAssertEqual(changed.last?["totalEntries"] as? Int, 2)
+        XCTAssertEqual((changed.last?["added"] as? [String: Any])?["ids"] as? [Int], [4])
+        XCTAssertEqual((changed.last?["origin"] as? [String: Any])?["kind"] as? String, "handle")
+
+        // Smart SQL text, as pgRunSmartQuery takes it (no soupName needed).
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"querySpec": "select count(*) from {a}"}]"#).1, "2")
+        XCTAssertEqual(of(2, count: 1).count, 1)
+        // Refused: no queryType (the plugins' dialect), no soupName, an unknown soup, a bad interval.
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"soupName": "a", "querySpec": {"indexPath": "k"}}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"querySpec": \#(range)}]"#).0, ErrorCode.argument.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddQueryListener", #"[{"soupName": "nothing", "querySpec": \#(range)}]"#).0, ErrorCode.notFound.rawValue)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a", "minIntervalMs": -1}]"#).0, ErrorCode.argument.rawValue)
+
+        // minIntervalMs: commits within it come as one notice ("commits" counts them).
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a", "minIntervalMs": 300}]"#).1, "3")
+        for k in ["c", "d", "e"] {
+            XCTAssertEqual(exec(plugin, smartstore, "pgUpsertSoupEntries", #"[{"soupName": "a", "entries": [{"k": "\#(k)"}]}]"#).0, 0)
+        }
+        let deadline = Clock.nowMillis() + 5_000
+        var merged: [[String: Any]] = []
+        repeat {
+            merged = of(3, count: 1)
+            if merged.reduce(0, { $0 + (($1["commits"] as? Int) ?? 0) }) >= 3 { break }
+            usleep(5_000)
+        } while Clock.nowMillis() < deadline
+        XCTAssertEqual(merged.reduce(0, { $0 + (($1["commits"] as? Int) ?? 0) }), 3)
+        XCTAssertLessThan(merged.count, 3)
+        XCTAssertEqual(exec(plugin, smartstore, "pgRemoveListener", #"[{"listenerId": 1}]"#).1, #""OK""#)
+    }
+
+    /// Another handle's write is heard as such; a listener goes with the plugin's close.
+    func testSoupListenersHearOtherHandlesUntilThePluginCloses() throws {
+        let plugin = try HybridPlugin(root: root, optionsJSON: nil)
+        let events = Events()
+        try plugin.setListener { name, detail in events.add(name, detail) }
+        XCTAssertEqual(exec(plugin, smartstore, "pgRegisterSoup", #"[{"soupName": "a", "indexes": [{"path": "k", "type": "string"}]}]"#).0, 0)
+        XCTAssertEqual(exec(plugin, smartstore, "pgAddSoupListener", #"[{"soupName": "a"}]"#).1, "1")
+        let other = try StoreRegistry.shared.open(root: root, config: try StoreConfig())
+        defer { try? StoreRegistry.shared.close(other) }
+        _ = try StoreRegistry.shared.store(other).upsert(soup: "a", entriesJSON: #"[{"k": "o"}]"#, owner: other)
+        let details = events.wait(HybridPlugin.changeEvent, count: 1)
+        XCTAssertEqual(details.count, 1)
+        XCTAssertEqual((details.first?["origin"] as? [String: Any])?["kind"] as? String, "otherHandle")
+        try plugin.close()
+        _ = try StoreRegistry.shared.store(other).upsert(soup: "a", entriesJSON: #"[{"k": "p"}]"#, owner: other)
+        usleep(100_000)
+        XCTAssertEqual(events.all.count, 1)
+    }
+
     func testOptionsAreChecked() {
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remote": {"instanceUrl": 1}}"#))
         XCTAssertThrowsError(try HybridPlugin(root: root, optionsJSON: #"{"remotes": {}}"#))

@@ -169,7 +169,8 @@ final class QueryListenerTests: StoreTestCase {
         try listeners.setInterval(token, milliseconds: 300)
         XCTAssertThrowsError(try listeners.setInterval(token, milliseconds: -1)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
         for i in 0..<20 { _ = try upsert("s", #"{"k":"m\#(i)"}"#) }
-        let heard = notices.wait(for: 2)
+        func commits() -> Int { notices.all.compactMap { ($0["commits"] as? NSNumber)?.intValue }.reduce(0, +) }
+        for _ in 0..<500 where commits() < 20 { usleep(10_000) }
         usleep(400_000)
         let all = notices.all
         XCTAssertLessThanOrEqual(all.count, 3, "20 commits inside the interval are merged")
@@ -177,7 +178,6 @@ final class QueryListenerTests: StoreTestCase {
         XCTAssertEqual(commits, 20)
         let inserted = all.map { countOf((($0["soups"] as? [[String: Any]]) ?? [])[0], "inserted") }.reduce(0, +)
         XCTAssertEqual(inserted, 20)
-        XCTAssertGreaterThanOrEqual(heard.count, 2)
     }
 
     func testABufferedHandleIsToldReadyOnceAndSendsOnItsOwnThread() throws {

@@ -1,6 +1,8 @@
-/* Soup listeners through the C header: the soup filter, a NULL (every soup) listener, the notice's
+/* Listeners through the C header: the soup filter, a NULL (every soup) listener, the notice's
  * JSON, none for a rolled-back write, remove (also inside its own callback), a write inside a
- * callback, close with live listeners (no callback after close returns), bad input codes. */
+ * callback, close with live listeners (no callback after close returns), bad input codes; query
+ * listeners (first notice, diff, page), a minimum interval, a buffered handle sending on its own
+ * thread, and another process's commit (this program run again as the writer). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include <pthread.h>
@@ -8,7 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+extern char **environ;
 
 static const char *root;
 static const char *SPECS = "[{\"path\":\"k\",\"type\":\"string\"}]";
@@ -82,6 +89,27 @@ static size_t wait_for(heard_t *h, size_t count) {
     return n;
 }
 
+/* How many commits the notices heard tell of (merged notices tell of several). */
+static long long commits_locked(heard_t *h) {
+    long long n = 0;
+    for (size_t i = 0; i < json_array_size(h->notices); i++)
+        n += json_integer_value(json_object_get(json_array_get(h->notices, i), "commits"));
+    return n;
+}
+
+/* Waits (up to 5 s) until the notices tell of `count` commits; returns how many they tell of. */
+static long long wait_commits(heard_t *h, long long count) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    pthread_mutex_lock(&h->mutex);
+    while (commits_locked(h) < count)
+        if (pthread_cond_timedwait(&h->cond, &h->mutex, &deadline) != 0) break;
+    long long n = commits_locked(h);
+    pthread_mutex_unlock(&h->mutex);
+    return n;
+}
+
 static size_t heard_count(heard_t *h) {
     pthread_mutex_lock(&h->mutex);
     size_t n = json_array_size(h->notices);
@@ -143,8 +171,11 @@ static void test_filter_origin_and_rollback(void) {
     EXPECT(syncstore_add_soup_listener(h1, NULL, on_change, &on_all, &tall, &err), SYNCSTORE_OK, &err);
     CHECK(ts != NULL && tall != NULL && ts != tall);
 
+    /* each commit waited for: commits made while a notice waits would be merged into it */
     EXPECT(syncstore_upsert(h1, "s", "[{\"k\":\"a\"},{\"k\":\"b\"}]", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_commits(&on_all, 1) == 1);
     EXPECT(syncstore_upsert(h2, "t", "{\"k\":\"c\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_commits(&on_all, 2) == 2);
     /* rolled back (the second entry is not an object): heard by nobody */
     EXPECT(syncstore_upsert(h1, "s", "[{\"k\":\"d\"}, 3]", NULL, NULL, &err), SYNCSTORE_ERR_ARGUMENT, &err);
     EXPECT(syncstore_remove_entries(h2, "t", "[999999]", &err), SYNCSTORE_OK, &err); /* changed nothing */
@@ -286,9 +317,231 @@ static void test_remove_waits_and_close(void) {
     heard_free(&by_h1);
 }
 
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_query_listener(void) {
+    syncstore_error err;
+    syncstore_store *s = open_store("query");
+    EXPECT(syncstore_register_soup(s, "s", SPECS, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_upsert(s, "s", "[{\"k\":\"a\"},{\"k\":\"b\"}]", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    heard_t h;
+    heard_init(&h);
+    syncstore_listener_token *token = (syncstore_listener_token *)1;
+    /* bad specs: nothing added */
+    EXPECT(syncstore_add_query_listener(s, NULL, on_change, &h, &token, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    CHECK(token == NULL);
+    EXPECT(syncstore_add_query_listener(s, "{\"queryType\":\"range\"}", on_change, &h, &token, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_add_query_listener(s, "{\"soupName\":\"nope\",\"queryType\":\"range\"}", on_change, &h, &token, &err),
+           SYNCSTORE_ERR_NOT_FOUND, &err);
+    EXPECT(syncstore_add_query_listener(s, "{\"queryType\":\"smart\",\"smartSql\":\"drop table soup_attrs\"}", on_change, &h,
+                                        &token, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_add_query_listener(s, "{\"soupName\":\"s\",\"queryType\":\"range\"}", NULL, &h, &token, &err),
+           SYNCSTORE_ERR_ARGUMENT, &err);
+    sleep_ms(50);
+    CHECK(heard_count(&h) == 0);
+
+    const char *spec = "{\"soupName\":\"s\",\"queryType\":\"exact\",\"indexPath\":\"k\",\"matchKey\":\"a\",\"pageSize\":1}";
+    EXPECT(syncstore_add_query_listener(s, spec, on_change, &h, &token, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_for(&h, 1) == 1);
+    json_t *first = notice(&h, 0);
+    CHECK(strcmp(origin_kind(first), "initial") == 0);
+    CHECK(json_integer_value(json_object_get(first, "totalEntries")) == 1);
+    CHECK(json_integer_value(json_object_get(json_object_get(first, "added"), "count")) == 1);
+    CHECK(json_array_size(json_object_get(first, "currentPageOrderedEntries")) == 1);
+    /* a write outside the result is not heard; one inside is, with the diff */
+    EXPECT(syncstore_upsert(s, "s", "{\"k\":\"zz\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_upsert(s, "s", "{\"k\":\"a\",\"second\":true}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_for(&h, 2) == 2);
+    sleep_ms(100);
+    CHECK(heard_count(&h) == 2);
+    json_t *second = notice(&h, 1);
+    CHECK(strcmp(origin_kind(second), "handle") == 0);
+    CHECK(json_integer_value(json_object_get(second, "totalEntries")) == 2);
+    CHECK(json_integer_value(json_object_get(json_object_get(second, "added"), "count")) == 1);
+    CHECK(json_integer_value(json_object_get(json_object_get(second, "removed"), "count")) == 0);
+    CHECK(json_array_size(json_object_get(second, "currentPageOrderedEntries")) == 1); /* pageSize */
+    /* an interval: bad values refused; commits inside it merged */
+    EXPECT(syncstore_set_listener_interval(s, token, -1, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_set_listener_interval(s, NULL, 10, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_set_listener_interval(s, token, 300, &err), SYNCSTORE_OK, &err);
+    for (int i = 0; i < 10; i++) EXPECT(syncstore_upsert(s, "s", "{\"k\":\"a\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    sleep_ms(800);
+    size_t after = heard_count(&h);
+    CHECK(after >= 3 && after <= 4);
+    long long added = 0;
+    for (size_t i = 2; i < after; i++) added += json_integer_value(json_object_get(json_object_get(notice(&h, i), "added"), "count"));
+    CHECK(added == 10);
+    EXPECT(syncstore_remove_listener(s, token, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_set_listener_interval(s, token, 10, &err), SYNCSTORE_ERR_STATE, &err);
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
+    heard_free(&h);
+}
+
+/* The buffered handle's ready callback: counts calls. */
+static atomic_int ready_calls;
+static void on_ready(void *context) {
+    (void)context;
+    atomic_fetch_add(&ready_calls, 1);
+}
+
+static void test_buffered_handle(void) {
+    syncstore_error err;
+    syncstore_store *s = open_store("buffered"), *writer = open_store("buffered");
+    EXPECT(syncstore_register_soup(s, "s", SPECS, &err), SYNCSTORE_OK, &err);
+    int64_t sent = -1;
+    EXPECT(syncstore_send_notifications(s, &sent, &err), SYNCSTORE_ERR_STATE, &err); /* not buffered */
+    EXPECT(syncstore_send_notifications(NULL, &sent, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_buffer_notifications(NULL, on_ready, NULL, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_buffer_notifications(s, on_ready, NULL, &err), SYNCSTORE_OK, &err);
+    heard_t h;
+    heard_init(&h);
+    syncstore_listener_token *token = NULL;
+    EXPECT(syncstore_add_soup_listener(s, "s", on_change, &h, &token, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_upsert(writer, "s", "{\"k\":\"a\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_upsert(writer, "s", "{\"k\":\"b\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    for (int i = 0; i < 500 && atomic_load(&ready_calls) == 0; i++) sleep_ms(10);
+    sleep_ms(100);
+    CHECK(atomic_load(&ready_calls) == 1);
+    CHECK(heard_count(&h) == 0);
+    EXPECT(syncstore_send_notifications(s, &sent, &err), SYNCSTORE_OK, &err);
+    CHECK(sent == 1);
+    CHECK(heard_count(&h) == 1);
+    CHECK(pthread_equal(h.thread, pthread_self()));
+    CHECK(json_integer_value(json_object_get(notice(&h, 0), "commits")) == 2);
+    CHECK(strcmp(origin_kind(notice(&h, 0)), "otherHandle") == 0);
+    EXPECT(syncstore_send_notifications(s, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(heard_count(&h) == 1);
+    EXPECT(syncstore_upsert(writer, "s", "{\"k\":\"c\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    for (int i = 0; i < 500 && atomic_load(&ready_calls) == 1; i++) sleep_ms(10);
+    CHECK(atomic_load(&ready_calls) == 2);
+    /* closing the buffered handle drops what it did not send */
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
+    CHECK(heard_count(&h) == 1);
+    EXPECT(syncstore_close(writer, &err), SYNCSTORE_OK, &err);
+    heard_free(&h);
+}
+
+/* Run as "--writer ROOT": another process writing the store "shared". */
+static int run_writer(const char *dir) {
+    root = dir;
+    syncstore_error err;
+    syncstore_store *s = open_store("shared");
+    char entry[96];
+    snprintf(entry, sizeof entry, "{\"k\":\"far\",\"at\":%lld}", now_ms());
+    int rc = syncstore_upsert(s, "s", entry, NULL, NULL, &err);
+    syncstore_close(s, &err);
+    return rc == SYNCSTORE_OK ? 0 : 1;
+}
+
+static void test_other_process(const char *self) {
+    syncstore_error err;
+    syncstore_store *s = open_store("shared");
+    EXPECT(syncstore_register_soup(s, "s", SPECS, &err), SYNCSTORE_OK, &err);
+    heard_t h, q;
+    heard_init(&h);
+    heard_init(&q);
+    syncstore_listener_token *token = NULL, *qt = NULL;
+    EXPECT(syncstore_add_soup_listener(s, "s", on_change, &h, &token, &err), SYNCSTORE_OK, &err);
+    EXPECT(syncstore_add_query_listener(s, "{\"soupName\":\"s\",\"queryType\":\"exact\",\"indexPath\":\"k\",\"matchKey\":\"far\"}",
+                                        on_change, &q, &qt, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_for(&q, 1) == 1);
+    char *args[] = {(char *)self, "--writer", (char *)root, NULL};
+    pid_t pid;
+    CHECK(posix_spawn(&pid, self, NULL, NULL, args, environ) == 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(wait_for(&h, 1) == 1);
+    CHECK(strcmp(origin_kind(notice(&h, 0)), "otherProcess") == 0);
+    CHECK(json_is_true(json_object_get(first_soup(notice(&h, 0)), "unknown")));
+    CHECK(wait_for(&q, 2) == 2);
+    CHECK(json_integer_value(json_object_get(notice(&q, 1), "totalEntries")) == 1);
+    json_t *entry = json_array_get(json_object_get(notice(&q, 1), "currentPageOrderedEntries"), 0);
+    long long delay = now_ms() - json_integer_value(json_object_get(entry, "at"));
+    printf("another process's commit told after at most %lld ms (with the writer's exit)\n", delay);
+    /* this process's own write is told as its own */
+    EXPECT(syncstore_upsert(s, "s", "{\"k\":\"near\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_for(&h, 2) == 2);
+    sleep_ms(100);
+    CHECK(heard_count(&h) == 2);
+    CHECK(strcmp(origin_kind(notice(&h, 1)), "handle") == 0);
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
+    heard_free(&h);
+    heard_free(&q);
+}
+
+/* A callback that adds a query listener and removes another listener, on its first call. */
+typedef struct {
+    heard_t heard;
+    syncstore_store *store;
+    syncstore_listener_token *victim, *added;
+    heard_t *added_heard;
+    int add_status, remove_status;
+} juggler_t;
+
+static void on_juggle(const char *change_json, void *context) {
+    juggler_t *j = context;
+    if (j->victim) {
+        syncstore_error err;
+        j->add_status = syncstore_add_query_listener(j->store, "{\"soupName\":\"s\",\"queryType\":\"range\",\"indexPath\":\"k\"}",
+                                                     on_change, j->added_heard, &j->added, &err);
+        j->remove_status = syncstore_remove_listener(j->store, j->victim, &err);
+        j->victim = NULL;
+    }
+    on_change(change_json, &j->heard);
+}
+
+static void test_add_and_remove_inside_callbacks(void) {
+    syncstore_error err;
+    syncstore_store *s = open_store("juggle");
+    EXPECT(syncstore_register_soup(s, "s", SPECS, &err), SYNCSTORE_OK, &err);
+    juggler_t j;
+    memset(&j, 0, sizeof j);
+    heard_init(&j.heard);
+    heard_t victim, added;
+    heard_init(&victim);
+    heard_init(&added);
+    victim.sleep_ms = 20;
+    syncstore_listener_token *jt = NULL;
+    EXPECT(syncstore_add_soup_listener(s, "s", on_change, &victim, &j.victim, &err), SYNCSTORE_OK, &err);
+    j.store = s;
+    j.added_heard = &added;
+    EXPECT(syncstore_add_soup_listener(s, "s", on_juggle, &j, &jt, &err), SYNCSTORE_OK, &err);
+    /* commits while the callbacks juggle */
+    for (int i = 0; i < 30; i++) {
+        char entry[64];
+        snprintf(entry, sizeof entry, "{\"k\":\"j%d\"}", i);
+        EXPECT(syncstore_upsert(s, "s", entry, NULL, NULL, &err), SYNCSTORE_OK, &err);
+    }
+    CHECK(wait_commits(&j.heard, 30) == 30);
+    CHECK(j.add_status == SYNCSTORE_OK && j.remove_status == SYNCSTORE_OK);
+    CHECK(wait_for(&added, 1) >= 1); /* its first notice: the result when it was added */
+    size_t victim_heard = heard_count(&victim);
+    EXPECT(syncstore_upsert(s, "s", "{\"k\":\"last\"}", NULL, NULL, &err), SYNCSTORE_OK, &err);
+    CHECK(wait_commits(&j.heard, 31) == 31);
+    sleep_ms(100);
+    CHECK(heard_count(&victim) == victim_heard); /* removed: nothing more */
+    /* the listener added inside the callback hears the last write */
+    json_t *last = notice(&added, heard_count(&added) - 1);
+    CHECK(json_integer_value(json_object_get(last, "totalEntries")) == 31);
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
+    heard_free(&j.heard);
+    heard_free(&victim);
+    heard_free(&added);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--writer") == 0) return run_writer(argv[2]);
     root = argc > 1 ? argv[1] : "test-stores/listeners";
     check_fresh_dir(root);
+    test_query_listener();
+    test_buffered_handle();
+    test_other_process(argv[0]);
+    test_add_and_remove_inside_callbacks();
     test_bad_input();
     test_filter_origin_and_rollback();
     test_remove_and_write_inside_callback();

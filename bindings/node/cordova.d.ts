@@ -38,6 +38,13 @@ interface ReactNativeBridges {
   MobileSyncReactBridge: Record<string, AndroidMethod>;
   SFSmartStoreReactBridge: Record<string, IosMethod>;
   SFMobileSyncReactBridge: Record<string, IosMethod>;
+  /** RCTDeviceEventEmitter: the native modules' events ("smartstoreChanged", its payload the
+   *  Cordova event's detail). */
+  DeviceEventEmitter: {
+    addListener(type: string, listener: (payload: any) => void): { remove(): void };
+    removeAllListeners(type?: string): void;
+    listenerCount(type: string): number;
+  };
   SalesforceOauthReactBridge: {
     getAuthCredentials(args: unknown, success?: (credentials: AuthCredentials) => void, error?: (message: string) => void): void;
   };

@@ -189,7 +189,30 @@ export type EncryptionKeyProvider = (store: { storeName: string; isGlobalStore: 
   EncryptionKey | Promise<EncryptionKey>;
 export interface StoreListing { storeName: string; isGlobalStore: boolean }
 
-export interface SmartStore extends QuerySpecBuilders {
+/** A store listener's options (addSoupListener / addQueryListener). */
+export interface ListenerOptions { minIntervalMs?: number }
+/** The detail of a "smartstoreChanged" event: a listener's notice plus which listener and store. */
+export type SmartstoreChangedDetail = (SoupNotice | QueryNotice) & { listenerId: number; isGlobalStore: boolean; storeName: string };
+/** The event addEventListener('smartstoreChanged', ...) listeners get (a CustomEvent). */
+export interface SmartstoreChangedEvent { readonly type: 'smartstoreChanged'; readonly detail: SmartstoreChangedDetail }
+
+/** Store listeners and their events, on smartstore and on its client. */
+interface SmartStoreEvents<Self> {
+  on(event: 'smartstoreChanged', listener: (detail: SmartstoreChangedDetail) => void): Self;
+  once(event: 'smartstoreChanged', listener: (detail: SmartstoreChangedDetail) => void): Self;
+  off(event: 'smartstoreChanged', listener: (detail: SmartstoreChangedDetail) => void): Self;
+  addEventListener(type: 'smartstoreChanged', listener: (event: SmartstoreChangedEvent) => void): void;
+  removeEventListener(type: 'smartstoreChanged', listener: (event: SmartstoreChangedEvent) => void): void;
+}
+
+export interface SmartStore extends QuerySpecBuilders, SmartStoreEvents<SmartStore> {
+  /** SyncStore's own: a listener of a soup (null or left out: every soup); success gets its id. */
+  addSoupListener: WithConfig<[], number> & WithConfig<[soupName: string | null], number> &
+    WithConfig<[soupName: string | null, options: ListenerOptions], number>;
+  /** SyncStore's own: a listener of a query's result (its first event: the result at once). */
+  addQueryListener: WithConfig<[soupName: string | null, querySpec: QuerySpec | string], number> &
+    WithConfig<[soupName: string | null, querySpec: QuerySpec | string, options: ListenerOptions], number>;
+  removeListener: WithConfig<[listenerId: number], 'OK'>;
   registerSoup: WithConfig<[soupName: string, indexSpecs: IndexSpec[]], string>;
   removeSoup: WithConfig<[soupName: string], 'OK'>;
   soupExists: WithConfig<[soupName: string], boolean>;
@@ -227,7 +250,10 @@ export interface SmartStore extends QuerySpecBuilders {
   client: SmartStoreClient;
 }
 
-export interface SmartStoreClient extends QuerySpecBuilders {
+export interface SmartStoreClient extends QuerySpecBuilders, SmartStoreEvents<SmartStoreClient> {
+  addSoupListener: WithConfigP<[soupName?: string | null, options?: ListenerOptions], number>;
+  addQueryListener: WithConfigP<[soupName: string | null, querySpec: QuerySpec | string, options?: ListenerOptions], number>;
+  removeListener: WithConfigP<[listenerId: number], 'OK'>;
   registerSoup: WithConfigP<[soupName: string, indexSpecs: IndexSpec[]], string>;
   removeSoup: WithConfigP<[soupName: string], 'OK'>;
   soupExists: WithConfigP<[soupName: string], boolean>;
@@ -345,6 +371,83 @@ export declare class SyncRun<S = SyncState> extends EventEmitter {
   once(event: 'start' | 'progress' | 'end', listener: (state: S) => void): this;
 }
 
+// ---- watches (include/syncstore.h, "Listeners") ----
+
+/** Who made the commit a notice tells of (the last one's, when it tells of several). */
+export interface ChangeOrigin {
+  /** handle: a write through the watched Store's handle; otherHandle: another handle of this
+   *  process; sync: a sync run; otherProcess: another process; initial: a query watch's first
+   *  notice. */
+  kind: 'handle' | 'otherHandle' | 'sync' | 'otherProcess' | 'initial';
+  syncId?: number;
+  syncName?: string;
+}
+/** How many entries, the first 1000 of their ids, and whether ids were left out. */
+export interface ChangedIds { count: number; ids: number[]; cut: boolean }
+export interface SoupChange {
+  soup: string;
+  inserted: ChangedIds;
+  updated: ChangedIds;
+  deleted: ChangedIds;
+  /** Every entry was removed (no ids listed). */
+  cleared: boolean;
+  /** The soup itself was removed. */
+  removed: boolean;
+  /** Another process changed it: which entries is not known. */
+  unknown?: boolean;
+}
+/** What a soup watch hears after commits that touched its soup (every soup for watchSoup(null)). */
+export interface SoupNotice {
+  /** The last commit it tells of: the store's commits in this process, increasing. */
+  sequence: number;
+  /** How many commits it tells of (more than 1 when merged). */
+  commits: number;
+  origin: ChangeOrigin;
+  soups: SoupChange[];
+}
+/** Rows that entered, left or changed in a query's result: ids, or rows for Smart SQL. */
+export interface ChangedRows { count: number; ids?: number[]; rows?: unknown[][]; cut: boolean }
+/** What a query watch hears: at once the current result (origin "initial"), then each change. */
+export interface QueryNotice<T = SoupEntry> {
+  sequence: number;
+  commits: number;
+  origin: ChangeOrigin;
+  totalEntries: number;
+  /** The first page of the result (pageSize rows at most). */
+  currentPageOrderedEntries: T[];
+  added: ChangedRows;
+  removed: ChangedRows;
+  changed: ChangedRows;
+}
+export interface WatchOptions {
+  /** Least time between two notices (0..3600000, default 0); commits within it are merged. */
+  minIntervalMs?: number;
+  /** Keep the process alive while the watch is open (default false: only while an iteration
+   *  waits for a notice). */
+  keepAlive?: boolean;
+}
+/** A listener of a store: 'change' events and async iteration until close(), the store's close
+ *  or an error. */
+export declare class Watch<N = SoupNotice> extends EventEmitter {
+  /** The listener's number in its Store, null when it could not be asked for. */
+  readonly id: number | null;
+  readonly closed: boolean;
+  /** Resolves once the listener is added (commits after that are heard); rejects when it cannot be. */
+  readonly ready: Promise<this>;
+  /** Removes the listener; resolves when no notice of it will come. */
+  close(): Promise<void>;
+  ref(): this;
+  unref(): this;
+  hasRef(): boolean;
+  on(event: 'change', listener: (notice: N) => void): this;
+  on(event: 'error', listener: (error: SyncStoreError) => void): this;
+  on(event: 'close', listener: () => void): this;
+  once(event: 'change', listener: (notice: N) => void): this;
+  once(event: 'error', listener: (error: SyncStoreError) => void): this;
+  once(event: 'close', listener: () => void): this;
+  [Symbol.asyncIterator](): AsyncIterableIterator<N>;
+}
+
 export interface OpenOptions extends StoreConfig {
   root?: string;
   /** Opens (or creates) an encrypted store: a passphrase, or x'<64 hex digits>' (the raw key).
@@ -399,6 +502,12 @@ export declare class Store {
   deleteSync(idOrName: number | string): Promise<void>;
   stopSyncs(): Promise<void>;
   registerTarget(type: string, impl: CustomTarget): void;
+  /** Watches a query's result: its current result at once, then each change of it. The spec
+   *  names its soup (soupName), or the soup comes first; a Smart SQL spec needs none. */
+  watch<T = SoupEntry>(querySpec: QuerySpec & { soupName?: string }, options?: WatchOptions): Watch<QueryNotice<T>>;
+  watch<T = SoupEntry>(soup: string, querySpec: QuerySpec, options?: WatchOptions): Watch<QueryNotice<T>>;
+  /** Watches the commits that touch a soup (null: every soup). */
+  watchSoup(soup: string | null, options?: WatchOptions): Watch<SoupNotice>;
 }
 
 export declare function openStore(options?: OpenOptions): Promise<Store>;

@@ -5,6 +5,7 @@ const { version, STATUS } = require('./lib/native');
 const { openStore, listStores, removeStore, removeAllStores, Store } = require('./lib/store');
 const { Cursor } = require('./lib/cursor');
 const { SyncRun } = require('./lib/sync');
+const { Watch } = require('./lib/watch');
 const { getRoot, setRoot } = require('./lib/root');
 const { smartstore, smartstoreClient } = require('./lib/smartstore');
 const { setEncryptionKeyProvider } = require('./lib/cordova');
@@ -15,7 +16,7 @@ module.exports = {
   // Cordova faces (callbacks) and their promise twins
   smartstore, mobilesync, smartstoreClient, mobilesyncClient, createMobileSync, MobileSync, MERGE_MODE,
   // promise-first face
-  openStore, listStores, removeStore, removeAllStores, Store, Cursor, SyncRun,
+  openStore, listStores, removeStore, removeAllStores, Store, Cursor, SyncRun, Watch,
   // root directory of stores: setRootDirectory(dir) > $SYNCSTORE_ROOT > per-user data dir
   setRootDirectory: setRoot, getRootDirectory: getRoot,
   // keys of encrypted stores the Cordova faces open: fn({storeName, isGlobalStore, root}) -> key

@@ -4,10 +4,10 @@ import SyncStoreSupport
 
 /// Soup and query listeners: host code told, after commits, what they changed (the C header's
 /// "Callbacks, threads and close" is the contract). A companion of the store (one per store,
-/// made on the first listener). `didCommit` only adds the commit to each interested listener's
-/// pending change (one per listener: commits that wait are merged) and wakes the store's
-/// notifier thread, which tells each listener whose pending change is due (its minimum interval
-/// passed, no call of it in progress), one at a time, never on the writing thread and never
+/// made on the first listener). `didCommit` only appends the commit to a log the listeners share
+/// and marks the listeners that hear it and had nothing pending; the store's notifier thread
+/// then tells each listener whose notice is due (its minimum interval passed, no call of it in
+/// progress) every commit it hears since its mark, merged into one notice, one at a time, never on the writing thread and never
 /// while the library holds a lock. A handle may buffer its listeners' notices: the notifier then
 /// calls the handle's "ready" function once and the host sends them on its own thread. While
 /// the store has listeners the notifier also looks, every `pollMs`, for commits of other
@@ -20,8 +20,11 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
 
     /// How often other processes' commits are looked for while the store has listeners.
     package static let pollMs: Int64 = 10
-    /// Pending commits kept apart before they are merged into one (merging costs a copy).
-    private static let mergeAfter = 8
+    /// The notifier thread's scheduling niceness (Linux sets it per thread).
+    private static let niceness: Int32 = 10
+    /// Commits the log keeps before its oldest half is merged into one (a listener far behind
+    /// hears them as one notice): memory stays flat whatever the listeners' pace.
+    private static let logLimit = 256
 
     private final class Listener {
         let owner: Int
@@ -30,8 +33,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         let deliver: Deliver
         var intervalMs: Int64 = 0
         var lastSent: Int64 = Int64.min / 2
-        /// Commits not yet told, oldest first (merged once there are many).
-        var pending: [StoreChange] = []
+        /// The log index of its first commit not yet told (nil: none).
+        var from: Int64?
         /// A query listener's first notice, told before any change.
         var initial: QueryWatch.Outcome?
         /// A query listener whose soup was removed: it has heard so, and hears nothing more.
@@ -44,17 +47,13 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             self.deliver = deliver
         }
 
-        var hasNotice: Bool { initial != nil || !pending.isEmpty }
+        var hasNotice: Bool { initial != nil || from != nil }
 
         func hears(_ change: StoreChange) -> Bool {
             if gone { return false }
-            if let query { return !query.soups.isDisjoint(with: change.soups.keys) }
+            if let query { return change.soups.keys.contains { query.soups.contains($0) } }
             return soup.map { change.soups[$0] != nil } ?? true
         }
-
-        /// The sequence of its oldest untold commit (first notices first): listeners are told in
-        /// commit order.
-        var order: Int64 { initial != nil ? Int64.min : (pending.first?.sequence ?? Int64.max) }
 
         func due(at now: Int64) -> Bool { hasNotice && now - lastSent >= intervalMs }
     }
@@ -71,10 +70,21 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     private var running: [Int64: pthread_t] = [:]
     /// Handles whose listeners' notices wait for a send.
     private var buffered: [Int: Buffering] = [:]
+    /// Listeners that may have a notice due, in the order they got one: the notifier's work,
+    /// so a delivery costs the same whatever the number of listeners.
+    private var queue: [Int64] = []
+    private var queueHead = 0
+    private var queued = Set<Int64>()
+    /// Listeners waiting for their minimum interval to pass: token -> when it does.
+    private var delayed: [Int64: Int64] = [:]
     private var closed = false
     private var thread: pthread_t?
     /// The last commit heard (other processes' commits are told with it).
     private var lastSequence: Int64 = 0
+    /// Commits not yet told to every listener that hears them, oldest first; `logStart` is the
+    /// index of the first.
+    private var log: [StoreChange] = []
+    private var logStart: Int64 = 0
     private weak var store: SmartStore?
 
     /// The soup counts last compared (nil: not watching other processes).
@@ -134,6 +144,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 listener.initial = outcome
                 running[token] = nil
                 lock.broadcast()
+                enqueue(token)
             }
         } catch {
             lock.withLock {
@@ -176,6 +187,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     package func remove(_ token: Int64) throws {
         let me = pthread_self()
         try lock.withLock {
+            delayed[token] = nil
             guard listeners.removeValue(forKey: token) != nil else {
                 throw StoreError(.state, "The listener token is not one of this store's live listeners (removed already, removed with its handle, or another store's)")
             }
@@ -194,7 +206,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 throw StoreError(.state, "The listener token is not one of this store's live listeners (removed already, removed with its handle, or another store's)")
             }
             listener.intervalMs = milliseconds
-            lock.signal()
+            delayed[token] = nil
+            enqueue(token)
         }
     }
 
@@ -209,7 +222,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         try lock.withLock {
             if closed { throw StoreError(.state, "The store is closed; open it again") }
             buffered[owner] = Buffering(ready: ready)
-            lock.signal()
+            for (token, listener) in listeners where listener.owner == owner && listener.hasNotice { enqueue(token) }
         }
     }
 
@@ -225,17 +238,18 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             }
             let now = Clock.monotonicMillis()
             return listeners.filter { $0.value.owner == owner && $0.value.due(at: now) }
-                .sorted { ($0.value.order, $0.key) < ($1.value.order, $1.key) }.map(\.key)
+                .sorted { ($0.value.from ?? -1, $0.key) < ($1.value.from ?? -1, $1.key) }.map(\.key)
         }
         var sent = 0
         for token in tokens {
             guard let work = lock.withLock({ take(token, at: Clock.monotonicMillis()) }) else { continue }
             sent += tell(token, work)
         }
-        // Notices pending now came during the send: ready is called for them.
+        // Notices pending now came during the send (or wait for an interval): ready is called
+        // for them.
         lock.withLock {
             buffered[owner]?.signalled = false
-            lock.signal()
+            for (token, listener) in listeners where listener.owner == owner && listener.hasNotice { enqueue(token) }
         }
         return sent
     }
@@ -263,8 +277,14 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         running[token] = pthread_self()
         let initial = listener.initial
         listener.initial = nil
-        let change = listener.pending.isEmpty ? nil : listener.pending.dropFirst().reduce(listener.pending[0]) { $0.merged(with: $1) }
-        listener.pending = []
+        var change: StoreChange? = nil
+        if let from = listener.from {
+            for heard in log[Int(from - logStart)...] where listener.hears(heard) {
+                change = change.map { $0.merged(with: heard) } ?? heard
+            }
+            listener.from = nil
+            trimLog()
+        }
         return Taken(listener: listener, change: change, initial: initial)
     }
 
@@ -300,36 +320,46 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             if work.listener.query?.gone == true { work.listener.gone = true }
             if text != nil { work.listener.lastSent = Clock.monotonicMillis() }
             lock.broadcast()
+            // Commits that came during the call.
+            if listeners[token] != nil && work.listener.hasNotice { enqueue(token) }
         }
         return calls
     }
 
     private func loop() {
+        // Notices yield to writes: on a busy machine the notifier falls behind and merges
+        // commits (one notice each), rather than taking the writer's CPU.
+        // (who 0 is the calling thread on Linux.)
+        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, ChangeListeners.niceness)
         var nextPoll = Clock.monotonicMillis() + ChangeListeners.pollMs
         while true {
             let work: Work = lock.withLock {
                 while true {
                     if closed { return .stop }
                     let now = Clock.monotonicMillis()
-                    var wake: Int64? = listeners.isEmpty ? nil : nextPoll
-                    var first: (order: Int64, token: Int64)? = nil
-                    var signal: Int? = nil
-                    for (token, listener) in listeners where listener.hasNotice && running[token] == nil {
-                        let dueAt = listener.lastSent + listener.intervalMs
-                        guard now >= dueAt else { wake = min(wake ?? dueAt, dueAt); continue }
-                        if buffered[listener.owner] != nil {
-                            if buffered[listener.owner]?.signalled == false { signal = listener.owner }
-                        } else if first.map({ (listener.order, token) < $0 }) ?? true {
-                            first = (listener.order, token)
-                        }
+                    for (token, at) in delayed where at <= now {
+                        delayed[token] = nil
+                        enqueue(token)
                     }
-                    if let first, let taken = take(first.token, at: now) { return .tell(first.token, taken) }
-                    if let owner = signal {
-                        buffered[owner]?.signalled = true
-                        if let ready = buffered[owner]?.ready { return .ready(ready) }
-                        continue
+                    while let token = dequeue() {
+                        // A listener in a call is queued again when the call ends.
+                        guard let listener = listeners[token], listener.hasNotice, running[token] == nil else { continue }
+                        let dueAt = listener.lastSent + listener.intervalMs
+                        if now < dueAt {
+                            delayed[token] = dueAt
+                            continue
+                        }
+                        if let buffering = buffered[listener.owner] {
+                            // Its handle sends it; queued again after that send if still pending.
+                            guard !buffering.signalled else { continue }
+                            buffered[listener.owner]?.signalled = true
+                            if let ready = buffering.ready { return .ready(ready) }
+                            continue
+                        }
+                        if let taken = take(token, at: now) { return .tell(token, taken) }
                     }
                     if !listeners.isEmpty && now >= nextPoll { return .poll }
+                    let wake = [delayed.values.min(), listeners.isEmpty ? nil : nextPoll].compactMap { $0 }.min()
                     if let wake {
                         _ = lock.wait(deadline: ConditionLock.deadline(afterMs: max(1, wake - now)))
                     } else {
@@ -349,6 +379,29 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 pollOthers()
             }
         }
+    }
+
+    /// Queues a listener that may have a notice due (under the lock); once.
+    private func enqueue(_ token: Int64, signal: Bool = true) {
+        if queued.insert(token).inserted {
+            queue.append(token)
+            if signal { lock.signal() }
+        }
+    }
+
+    private func dequeue() -> Int64? {
+        guard queueHead < queue.count else { return nil }
+        let token = queue[queueHead]
+        queueHead += 1
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        } else if queueHead > 1024 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        queued.remove(token)
+        return token
     }
 
     // MARK: other processes
@@ -400,17 +453,38 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         lock.withLock {
             guard !closed else { return }
             lastSequence = max(lastSequence, change.sequence)
-            var heard = false
-            for listener in listeners.values where listener.hears(change) {
-                listener.pending.append(change)
-                if listener.pending.count > ChangeListeners.mergeAfter {
-                    let merged = listener.pending.dropFirst().reduce(listener.pending[0]) { $0.merged(with: $1) }
-                    listener.pending = [merged]
-                }
+            let index = logStart + Int64(log.count)
+            var heard = false, marked = false
+            for (token, listener) in listeners where listener.hears(change) {
                 heard = true
+                // A listener with a notice pending already hears this commit with it.
+                guard listener.from == nil else { continue }
+                listener.from = index
+                enqueue(token, signal: false)
+                marked = true
             }
-            if heard { lock.signal() }
+            guard heard else { return }
+            log.append(change)
+            if marked { lock.signal() }
+            if log.count > ChangeListeners.logLimit { trimLog() }
         }
+    }
+
+    /// Drops the commits every listener has heard, and merges the oldest half into one when a
+    /// listener far behind keeps the log long (under the lock).
+    private func trimLog() {
+        let oldest = listeners.values.lazy.compactMap(\.from).min() ?? (logStart + Int64(log.count))
+        if oldest > logStart {
+            log.removeFirst(Int(oldest - logStart))
+            logStart = oldest
+        }
+        guard log.count > ChangeListeners.logLimit else { return }
+        let half = log.count / 2
+        let merged = log[1..<half].reduce(log[0]) { $0.merged(with: $1) }
+        log.replaceSubrange(0..<half, with: [merged])
+        let newStart = logStart + Int64(half - 1)
+        for listener in listeners.values { if let from = listener.from, from < newStart { listener.from = newStart } }
+        logStart = newStart
     }
 
     package func handleClosing(_ owner: Int, last: Bool) throws {

@@ -135,8 +135,11 @@ final class QueryWatch {
                 var ids = "["
                 for (i, id) in Set(known).enumerated() { ids += (i == 0 ? "" : ",") + String(id) }
                 ids += "]"
-                let sql = "SELECT id, lastModified FROM \(info.table) WHERE id IN (SELECT value FROM json_each(?))"
-                    + (condition.isEmpty ? "" : " AND (\(condition))")
+                // The changed ids drive the loop (CROSS JOIN keeps that order): an index of the
+                // condition would walk the whole result instead.
+                let table = info.table
+                let sql = "SELECT \(table).id, \(table).lastModified FROM (SELECT value AS changed FROM json_each(?)) AS changed_ids"
+                    + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed" + (condition.isEmpty ? "" : " WHERE \(condition)")
                 try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
                 for id in Set(known).sorted() {
                     switch (entries[id], now[id]) {

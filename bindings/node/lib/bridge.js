@@ -3,6 +3,7 @@
 // objects: what a WebView / React Native container gives hybrid JavaScript, for Node. Every
 // call (smartstore, mobilesync, the OAuth plugin's credentials, the network plugin's REST
 // requests) is forwarded to the library's dispatcher (lib/plugin.js).
+const { EventEmitter } = require('node:events');
 const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
@@ -72,6 +73,7 @@ function createCordova(options = {}) {
   let plugin = null;
   const ownDocument = new NodeDocument(() => { if (plugin && !plugin.freed) plugin.updateKeepAlive(); });
   const modules = new Map(); // id -> {factory, exports, module, state}
+  const nativeEvents = new EventEmitter(); // the React Native face's RCTDeviceEventEmitter
 
   const doc = () => {
     const d = globalThis.document;
@@ -90,7 +92,13 @@ function createCordova(options = {}) {
     for (const { storeConfig, remote } of settings.remotes || []) plugin.setRemote(storeConfig, remote);
     if (settings.keyProvider) plugin.setKeyProvider(settings.keyProvider);
     // The plugins fire their events as cordova.fireDocumentEvent(name, {detail}) does.
-    plugin.on('event', (name, detail) => cordova.fireDocumentEvent(name, { detail }));
+    plugin.on('event', (name, detail) => {
+      cordova.fireDocumentEvent(name, { detail });
+      // The React Native face's events (its bridges fire no sync events of their own).
+      if (name === 'smartstoreChanged') {
+        try { nativeEvents.emit(name, detail); } catch (error) { queueMicrotask(() => { throw error; }); }
+      }
+    });
     return plugin;
   }
 
@@ -201,7 +209,7 @@ function createCordova(options = {}) {
   cordova.define.moduleMap = modules;
   modules.set('cordova', { state: 'built', module: { id: 'cordova', exports: cordova } });
   modules.set('cordova/exec', { state: 'built', module: { id: 'cordova/exec', exports: cordova.exec } });
-  cordova.reactNative = reactNativeBridges(cordova, getPlugin);
+  cordova.reactNative = reactNativeBridges(cordova, getPlugin, nativeEvents);
   return cordova;
 }
 
@@ -211,7 +219,9 @@ function createCordova(options = {}) {
 const SMARTSTORE_METHODS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlobalStores', 'getAllStores', 'getDatabaseSize',
   'getSoupIndexSpecs', 'moveCursorToPageIndex', 'querySoup', 'registerSoup', 'reIndexSoup', 'removeAllGlobalStores',
   'removeAllStores', 'removeFromSoup', 'removeSoup', 'removeStore', 'retrieveSoupEntries', 'runSmartQuery', 'soupExists',
-  'upsertSoupEntries'];
+  'upsertSoupEntries',
+  // SyncStore's own (docs/hybrid-plugin.md, "Store listeners"), when the library's table has them.
+  'addSoupListener', 'addQueryListener', 'removeListener'].filter((method) => SERVICES.smartstore.functions.has(method));
 // Where react-native-force's native bridges answer otherwise than the Cordova plugins' "OK" and
 // true (docs/hybrid-plugin.md, "React Native"): Android's (SmartStoreReactBridge,
 // MobileSyncReactBridge) call success() with no argument where the plugins answer "OK", and answer
@@ -237,7 +247,7 @@ function rnArgs(method, args) {
  * (args, callback(error, result))). Sync runs answer once, at their end: success with the DONE
  * state, error with the FAILED / STOPPED one; they fire no document events of their own.
  */
-function reactNativeBridges(cordova, getPlugin) {
+function reactNativeBridges(cordova, getPlugin, events) {
   const run = (service, action, args) => getPlugin().exec(service, action, args);
 
   async function smartstore(method, args) {
@@ -278,11 +288,26 @@ function reactNativeBridges(cordova, getPlugin) {
     return bridge;
   }
 
+  // Native modules send events to JS through RCTDeviceEventEmitter (Android's
+  // DeviceEventManagerModule, iOS's RCTEventEmitter sendEventWithName): here one emitter carries
+  // every "smartstoreChanged" event, its payload the detail a Cordova page gets. The smartstore
+  // bridges answer NativeEventEmitter's addListener / removeListeners, as event-emitting modules do.
+  const DeviceEventEmitter = {
+    addListener(type, listener) {
+      events.on(type, listener);
+      return { remove: () => events.off(type, listener) };
+    },
+    removeAllListeners(type) { events.removeAllListeners(type); },
+    listenerCount(type) { return events.listenerCount(type); },
+  };
+  const emitting = (bridge) => Object.assign(bridge, { addListener() {}, removeListeners() {} });
+
   return {
-    SmartStoreReactBridge: make(SMARTSTORE_METHODS, smartstore, 'android'),
+    SmartStoreReactBridge: emitting(make(SMARTSTORE_METHODS, smartstore, 'android')),
     MobileSyncReactBridge: make(MOBILESYNC_METHODS, mobilesync, 'android'),
-    SFSmartStoreReactBridge: make(SMARTSTORE_METHODS, smartstore, 'ios'),
+    SFSmartStoreReactBridge: emitting(make(SMARTSTORE_METHODS, smartstore, 'ios')),
     SFMobileSyncReactBridge: make(MOBILESYNC_METHODS, mobilesync, 'ios'),
+    DeviceEventEmitter,
     /** The container's OAuth bridge: getAuthCredentials(callback(error, credentials)). */
     SalesforceOauthReactBridge: {
       getAuthCredentials(args, success, error) {

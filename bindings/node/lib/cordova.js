@@ -11,6 +11,7 @@ const { getRoot } = require('./root');
 
 const plugins = new Map(); // root -> Plugin
 const syncSinks = new Set(); // fn(detail): every 'sync' event of these plugins
+const eventSinks = new Set(); // fn(name, detail): every event of these plugins
 let waiting = () => false; // someone listens for 'sync' events (see onSync)
 
 /** The dispatcher of the current root directory (created on first use). */
@@ -21,6 +22,7 @@ function pluginFor(root = getRoot()) {
     if (keyProvider) plugin.setKeyProvider(keyProvider);
     plugin.on('event', (name, detail) => {
       if (name === 'sync') for (const sink of syncSinks) sink(detail);
+      for (const sink of eventSinks) sink(name, detail);
     });
     plugins.set(root, plugin);
   }
@@ -32,6 +34,11 @@ function pluginFor(root = getRoot()) {
 function onSync(sink, isWaiting) {
   syncSinks.add(sink);
   waiting = isWaiting;
+}
+
+/** sink(name, detail) gets every event of the dispatchers ("sync", "smartstoreChanged"). */
+function onEvent(sink) {
+  eventSinks.add(sink);
 }
 
 /** Listeners came or went: runs in flight keep the process alive or stop doing so. */
@@ -195,6 +202,6 @@ async function closeExtraStores(filter) {
 }
 
 module.exports = {
-  pluginFor, onSync, updateKeepAlive, argsOf, invoke, splitConfig, operation, later, message, toError, isStoreConfig,
+  pluginFor, onSync, onEvent, updateKeepAlive, argsOf, invoke, splitConfig, operation, later, message, toError, isStoreConfig,
   setLogLevel, getLogLevel, setEncryptionKeyProvider, extraStore, closeExtraStores,
 };

@@ -41,7 +41,8 @@ function keyOf(given) {
 /**
  * One dispatcher: its stores live under `root`; `remote` is the default remote of every store
  * (the logged-in user's credentials). Emits 'event' (name, detail) for the library's document
- * events ("sync" with the state, isGlobalStore and storeName as detail).
+ * events ("sync" with the state, isGlobalStore and storeName as detail; "smartstoreChanged" with
+ * a store listener's notice, listenerId, isGlobalStore and storeName).
  *
  * Keys: the library asks for a store's key on the thread that runs the call, where JS cannot
  * answer. So exec() first resolves, with the JS key provider (which may be async), the key of the

@@ -3,7 +3,8 @@
 // storeConfig, (success, error) callbacks; `client` holds the promise-returning twins.
 const { STATUS, syncStoreError } = require('./native');
 const { getRoot, setRoot } = require('./root');
-const { invoke, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider } = require('./cordova');
+const { EventEmitter } = require('node:events');
+const { invoke, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider, isStoreConfig, onEvent } = require('./cordova');
 const { SERVICES, fieldsOf } = require('./api');
 const specs = require('./querySpec');
 
@@ -20,6 +21,24 @@ const removedBy = {
 const smartstore = { ...specs };
 const client = { ...specs };
 
+/** A face of a function whose last arguments may be left out (addSoupListener's soupName):
+ *  the arguments before the first function (the callbacks) are padded to the function's count,
+ *  after the storeConfig when one leads them. */
+function withOptionalArgs(fn, face) {
+  if (fn.required === fn.args.length || !fn.storeConfig) return face;
+  return (...all) => {
+    const k = all.findIndex((a) => typeof a === 'function');
+    const given = k < 0 ? all : all.slice(0, k);
+    const callbacks = k < 0 ? [] : all.slice(k);
+    const leads = given.length > fn.args.length || (given.length > 0 && isStoreConfig(given[0]));
+    const config = leads ? given[0] : null;
+    const args = leads ? given.slice(1) : given;
+    while (args.length < fn.args.length) args.push(undefined);
+    // A leading null before the arguments and callbacks stands for the default store.
+    return face(config ?? null, ...args, ...callbacks);
+  };
+}
+
 // Every function of the library's table: its action with the args object of its arguments, as
 // cordova.force.js builds it.
 for (const fn of API.functions.values()) {
@@ -27,7 +46,8 @@ for (const fn of API.functions.values()) {
     if (fn.removes) await closeExtraStores(removedBy[fn.removes](config || {}));
     return invoke(API.service, fn.action, fieldsOf(fn, args), fn.storeConfig ? config : null);
   };
-  [smartstore[fn.name], client[fn.name]] = operation(fn.name, impl, fn.args.length, { withConfig: fn.storeConfig });
+  const [callbackFace, promiseFace] = operation(fn.name, impl, fn.args.length, { withConfig: fn.storeConfig });
+  [smartstore[fn.name], client[fn.name]] = [withOptionalArgs(fn, callbackFace), withOptionalArgs(fn, promiseFace)];
 }
 
 // Next / previous page (the table's cursorSteps): the plugin checks the bounds itself and calls
@@ -60,6 +80,28 @@ smartstore.setRootDirectory = client.setRootDirectory = setRoot;
 smartstore.getRootDirectory = client.getRootDirectory = getRoot;
 // Keys of encrypted stores (Node only: on a device the app gives the SDK its key).
 smartstore.setEncryptionKeyProvider = client.setEncryptionKeyProvider = setEncryptionKeyProvider;
+// Store listeners' events (addSoupListener / addQueryListener; docs/hybrid-plugin.md): every
+// "smartstoreChanged" of the dispatchers reaches on('smartstoreChanged', detail => ...) and
+// addEventListener('smartstoreChanged', event => event.detail), on smartstore and on its client.
+// They do not keep the process alive.
+const ChangeEvent = globalThis.CustomEvent || class extends Event {
+  constructor(type, init) { super(type); this.detail = init ? init.detail : null; }
+};
+const emitter = new EventEmitter();
+const target = new EventTarget();
+onEvent((name, detail) => {
+  if (name !== 'smartstoreChanged') return;
+  try { emitter.emit(name, detail); } catch (error) { queueMicrotask(() => { throw error; }); }
+  target.dispatchEvent(new ChangeEvent(name, { detail }));
+});
+for (const face of [smartstore, client]) {
+  face.on = (type, listener) => { emitter.on(type, listener); return face; };
+  face.once = (type, listener) => { emitter.once(type, listener); return face; };
+  face.off = (type, listener) => { emitter.off(type, listener); return face; };
+  face.addEventListener = (type, listener, options) => target.addEventListener(type, listener, options);
+  face.removeEventListener = (type, listener, options) => target.removeEventListener(type, listener, options);
+}
+
 /** The promise-returning twin (like the plugin's promiser, smartstoreClient). */
 smartstore.client = client;
 

@@ -5,6 +5,7 @@ const { addon, OP, SYNC_OP, STATUS, syncStoreError, json, call, callJson } = req
 const { getRoot } = require('./root');
 const { Cursor } = require('./cursor');
 const { SyncRun, registerTarget } = require('./sync');
+const { Watches, watchOptions } = require('./watch');
 
 /** {storeName, isGlobalStore} from a storeConfig (object, bare boolean, or absent). A key in it
  *  is not copied: see openConfigJson. */
@@ -34,6 +35,7 @@ function isQuerySpec(value) {
 
 class Store {
   #handle;
+  #watches = new Watches(this);
 
   constructor(handle, config, root) {
     this.#handle = handle;
@@ -41,6 +43,9 @@ class Store {
     this.isGlobalStore = config.isGlobalStore;
     this.root = root;
   }
+
+  /** The addon handle, closed or not (internal). */
+  _rawHandle() { return this.#handle; }
 
   /** The addon handle (internal). */
   _handle() {
@@ -65,7 +70,11 @@ class Store {
   /** Closes the handle: stops the syncs it started and waits for their last state. */
   async close() {
     if (this.closed) return;
-    await call(OP.CLOSE, this.#handle);
+    try {
+      await call(OP.CLOSE, this.#handle);
+    } finally {
+      this.#watches.closed();
+    }
   }
 
   // ---- soups ----
@@ -172,6 +181,34 @@ class Store {
   }
   async stopSyncs() { return this.#call(OP.STOP_SYNCS); }
   registerTarget(type, impl) { registerTarget(this, type, impl); }
+
+  // ---- watches (include/syncstore.h, "Listeners") ----
+  /** Watches a query's result: a Watch ('change' with the result and what changed, async
+   *  iterable), told at once of the current result, then after each commit that changed it.
+   *  watch(querySpec with soupName, options) or watch(soupName, querySpec, options); a Smart SQL
+   *  spec needs no soup. options: {minIntervalMs, keepAlive}. */
+  watch(soupOrSpec, specOrOptions, maybeOptions) {
+    let spec, options;
+    if (typeof soupOrSpec === 'string') {
+      spec = isQuerySpec(specOrOptions) ? { ...specOrOptions, soupName: soupOrSpec } : specOrOptions;
+      options = maybeOptions;
+    } else {
+      spec = soupOrSpec;
+      options = specOrOptions;
+    }
+    if (!isQuerySpec(spec)) throw syncStoreError(STATUS.ARGUMENT, 'watch needs a query spec: watch(querySpec, options) or watch(soupName, querySpec, options)');
+    return this.#watches.add(1, json(spec), watchOptions(options));
+  }
+
+  /** Watches the commits that touch a soup (null: every soup): a Watch whose 'change' events
+   *  carry each commit's notice. options: {minIntervalMs, keepAlive}. */
+  watchSoup(soup, options) {
+    if (soup !== null && soup !== undefined && typeof soup !== 'string') throw syncStoreError(STATUS.ARGUMENT, 'watchSoup takes a soup name or null (every soup)');
+    return this.#watches.add(0, soup ?? null, watchOptions(options));
+  }
+
+  _watchRef(delta) { this.#watches.ref(delta); }
+  _watchGone(watch) { this.#watches.gone(watch); }
 }
 
 /** Opens (creating if needed) a store: {storeName?, isGlobalStore?, root?, key?, kdfIter?}.

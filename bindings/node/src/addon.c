@@ -215,6 +215,7 @@ static void env_cleanup(void *arg) {
     sync_env_teardown(es);
     target_env_teardown(es);
     plugin_env_teardown(es);
+    watch_env_teardown(es);
     pthread_mutex_lock(&g_mu);
     store_rec *r = es->stores;
     es->stores = NULL;
@@ -243,6 +244,7 @@ static napi_value init(napi_env env, napi_value exports) {
     sync_init(env, exports);
     target_init(env, exports);
     plugin_init(env, exports);
+    watch_init(env, exports);
     return exports;
 }
 

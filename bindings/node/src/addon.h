@@ -28,7 +28,9 @@
     X(syncstore_wait_sync) X(syncstore_load_sync_config) X(syncstore_register_custom_target) X(syncstore_change_key) \
     X(syncstore_plugin_new) X(syncstore_plugin_set_remote) X(syncstore_plugin_set_listener) \
     X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free) \
-    X(syncstore_plugin_api)
+    X(syncstore_plugin_api) X(syncstore_add_soup_listener) X(syncstore_add_query_listener) \
+    X(syncstore_remove_listener) X(syncstore_set_listener_interval) \
+    X(syncstore_buffer_notifications) X(syncstore_send_notifications)
 
 /* The library's file name for dlopen, from the header's SYNCSTORE_ABI_VERSION ("libsyncstore.so.1");
  * lib/native.js reads it as addon.SONAME. */
@@ -61,6 +63,7 @@ typedef struct store_rec {
     syncstore_store *store;
     int closed;
     struct env_state *owner;
+    struct watch_notify *watch; /* src/watch.c: its watches' delivery, made by the first watch */
     struct store_rec *next;
 } store_rec;
 
@@ -116,6 +119,12 @@ napi_value plugin_init(napi_env env, napi_value exports);
 void plugin_env_shutdown(env_state *es);
 void plugin_env_teardown(env_state *es);
 void target_env_teardown(env_state *es);
+/* Store watches (src/watch.c): listeners whose notices reach JS on the event loop. */
+napi_value watch_init(napi_env env, napi_value exports);
+/* JS thread, when the close of a handle completed (close_ok: the library closed it): its
+ * watches are gone and their thread-safe function is released. */
+void watch_store_closed(napi_env env, store_rec *rec, int close_ok);
+void watch_env_teardown(env_state *es);
 
 #define NAPI_OK(call) do { if ((call) != napi_ok) return NULL; } while (0)
 

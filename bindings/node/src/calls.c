@@ -156,6 +156,7 @@ static void complete(napi_env env, napi_status napi_st, void *data) {
         }
         napi_resolve_deferred(env, c->deferred, result);
     }
+    if (c->op == OP_CLOSE && c->closes) watch_store_closed(env, c->rec, c->status == SYNCSTORE_OK);
     if (c->work) napi_delete_async_work(env, c->work);
     free_call(c);
 }

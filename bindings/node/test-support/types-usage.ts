@@ -3,7 +3,7 @@
 import {
   smartstore, smartstoreClient, mobilesync, mobilesyncClient, openStore, createMobileSync,
   buildExactQuerySpec, MERGE_MODE, SyncState, StoreCursor, SyncStoreError, SyncEvent,
-  setEncryptionKeyProvider,
+  setEncryptionKeyProvider, Watch, SoupNotice,
 } from '..';
 import cordova = require('../cordova');
 
@@ -36,6 +36,32 @@ async function modern(): Promise<number> {
 }
 modern();
 
+async function watches(): Promise<number> {
+  const store = await openStore({ storeName: 'app' });
+  const soup: Watch<SoupNotice> = store.watchSoup('contacts', { minIntervalMs: 30 });
+  soup.on('change', (notice) => notice.soups[0].inserted.ids.length + notice.commits);
+  soup.on('error', (error) => error.code.length);
+  await soup.ready;
+  let total = 0;
+  for await (const notice of store.watch<{ LastName: string }>('contacts', buildExactQuerySpec('LastName', 'Hopper'), { keepAlive: true })) {
+    total += notice.totalEntries + notice.currentPageOrderedEntries[0].LastName.length + (notice.added.ids?.length ?? 0);
+    if (notice.origin.kind === 'otherProcess') break;
+  }
+  store.watch({ ...buildExactQuerySpec('LastName', 'Hopper'), soupName: 'contacts' }).unref();
+  // @ts-expect-error a soup watch takes a soup name or null
+  store.watchSoup(42);
+  await soup.close();
+  return total;
+}
+watches();
+
+smartstore.addSoupListener('contacts', (id: number) => id);
+smartstore.addSoupListener({ storeName: 'x' }, null, { minIntervalMs: 30 }, (id) => id, (message) => message);
+smartstore.addQueryListener('contacts', buildExactQuerySpec('LastName', 'Hopper'), (id) => id);
+smartstore.on('smartstoreChanged', (detail) => detail.listenerId + detail.sequence + detail.storeName.length);
+smartstore.addEventListener('smartstoreChanged', (event) => event.detail.isGlobalStore);
+smartstoreClient.addQueryListener(null, 'select count(*) from {contacts}').then((id: number) => smartstoreClient.removeListener(id));
+
 async function encrypted(): Promise<void> {
   const store = await openStore({ storeName: 'vault', key: 'passphrase', kdfIter: 4000 });
   await store.changeKey("x'" + '00'.repeat(32) + "'");
@@ -53,6 +79,7 @@ bridge.exec((value) => value, (message: string) => message, 'com.salesforce.smar
 bridge.define('app.store', (require, exports, module) => { module.exports = require('cordova/exec'); });
 bridge.document.addEventListener('sync', (event) => event.detail);
 bridge.reactNative.SFSmartStoreReactBridge.soupExists({ soupName: 'contacts' }, (error, exists) => error ?? exists);
+bridge.reactNative.DeviceEventEmitter.addListener('smartstoreChanged', (detail) => detail.listenerId).remove();
 bridge.configure({ keyProvider: async () => ({ key: 'passphrase', kdfIter: 4000 }) }).install();
 // @ts-expect-error fail gets the message string
 bridge.exec(null, (message: number) => message, 'com.salesforce.smartstore', 'pgGetAllStores', []);

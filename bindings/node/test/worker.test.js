@@ -65,3 +65,48 @@ test('workers use their own stores and syncs; terminating one mid-sync is safe',
   assert.equal((await store.query('contacts', { queryType: 'range', indexPath: 'Id', pageSize: 1 })).totalEntries, 301);
   await store.close();
 });
+
+// Runs in the worker: watches of its store, one iterated (it holds the worker), then a flood of
+// writes from the main thread while the worker is terminated.
+const WATCH_CODE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { openStore } = require(workerData.module);
+(async () => {
+  const store = await openStore({ storeName: 'watched', root: workerData.root });
+  const soup = store.watchSoup('things');
+  soup.on('change', () => {});
+  const query = store.watch('things', { queryType: 'range', indexPath: 'k', order: 'ascending', pageSize: 5 });
+  await Promise.all([soup.ready, query.ready]);
+  parentPort.postMessage('watching');
+  for await (const notice of query) parentPort.postMessage(notice.totalEntries);
+})().catch((error) => parentPort.postMessage({ error: error.message }));
+`;
+
+test('a worker terminated while its watches are told of writes: the main thread goes on', { timeout: 60000 }, async (t) => {
+  const root = tempRoot(t);
+  const store = await openStore({ storeName: 'watched', root });
+  t.after(() => store.close());
+  await store.registerSoup('things', [{ path: 'k', type: 'string' }]);
+  const worker = new Worker(WATCH_CODE, { eval: true, workerData: { module: MODULE, root } });
+  const exit = new Promise((resolve) => worker.once('exit', resolve));
+  const heard = [];
+  await new Promise((resolve, reject) => {
+    worker.on('message', (m) => { if (m === 'watching') resolve(); else heard.push(m); if (m && m.error) reject(new Error(m.error)); });
+    worker.once('error', reject);
+  });
+  const writes = [];
+  for (let i = 0; i < 50; i++) writes.push(store.upsert('things', [{ k: `k${i}` }]));
+  while (heard.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  await worker.terminate();
+  await exit;
+  await Promise.all(writes);
+  assert.equal((await store.find('things', { queryType: 'range', indexPath: 'k', order: 'ascending', pageSize: 100 })).length, 50);
+  // The worker's handle went with it: a watch here still hears this store.
+  const watch = store.watchSoup('things');
+  await watch.ready;
+  await store.upsert('things', [{ k: 'after' }]);
+  for await (const notice of watch) { // an iteration holds the process while it waits
+    assert.equal(notice.soups[0].inserted.count, 1);
+    break;
+  }
+});

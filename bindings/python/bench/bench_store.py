@@ -8,6 +8,10 @@
           closed (Python: store.query_soup(...) as a context manager, entries read)
   find    the same lookups as one page without a cursor (store.find / syncstore_query_page)
 
+Beside them, what a Python user writes instead of the package ("stdlib"): sqlite3 with the
+document as JSON text (json.dumps) and the indexed paths as indexed columns, WAL, one
+transaction per batch; a lookup is one SELECT by the indexed column and json.loads of each row.
+
 Best of ROUNDS alternating rounds on fresh stores. The C side is build/bench-binding
 (bench/binding_bench.c). Usage:
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -63,6 +68,31 @@ def python_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entr
     return upsert_s, exact_s, find_s
 
 
+def stdlib_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entries: int,
+                 queries: int) -> Tuple[float, float]:
+    db = sqlite3.connect(f"{root}/{name}.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE contacts (id INTEGER PRIMARY KEY, doc TEXT NOT NULL, c_id TEXT, c_last TEXT, c_email TEXT)")
+    for column in ("c_id", "c_last", "c_email"):
+        db.execute(f"CREATE INDEX {column}_idx ON contacts({column})")
+    t0 = time.perf_counter()
+    for batch in batches:
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO contacts (doc, c_id, c_last, c_email) VALUES (?, ?, ?, ?)",
+                       [(json.dumps(c), c["Id"], c["LastName"], c["Email"]) for c in batch])
+        db.execute("COMMIT")
+    upsert_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for q in range(queries):
+        rows = [json.loads(doc) for (doc,) in db.execute("SELECT doc FROM contacts WHERE c_id = ? LIMIT 10",
+                                                          (f"003{(q * 7) % entries:015d}",))]
+        assert len(rows) == 1
+    find_s = time.perf_counter() - t0
+    db.close()
+    return upsert_s, find_s
+
+
 def c_round(binary: Path, root: str, name: str, batch_file: Path, entries: int, queries: int,
             returned: bool) -> Tuple[float, float, float]:
     out = subprocess.run([str(binary), root, name, str(batch_file), str(entries), str(queries), str(int(returned))],
@@ -97,6 +127,10 @@ def main() -> None:
                 tag = "ret" if returned else "noret"
                 c = c_round(Path(args.c_bench), work, f"c{r}{tag}", batch_file, args.entries, args.queries, returned)
                 p = python_round(work, f"py{r}{tag}", batches, args.entries, args.queries, returned)
+                if not returned:
+                    h = stdlib_round(work, f"stdlib{r}", batches, args.entries, args.queries)
+                    keep("stdlib-upsert", h[0])
+                    keep("stdlib-find", h[1])
                 keep(f"c-{tag}", c[0])
                 keep(f"py-{tag}", p[0])
                 keep("c-exact", c[1])
@@ -113,6 +147,12 @@ def main() -> None:
         for tag, label in (("exact", "exact (cursor)"), ("find", "find (one page)")):
             print(f"{label:15} C {best['c-' + tag] / args.queries * 1e6:7.1f} us/query  Python "
                   f"{best['py-' + tag] / args.queries * 1e6:7.1f} us/query  Python/C time {best['py-' + tag] / best['c-' + tag]:.2f}x")
+        print(f"against stdlib sqlite3 + json (the table a user writes by hand):\n"
+              f"  upsert  stdlib {n / best['stdlib-upsert']:9.0f} rows/s  package {n / best['py-noret']:9.0f} rows/s  "
+              f"package/stdlib {best['stdlib-upsert'] / best['py-noret']:.2f}x (target >= 0.9x)\n"
+              f"  find    stdlib {best['stdlib-find'] / args.queries * 1e6:7.1f} us  package "
+              f"{best['py-find'] / args.queries * 1e6:7.1f} us  package/stdlib time "
+              f"{best['py-find'] / best['stdlib-find']:.2f}x (target <= 1.3x)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
