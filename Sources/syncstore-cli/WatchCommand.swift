@@ -159,8 +159,14 @@ final class WatchPrinter: @unchecked Sendable {
             return printed == limit
         }
         guard let last else { return }
-        Console.out(json ? notice : text(notice))
+        Console.out(json ? WatchPrinter.oneLine(notice) : text(notice))
         if last { stop.finish() }
+    }
+
+    /// The notice on one line (a JSON line), as the library wrote it when it is one already.
+    static func oneLine(_ notice: String) -> String {
+        guard notice.utf8.contains(UInt8(ascii: "\n")), let doc = try? JSONDocument.parse(notice) else { return notice }
+        return doc.root.dump()
     }
 
     private func text(_ notice: String) -> String {
