@@ -457,6 +457,8 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * syncs, one at a time and never while the library holds a lock: the syncstore_sync_callback of
  * every run (each state change, and cleanResyncGhosts reports) and every syncstore_custom_target
  * callback (fetch_page for each page, the first and every later one; remote_ids; push_record).
+ * A store in live sync (syncstore_start_live_sync()) has a live sync thread, which makes its
+ * "state" callbacks (the runs it starts report on the worker thread, as any run).
  * Each open store also has one notifier thread, started by its first listener and ended by the
  * close of its last handle. It runs every syncstore_change_callback of that store (but those of
  * a buffered handle, which run where the host sends them) and every
@@ -795,6 +797,40 @@ int syncstore_stop_syncs(syncstore_store *store, syncstore_error *err);
 int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
                             syncstore_sync_callback callback, void *context,
                             syncstore_error *err);
+
+/**
+ * Starts live sync (docs/sync.md#live-sync): the store's syncs run by themselves. At once, and
+ * after each time the server was unreachable, every chosen sync up runs, then every sync down
+ * ("catching up"); then each host write to a soup a chosen sync up pushes runs that sync up
+ * once writes have paused for debounceMs; sync downs run again every pullIntervalMs (0: only
+ * when catching up). A run failing with a retryable error makes live sync "offline" until a
+ * retry time that doubles from retryMinMs up to retryMaxMs, with jitter; other failures are
+ * reported and wait for the next write. Runs are ordinary runs of those syncs (one at a time
+ * per sync; their states and the sync's callbacks as syncstore_resync() gives them).
+ * options_json_or_NULL: {"syncs": [names] (default: every named sync), "debounceMs": 300,
+ *   "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}.
+ * cb (may be NULL) receives events as JSON, valid during the call:
+ *   {"event": "state", "state": "connecting" | "catchingUp" | "live" | "offline" | "stopped",
+ *    "nextRetryAt"?: epoch ms (offline), "error"?: the last failure, "syncs": [ids]},
+ *   called on the live sync's own thread (one per store, ended by stop or close), and
+ *   {"event": "run", "sync": the sync state} for every state change of every run it starts,
+ *   on the sync worker thread. The rules of "Callbacks, threads and close" hold for both; a
+ *   live sync callback may call syncstore_stop_live_sync().
+ * Live sync belongs to this handle: closing it stops live sync.
+ * Errors: ARGUMENT (bad options; no sync to run), NOT_FOUND (a name in "syncs"), STATE (live
+ * sync is on already; closed store), BUSY (no thread could be started).
+ */
+int syncstore_start_live_sync(syncstore_store *store, const char *options_json_or_NULL, syncstore_sync_callback cb,
+                              void *context, syncstore_error *err);
+
+/** Stops live sync and returns when its thread has ended (at once from its own callback): no
+ *  run starts after that; a run in progress ends as any run does. The last event is
+ *  "stopped". A store without live sync: no-op. Errors: STATE (closed store). */
+int syncstore_stop_live_sync(syncstore_store *store, syncstore_error *err);
+
+/** The live sync state as syncstore_start_live_sync()'s "state" event has it (state "stopped"
+ *  when off). *out_json is freed with syncstore_free(). Errors: STATE (closed store). */
+int syncstore_get_live_sync_state(syncstore_store *store, char **out_json, syncstore_error *err);
 
 /**
  * Blocks the calling thread until the sync has no queued or running run, then returns its

@@ -212,3 +212,32 @@ public func syncstore_register_custom_target(_ s: OpaquePointer?, _ type: CStrin
         try manager(s).registerCustomTarget(try text(type, "type"), callbacks)
     }
 }
+
+// MARK: live sync (docs/sync.md#live-sync)
+
+@_cdecl("syncstore_start_live_sync")
+public func syncstore_start_live_sync(_ s: OpaquePointer?, _ options: CString?, _ cb: CSyncCallback?, _ context: UnsafeMutableRawPointer?,
+                                      _ err: ErrorOut?) -> Int32 {
+    guarded(err) {
+        let manager = try manager(s)
+        let parsed = try LiveSync.Options.parse(try optionalText(options, "options_json"))
+        try manager.live.start(parsed, owner: handle(s), callback: callback(cb, context))
+    }
+}
+
+@_cdecl("syncstore_stop_live_sync")
+public func syncstore_stop_live_sync(_ s: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
+    guarded(err) { try manager(s).liveIfMade?.stop() }
+}
+
+@_cdecl("syncstore_get_live_sync_state")
+public func syncstore_get_live_sync_state(_ s: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                          _ err: ErrorOut?) -> Int32 {
+    out?.pointee = nil
+    return guarded(err) {
+        let text = try manager(s).live.stateJSON
+        var buffer = TextBuffer(capacity: text.utf8.count + 1)
+        buffer.append(text)
+        try output(out, buffer)
+    }
+}

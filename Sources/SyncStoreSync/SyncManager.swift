@@ -22,6 +22,8 @@ package final class SyncManager: @unchecked Sendable {
     /// True while the store's key changes: no run may start.
     private var rekeying = false
     private let engineLock: SyncEngineLock
+    /// Made on first use (`live`).
+    private var liveSync: LiveSync?
 
     package init(store: SmartStore) throws {
         self.store = store
@@ -461,8 +463,22 @@ package final class SyncManager: @unchecked Sendable {
         JSONDocument(owning: json_deep_copy(json.raw))
     }
 
+    /// The store's live sync (docs/sync.md#live-sync), made on first use.
+    package var live: LiveSync {
+        lock.withLock {
+            if let liveSync { return liveSync }
+            let made = LiveSync(manager: self)
+            liveSync = made
+            return made
+        }
+    }
+
+    /// The live sync if one was ever made (a commit does not make one).
+    package var liveIfMade: LiveSync? { lock.withLock { liveSync } }
+
     /// Stops running syncs and waits for their terminal callbacks; afterwards no callback runs.
     package func close() {
+        liveIfMade?.stop()
         lock.withLock {
             closed = true
             tracker.cancelAll()
@@ -476,14 +492,15 @@ package final class SyncManager: @unchecked Sendable {
     /// already marked the handle closed (see SmartStore.isOwnerOpen), so no run of it starts
     /// after the lock below is taken.
     package func close(owner: Int) throws {
-        if worker.isCurrentThread {
+        if worker.isCurrentThread || liveIfMade?.isCurrentThread == true {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
         }
+        if let live = liveIfMade, live.isOwned(by: owner) { live.stop() }
         lock.withLock { tracker.cancel(owner: owner) }
         _ = tracker.waitOwner(owner, timeoutMs: -1)
     }
 
-    package var isWorkerThread: Bool { worker.isCurrentThread }
+    package var isWorkerThread: Bool { worker.isCurrentThread || liveIfMade?.isCurrentThread == true }
 }
 
 extension SyncManager {

@@ -1,0 +1,283 @@
+import Glibc
+import SyncStoreCore
+import SyncStoreSupport
+
+/// Live sync (docs/sync.md#live-sync): the store's named syncs run by themselves. At start, and
+/// after each time the server was unreachable, every sync up then every sync down runs once
+/// ("catching up"); afterwards a host write to a soup a sync up pushes runs that sync up once
+/// the writes have paused for the debounce; the sync downs run again every `pullIntervalMs`
+/// when set. A run that fails with a retryable error (the server unreachable, 5xx, 429) makes the
+/// state "offline" until a retry time that doubles each time, with jitter, up to `retryMaxMs`;
+/// any other failure is reported and waits for the next change. Runs are the manager's own
+/// (`reSync`): one at a time per sync, the same states and callbacks, interruption-safe.
+/// One live sync per store; its loop has a thread of its own, which calls the host's callback.
+package final class LiveSync: @unchecked Sendable {
+    package enum Phase: String { case connecting, live, offline, catchingUp, stopped }
+
+    package struct Options {
+        /// The syncs to run, by name; nil: every named sync of the store.
+        var syncs: [String]?
+        var debounceMs: Int64 = 300
+        var retryMinMs: Int64 = 1000
+        var retryMaxMs: Int64 = 60_000
+        /// 0: sync downs run only when catching up.
+        var pullIntervalMs: Int64 = 0
+
+        package static func parse(_ json: String?) throws -> Options {
+            var options = Options()
+            guard let json, !json.isEmpty else { return options }
+            let doc = try JSONDocument.parse(json, what: "live sync options")
+            guard doc.root.isObject else { throw StoreError.argument("Live sync options must be a JSON object") }
+            if let list = doc.root["syncs"], !list.isNull {
+                guard list.isArray, list.elements.allSatisfy({ $0.string != nil }) else {
+                    throw StoreError.argument("\"syncs\" must be an array of sync names")
+                }
+                options.syncs = list.elements.compactMap(\.string)
+            }
+            func milliseconds(_ key: String, _ range: ClosedRange<Int64>) throws -> Int64? {
+                guard let value = doc.root[key], !value.isNull else { return nil }
+                guard let n = value.int64, range.contains(n) else {
+                    throw StoreError.argument("\"\(key)\" must be an integer from \(range.lowerBound) to \(range.upperBound) (milliseconds)")
+                }
+                return n
+            }
+            options.debounceMs = try milliseconds("debounceMs", 0...3_600_000) ?? options.debounceMs
+            options.retryMinMs = try milliseconds("retryMinMs", 10...3_600_000) ?? options.retryMinMs
+            options.retryMaxMs = try milliseconds("retryMaxMs", 10...86_400_000) ?? options.retryMaxMs
+            options.pullIntervalMs = try milliseconds("pullIntervalMs", 0...86_400_000) ?? options.pullIntervalMs
+            if options.retryMaxMs < options.retryMinMs { options.retryMaxMs = options.retryMinMs }
+            return options
+        }
+    }
+
+    private unowned let manager: SyncManager
+    private let lock = ConditionLock()
+    private var thread: pthread_t?
+    private var stopping = false
+    private var phase = Phase.stopped
+    private var nextRetryAt: Int64?
+    private var lastError: String?
+    private var options = Options()
+    private var owner = 0
+    private var callback: SyncCallback?
+    /// The sync ups to run and the soups they push; the sync downs.
+    private var ups: [(id: Int64, soup: String)] = []
+    private var downs: [Int64] = []
+    /// When the first host write not yet pushed came (monotonic ms), and the last one.
+    private var firstChange: Int64?
+    private var lastChange: Int64 = 0
+
+    init(manager: SyncManager) { self.manager = manager }
+
+    /// Starts live sync for handle `owner`. STATE when it is on already; NOT_FOUND for a sync
+    /// name the store does not have; ARGUMENT when there is no sync to run.
+    package func start(_ options: Options, owner: Int, callback: SyncCallback?) throws {
+        let all = try manager.states.all()
+        let chosen: [SyncState]
+        if let names = options.syncs {
+            chosen = try names.map { name in
+                guard let state = all.first(where: { $0.name == name }) else { throw StoreError.notFound("No sync named '\(name)'") }
+                return state
+            }
+        } else {
+            chosen = all.filter { !($0.name ?? "").isEmpty }
+        }
+        guard !chosen.isEmpty else {
+            throw StoreError.argument("Live sync has no sync to run: name the syncs (\"syncs\") or create named syncs first")
+        }
+        try lock.withLock {
+            guard thread == nil else { throw StoreError(.state, "Live sync is on already; stop it first") }
+            self.options = options
+            self.owner = owner
+            self.callback = callback
+            ups = chosen.filter { $0.kind == .syncUp }.map { ($0.id, $0.soupName) }
+            downs = chosen.filter { $0.kind == .syncDown }.map(\.id)
+            stopping = false
+            firstChange = nil
+            nextRetryAt = nil
+            lastError = nil
+            phase = .connecting
+            guard let started = startThread({ [self] in loop() }) else {
+                phase = .stopped
+                throw StoreError(.busy, "The live sync thread could not be started (the system refused a new thread); retry later", retryable: true)
+            }
+            thread = started
+        }
+    }
+
+    /// Stops live sync: no run starts after this returns (a run in progress ends by itself and
+    /// converges as any run does); the callback's last event is "stopped". No-op when it is off.
+    package func stop() {
+        let joining: pthread_t? = lock.withLock {
+            guard let thread else { return nil }
+            stopping = true
+            lock.broadcast()
+            self.thread = nil
+            return pthread_equal(thread, pthread_self()) != 0 ? nil : thread
+        }
+        if let joining { pthread_join(joining, nil) }
+    }
+
+    /// Whether live sync runs for handle `owner` (its close stops it).
+    package func isOwned(by owner: Int) -> Bool { lock.withLock { thread != nil && self.owner == owner } }
+
+    /// Whether the caller is the live sync thread (a callback there must not close the store).
+    package var isCurrentThread: Bool { lock.withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
+
+    /// A host write committed to `soups`: the sync ups that push them run after the debounce.
+    func hostChanged(_ soups: Dictionary<String, StoreChange.SoupChange>.Keys) {
+        lock.withLock {
+            guard thread != nil, !stopping, ups.contains(where: { soups.contains($0.soup) }) else { return }
+            let now = Clock.monotonicMillis()
+            if firstChange == nil { firstChange = now }
+            lastChange = now
+            lock.signal()
+        }
+    }
+
+    /// {"state", "nextRetryAt"? (epoch ms), "error"?, "syncs": [ids]}.
+    package var stateJSON: String { lock.withLock { event(phase) } }
+
+    private func event(_ phase: Phase) -> String {
+        let doc = JSONDocument.object()
+        doc.root.set("event", owned: JSONMake.string("state"))
+        doc.root.set("state", owned: JSONMake.string(phase.rawValue))
+        if phase == .offline, let nextRetryAt {
+            doc.root.set("nextRetryAt", owned: JSONMake.int(Clock.nowMillis() + max(0, nextRetryAt - Clock.monotonicMillis())))
+        }
+        if let lastError { doc.root.set("error", owned: JSONMake.string(lastError)) }
+        let ids = JSONDocument.array()
+        for id in ups.map(\.id) + downs { ids.root.append(owned: JSONMake.int(id)) }
+        doc.root.set("syncs", owned: ids.root.retained())
+        return doc.root.dump()
+    }
+
+    private func report(_ next: Phase) {
+        let (text, callback): (String, SyncCallback?) = lock.withLock {
+            phase = next
+            return (event(next), self.callback)
+        }
+        callback?(text)
+    }
+
+    // MARK: the loop
+
+    private enum Step { case catchUp, push, pull, stop }
+
+    private func loop() {
+        report(.connecting)
+        var catchingUp = true
+        var attempt = 0
+        var nextPull: Int64? = nil
+        while true {
+            let step: Step = lock.withLock {
+                while true {
+                    if stopping { return .stop }
+                    let now = Clock.monotonicMillis()
+                    if let retry = nextRetryAt {
+                        if now >= retry { return .catchUp }
+                        _ = lock.wait(deadline: ConditionLock.deadline(afterMs: max(1, retry - now)))
+                        continue
+                    }
+                    if catchingUp { return .catchUp }
+                    var wake: Int64? = nil
+                    if firstChange != nil {
+                        let due = lastChange + options.debounceMs
+                        if now >= due { return .push }
+                        wake = due
+                    }
+                    if let pull = nextPull {
+                        if now >= pull { return .pull }
+                        wake = min(wake ?? pull, pull)
+                    }
+                    if let wake {
+                        _ = lock.wait(deadline: ConditionLock.deadline(afterMs: max(1, wake - now)))
+                    } else {
+                        _ = lock.wait()
+                    }
+                }
+            }
+            let (pushes, pulls): ([Int64], [Int64]) = lock.withLock {
+                switch step {
+                case .stop: return ([], [])
+                case .catchUp: return (ups.map(\.id), downs)
+                case .push: return (ups.map(\.id), [])
+                case .pull: return ([], downs)
+                }
+            }
+            if step == .stop { break }
+            if step == .catchUp && !(attempt == 0 && phaseIs(.connecting)) { report(.catchingUp) }
+            if step == .push || step == .catchUp { lock.withLock { firstChange = nil } }
+            var failure: (message: String, retryable: Bool)? = nil
+            for id in pushes + pulls {
+                guard failure?.retryable != true, !isStopping else { break }
+                if let failed = run(id) { failure = failure ?? failed; if failed.retryable { failure = failed } }
+            }
+            if isStopping { break }
+            if let failure, failure.retryable {
+                attempt += 1
+                let delay = backoff(attempt)
+                lock.withLock {
+                    nextRetryAt = Clock.monotonicMillis() + delay
+                    lastError = failure.message
+                    // The writes not pushed are pushed by the retry.
+                    if step == .push { firstChange = firstChange ?? lastChange }
+                }
+                report(.offline)
+                continue
+            }
+            attempt = 0
+            catchingUp = false
+            lock.withLock {
+                nextRetryAt = nil
+                lastError = failure?.message
+            }
+            if options.pullIntervalMs > 0 && (step == .catchUp || step == .pull) {
+                nextPull = Clock.monotonicMillis() + options.pullIntervalMs
+            }
+            report(.live)
+        }
+        report(.stopped)
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+    private func phaseIs(_ p: Phase) -> Bool { lock.withLock { phase == p } }
+
+    /// The wait before retry `attempt` (1, 2, ...): doubling from retryMinMs up to retryMaxMs,
+    /// then a random part of it taken off (full jitter on the upper half), so clients that went
+    /// offline together do not come back together.
+    private func backoff(_ attempt: Int) -> Int64 {
+        let base = min(options.retryMaxMs, options.retryMinMs << Int64(min(attempt - 1, 30)))
+        return base / 2 + Int64.random(in: 0...max(0, base / 2))
+    }
+
+    /// Runs sync `id` once and waits for it; nil when it ended DONE, else its failure. A sync
+    /// already running (started by the host) is waited for, then run.
+    private func run(_ id: Int64) -> (message: String, retryable: Bool)? {
+        let (owner, callback) = lock.withLock { (self.owner, self.callback) }
+        while !isStopping {
+            do {
+                try manager.reSync(id: id, owner: owner) { text in
+                    callback?("{\"event\":\"run\",\"sync\":" + text + "}")
+                }
+            } catch let error as StoreError where error.code == .busy {
+                _ = try? manager.wait(id: id, timeoutMs: 200)
+                continue
+            } catch let error as StoreError {
+                return (error.message, error.retryable)
+            } catch {
+                return ("\(error)", false)
+            }
+            // Waited in slices: a stop is seen within one.
+            while !isStopping {
+                guard let state = try? manager.wait(id: id, timeoutMs: 200) else { continue }
+                switch state.status {
+                case .done: return nil
+                case .stopped: return ("Sync \(id) was stopped", true)
+                default: return (state.error.isEmpty ? "Sync \(id) failed" : state.error, state.errorRetryable)
+                }
+            }
+        }
+        return nil
+    }
+}
