@@ -22,8 +22,9 @@ from .errors import (ArgumentError, AuthError, BusyError, CallbackError, Conflic
 from .store import Store, list_stores, remove_all_stores, remove_store
 from .sync import SyncRun, WaitTimeout
 from .targets import CustomTarget
-from .types import (ChangeList, ChangeOrigin, Entry, IndexSpec, QueryCallback, QueryNotice, QuerySpec, SoupCallback,
-                    SoupChange, SoupNotice, StoreConfig, StoreConfigDict, SyncCallback, SyncState)
+from .types import (ChangeList, ChangeOrigin, Entry, IndexSpec, LiveSyncCallback, LiveSyncEvent, LiveSyncState,
+                    QueryCallback, QueryNotice, QuerySpec, SoupCallback, SoupChange, SoupNotice, StoreConfig,
+                    StoreConfigDict, SyncCallback, SyncState)
 from .watch import Watch
 
 __all__ = ["Store", "Cursor", "SyncRun", "CustomTarget", "SyncStoreError", "ArgumentError", "NotFoundError",
@@ -32,7 +33,7 @@ __all__ = ["Store", "Cursor", "SyncRun", "CustomTarget", "SyncStoreError", "Argu
            "remove_store", "remove_all_stores", "version", "abi_version", "status_name", "library_path",
            "ABI_VERSION", "Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "SyncCallback",
            "SyncState", "Watch", "SoupNotice", "SoupChange", "QueryNotice", "ChangeList", "ChangeOrigin", "SoupCallback",
-           "QueryCallback", "__version__"]
+           "QueryCallback", "LiveSyncState", "LiveSyncEvent", "LiveSyncCallback", "__version__"]
 
 #: The package's version: the header's SYNCSTORE_VERSION (Tests/c/check_abi_facts.py checks the
 #: copy; scripts/release.sh checks that the wheel and the library it carries say the same).

@@ -14,8 +14,8 @@ from ._handle import Handle
 from .cursor import Cursor
 from .errors import ArgumentError, NotFoundError
 from .sync import RestartListener, SyncRun, wait_sync
-from .types import (Entry, IndexSpec, PathLike, QueryCallback, QueryNotice, QuerySpec, SoupCallback, SoupNotice, StoreConfig,
-                    SyncCallback, SyncState)
+from .types import (Entry, IndexSpec, LiveSyncCallback, LiveSyncState, PathLike, QueryCallback, QueryNotice, QuerySpec,
+                    SoupCallback, SoupNotice, StoreConfig, SyncCallback, SyncState)
 from .watch import Watch, _interval
 
 __all__ = ["Store", "list_stores", "remove_store", "remove_all_stores", "store_config_json"]
@@ -549,6 +549,40 @@ class Store:
         Ctrl-C interrupts the wait."""
         return wait_sync(self._handle, self._resolve(sync), None if timeout_ms < 0 else timeout_ms / 1000.0)
 
+    def start_live_sync(self, options: Optional[Mapping[str, Any]] = None,
+                        callback: Optional[LiveSyncCallback] = None) -> None:
+        """Starts live sync: the store's named syncs run by themselves (docs/sync.md, "Live
+        sync"): catching up at once and whenever the server answers again (sync ups, then sync
+        downs), a sync up after host writes pause for ``debounceMs``, sync downs every
+        ``pullIntervalMs`` (0: only when catching up), offline with a doubling, jittered retry
+        time. ``options``: ``{"syncs": [names] (default: every named sync), "debounceMs": 300,
+        "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}``. ``callback(event)``
+        gets ``{"event": "state", "state": ...}`` on live sync's own thread and ``{"event":
+        "run", "sync": state}`` on the sync worker thread (its exceptions are logged). It belongs
+        to this store handle: :meth:`stop_live_sync` or the close stops it. :class:`StateError`
+        when it is on already; :class:`NotFoundError` for an unknown sync name;
+        :class:`ArgumentError` for bad options or no sync to run."""
+        options_json = _opt_json(options)
+        if callback is None:
+            _lib.call(_lib.lib().syncstore_start_live_sync, self._p(), options_json, _lib.SYNC_CALLBACK(), None)
+            return
+        key = _callbacks.register(_LiveSyncListener(callback))
+        try:
+            _lib.call(_lib.lib().syncstore_start_live_sync, self._p(), options_json, _callbacks.SYNC_THUNK, key)
+        except BaseException:
+            _callbacks.unregister(key)
+            raise
+        self._handle.track(key)  # runs it started may report after a stop: kept until the close
+
+    def stop_live_sync(self) -> None:
+        """Stops live sync; returns when its thread has ended (the last state event is
+        ``"stopped"``). A run in progress ends as any run does. Without live sync: nothing."""
+        _lib.call(_lib.lib().syncstore_stop_live_sync, self._p())
+
+    def live_sync_state(self) -> LiveSyncState:
+        """Live sync's state now (``{"state": "stopped"}`` when it is off)."""
+        return cast(LiveSyncState, _lib.call_json(_lib.lib().syncstore_get_live_sync_state, self._p()))
+
     def load_sync_config(self, path: PathLike) -> None:
         """Creates the syncs of a usersyncs.json / globalsyncs.json file (existing names skipped)."""
         _lib.call(_lib.lib().syncstore_load_sync_config, self._p(), _path(path))
@@ -615,3 +649,17 @@ class _ReadyListener(_callbacks.Listener):
             self._ready()
         except BaseException:  # noqa: BLE001 - never into the engine
             _callbacks.log.exception("syncstore: a notifications-ready callback raised")
+
+
+class _LiveSyncListener(_callbacks.Listener):
+    """Live sync's callback: every event goes to it; none is terminal."""
+
+    def __init__(self, callback: LiveSyncCallback) -> None:
+        self._callback = callback
+
+    def deliver(self, state: Dict[str, Any]) -> bool:
+        try:
+            self._callback(cast(Any, state))
+        except BaseException:  # noqa: BLE001 - never into the engine
+            _callbacks.log.exception("syncstore: a live sync callback raised")
+        return False

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Unio
 
 __all__ = ["Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "PathLike", "SyncState", "SyncCallback",
            "SyncIds", "JSON", "ChangeOrigin", "ChangeList", "SoupChange", "SoupNotice", "QueryNotice", "SoupCallback",
-           "QueryCallback"]
+           "QueryCallback", "LiveSyncState", "LiveSyncEvent", "LiveSyncCallback"]
 
 #: Any JSON value (decoded): dict, list, str, int, float, bool or None.
 JSON = Any
@@ -152,3 +152,30 @@ class QueryNotice(TypedDict, total=False):
 SoupCallback = Callable[[SoupNotice], object]
 #: A query listener's callback: receives each notice, on the store's notifier thread.
 QueryCallback = Callable[[QueryNotice], object]
+
+
+# -- live sync (syncstore.h, syncstore_start_live_sync; docs/sync.md, "Live sync") --
+
+
+class LiveSyncState(TypedDict, total=False):
+    """Live sync's state: ``state`` is ``"connecting"``, ``"catchingUp"``, ``"live"``,
+    ``"offline"`` (``nextRetryAt``: epoch ms of the next attempt) or ``"stopped"``; ``error`` the
+    last failure; ``syncs`` the ids of the syncs it runs."""
+
+    state: str
+    nextRetryAt: int
+    error: Any
+    syncs: List[int]
+
+
+class LiveSyncEvent(LiveSyncState, total=False):
+    """An event of live sync: ``{"event": "state", ...LiveSyncState}``, or ``{"event": "run",
+    "sync": SyncState}`` for each state of each run it starts."""
+
+    event: str
+    sync: SyncState
+
+
+#: Live sync's callback: its state events (on its own thread) and its runs' states (on the sync
+#: worker thread).
+LiveSyncCallback = Callable[[LiveSyncEvent], object]
