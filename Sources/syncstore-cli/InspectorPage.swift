@@ -17,6 +17,7 @@ enum InspectorPage {
   <h1>SyncStore inspector</h1>
   <label>Store <select id="store"></select></label>
   <span id="mode" class="badge"></span>
+  <span id="live" class="live" title="The open view follows the store's commits: this process's, syncs' and other processes'"></span>
   <nav>
     <button data-tab="query" class="tab active">Smart SQL</button>
     <button data-tab="soups" class="tab">Soups</button>
@@ -113,6 +114,7 @@ tr.dirty td { background: #fff6dc; }
 .lasterror { color: #8c1d18; font-weight: 600; }
 .badge { font-size: 12px; padding: 2px 8px; border-radius: 10px; background: #2e844a; }
 .badge.writes { background: #ba0517; }
+.live { font-size: 12px; color: #cfe0ff; }
 .status { font-weight: 600; padding: 1px 8px; border-radius: 10px; background: #e3e7ee; }
 .status.RUNNING { background: #d8e6fe; color: #0b5cab; }
 .status.DONE { background: #cdefc4; color: #22683e; }
@@ -131,7 +133,7 @@ dd { margin: 0; }
     static let script = #"""
 "use strict";
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
-const state = { store: "", global: false, soups: [], allowWrites: false, events: null };
+const state = { store: "", global: false, soups: [], allowWrites: false, events: null, lastQuery: null, changes: 0 };
 const $ = (id) => document.getElementById(id);
 
 // Elements are built from text only: a value from a store never becomes markup.
@@ -216,6 +218,7 @@ async function switchStore() {
   state.global = v.startsWith("g:");
   state.store = v.slice(2);
   clear($("q-result")); clear($("e-result")); $("q-meta").textContent = ""; $("e-meta").textContent = "";
+  state.lastQuery = null;
   await refreshAll();
 }
 
@@ -247,20 +250,29 @@ async function loadSoups() {
   fillPaths();
 }
 
+// The filter paths of the chosen soup; the chosen path is kept when the soup still has it (the
+// soups are read again after each change of the store).
 function fillPaths() {
   const soup = state.soups.find((s) => s.soupName === $("e-soup").value);
-  const select = clear($("e-path"));
+  const select = $("e-path");
+  const chosen = select.dataset.soup === $("e-soup").value ? select.value : "";
+  clear(select);
+  select.dataset.soup = $("e-soup").value;
   select.appendChild(el("option", { value: "" }, "(all entries)"));
   select.appendChild(el("option", { value: "_soupEntryId" }, "_soupEntryId"));
   for (const i of (soup ? soup.indexes : [])) select.appendChild(el("option", { value: i.path }, i.path));
+  if ([...select.options].some((o) => o.value === chosen)) select.value = chosen;
 }
 
 // ---- Smart SQL and its completion
-async function runQuery() {
-  const result = clear($("q-result"));
+// again: the query last run, run again for a change of the store (not what the box holds now).
+async function runQuery(again) {
+  const asked = again || { sql: $("sql").value, pageSize: $("q-size").value, pageIndex: $("q-page").value };
   const started = performance.now();
   try {
-    const page = await api("/api/query", { sql: $("sql").value, pageSize: $("q-size").value, pageIndex: $("q-page").value });
+    const page = await api("/api/query", asked);
+    state.lastQuery = asked;
+    const result = clear($("q-result"));
     showError("q-error", "");
     const rows = page.currentPageOrderedEntries || [];
     const width = Math.max(page.columns.length, ...rows.map((r) => (Array.isArray(r) ? r.length : 1)));
@@ -271,8 +283,10 @@ async function runQuery() {
     $("q-page").value = page.currentPageIndex;
     $("q-meta").textContent = pages(page, "row", "rows") + " · " + rows.length + " shown · " + Math.round(performance.now() - started) + " ms";
   } catch (e) {
+    clear($("q-result"));
     showError("q-error", e.message);
     $("q-meta").textContent = "";
+    if (!again) state.lastQuery = null;
   }
 }
 
@@ -346,13 +360,13 @@ function browse(soup, path, value) {
 
 const FLAGS = ["__locally_created__", "__locally_updated__", "__locally_deleted__"];
 async function loadEntries() {
-  const result = clear($("e-result"));
   const soup = $("e-soup").value;
-  if (!soup) return;
+  if (!soup) { clear($("e-result")); return; }
   const params = { soup, pageSize: $("e-size").value, pageIndex: $("e-page").value };
   if ($("e-path").value) { params.path = $("e-path").value; params.value = $("e-value").value; }
   try {
     const page = await api("/api/entries", params);
+    const result = clear($("e-result"));
     showError("e-error", "");
     const rows = (page.currentPageOrderedEntries || []).map((entry) => {
       const dirty = entry.__local__ === true;
@@ -370,7 +384,7 @@ async function loadEntries() {
     result.appendChild(el("table", { id: "e-table" }, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), el("tbody", {}, ...rows)));
     $("e-page").value = page.currentPageIndex;
     $("e-meta").textContent = pages(page, "entry", "entries");
-  } catch (e) { showError("e-error", e.message); $("e-meta").textContent = ""; }
+  } catch (e) { clear($("e-result")); showError("e-error", e.message); $("e-meta").textContent = ""; }
 }
 async function upsertEntry() {
   try {
@@ -398,7 +412,44 @@ function startEvents() {
     renderSyncs(data.syncs, data.now);
     $("syncs-live").textContent = "live · updated " + new Date(data.now).toLocaleTimeString();
   });
+  source.addEventListener("change", (ev) => followChange(JSON.parse(ev.data)));
   source.onerror = () => { $("syncs-live").textContent = "reconnecting…"; };
+}
+
+// ---- the open view follows the store's commits (any handle, a sync, another process)
+const refreshing = {};
+// Runs fn now, or once more after the run in progress: never two at a time, never a queue.
+async function refreshOnce(name, fn) {
+  if (refreshing[name]) { refreshing[name] = "again"; return; }
+  refreshing[name] = "running";
+  try {
+    do {
+      if (refreshing[name] === "again") refreshing[name] = "running";
+      await fn();
+    } while (refreshing[name] === "again");
+  } finally { delete refreshing[name]; }
+}
+function visible(name) { return !$("tab-" + name).hidden; }
+// The soups a Smart SQL query names ({soup} and {soup:path}); null when it names none.
+function soupsOf(sql) {
+  const names = new Set([...sql.matchAll(/\{([^{}:\s]+)(?::[^{}]*)?\}/g)].map((m) => m[1]));
+  return names.size ? names : null;
+}
+function followChange(change) {
+  state.changes += 1;
+  const live = $("live");
+  live.textContent = "● live · " + change.soups.join(", ") + " changed at " + new Date(change.now).toLocaleTimeString();
+  live.dataset.sequence = change.sequence;
+  live.dataset.changes = state.changes;
+  const touched = new Set(change.soups);
+  const soupsChanged = change.removed.length > 0 || change.soups.some((n) => !state.soups.some((s) => s.soupName === n));
+  if (visible("entries") && touched.has($("e-soup").value)) refreshOnce("entries", loadEntries);
+  if (visible("query") && state.lastQuery) {
+    const named = soupsOf(state.lastQuery.sql);
+    if (!named || [...named].some((n) => touched.has(n))) refreshOnce("query", () => runQuery(state.lastQuery));
+  }
+  if (visible("soups") || soupsChanged) refreshOnce("soups", loadSoups);
+  if (visible("facts")) refreshOnce("facts", loadFacts);
 }
 
 function records(s) { return s.totalSize > 0 ? Math.round(s.progress / 100 * s.totalSize) : 0; }

@@ -5,7 +5,7 @@ import SyncStorePlugin
 import SyncStoreSync
 
 /// The inspector's HTTP front: the token, the page and its assets, the JSON API, and the
-/// server-sent events of sync states. No CORS headers: other origins' pages cannot read answers.
+/// server-sent events of sync states and commits. No CORS headers: other origins' pages cannot read answers.
 struct InspectorResponder: HTTPResponder {
     typealias Context = BasicRequestContext
     let api: InspectorAPI
@@ -61,44 +61,64 @@ struct InspectorResponder: HTTPResponder {
         return reply(answer)
     }
 
-    /// Sync states of the store as server-sent events: `syncs` with {"now", "syncs"} (or
-    /// {"now", "error"}) each time they change (checked every 250 ms), a comment line now and
-    /// then to notice a closed page.
+    /// The store's life as server-sent events: `syncs` with {"now", "syncs"} (or {"now",
+    /// "error"}) each time the sync states change (read every 300 ms, and at once when a commit
+    /// touched the syncs soup), `change` with {"now", "sequence", "commits", "soups",
+    /// "removed"} after commits of the store (a listener of every soup: this process's writes,
+    /// syncs, and other processes' commits; those of 100 ms told as one), and a comment line now
+    /// and then to notice a closed page.
     private func events(_ params: InspectorAPI.Params) -> Response {
         let api = self.api
         var headers = InspectorResponder.common
         headers[.contentType] = "text/event-stream; charset=utf-8"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let feed = InspectorChangeFeed()
+            let watched: (listeners: ChangeListeners, token: Int64)? = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: feed.listen(to: try? api.store(params))) }
+            }
+            defer { if let watched { try? watched.listeners.remove(watched.token) } }
             var last = ""
             var quiet = 0
+            var tick = 0
             while !Task.isCancelled && !InspectorShutdown.isBegun {
-                let text: String = await withCheckedContinuation { continuation in
-                    DispatchQueue.global().async {
-                        let reply: InspectorReply
-                        do {
-                            reply = InspectorReply(json: try api.syncsJSON(try api.store(params)))
-                        } catch let error as StoreError {
-                            reply = .error(.badRequest, code: error.code.name, error.message)
-                        } catch {
-                            reply = .error(.internalServerError, code: "INTERNAL", "\(error)")
-                        }
-                        // {"syncs": [...]} or {"error": {...}}, to follow "now" in one object.
-                        continuation.resume(returning: reply.status == .ok ? "\"syncs\":" + reply.json : String(reply.json.dropFirst().dropLast()))
+                let change = feed.take()
+                if let change {
+                    try await writer.write(ByteBuffer(string: "event: change\ndata: \(change.json)\n\n"))
+                }
+                if tick % 3 == 0 || change?.touchedSyncs == true {
+                    let text = await InspectorResponder.syncsEvent(api, params)
+                    if text != last {
+                        last = text
+                        quiet = 0
+                        let now = Int64(Date().timeIntervalSince1970 * 1000)
+                        try await writer.write(ByteBuffer(string: "event: syncs\ndata: {\"now\":\(now),\(text)}\n\n"))
+                    } else {
+                        quiet += 1
+                        if quiet % 40 == 0 { try await writer.write(ByteBuffer(string: ": still here\n\n")) }
                     }
                 }
-                if text != last {
-                    last = text
-                    quiet = 0
-                    let now = Int64(Date().timeIntervalSince1970 * 1000)
-                    try await writer.write(ByteBuffer(string: "event: syncs\ndata: {\"now\":\(now),\(text)}\n\n"))
-                } else {
-                    quiet += 1
-                    if quiet % 40 == 0 { try await writer.write(ByteBuffer(string: ": still here\n\n")) }
-                }
-                try await Task.sleep(nanoseconds: 250_000_000)
+                tick += 1
+                try await Task.sleep(nanoseconds: 100_000_000)
             }
             try await writer.finish(nil)
         })
+    }
+
+    /// {"syncs": [...]} or {"error": {...}} without its braces, to follow "now" in one object.
+    private static func syncsEvent(_ api: InspectorAPI, _ params: InspectorAPI.Params) async -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let reply: InspectorReply
+                do {
+                    reply = InspectorReply(json: try api.syncsJSON(try api.store(params)))
+                } catch let error as StoreError {
+                    reply = .error(.badRequest, code: error.code.name, error.message)
+                } catch {
+                    reply = .error(.internalServerError, code: "INTERNAL", "\(error)")
+                }
+                continuation.resume(returning: reply.status == .ok ? "\"syncs\":" + reply.json : String(reply.json.dropFirst().dropLast()))
+            }
+        }
     }
 
     /// Headers of every answer: never cached (they carry store data), never framed, never sniffed.
@@ -144,5 +164,63 @@ struct InspectorResponder: HTTPResponder {
         var diff: UInt8 = 0
         for i in 0..<x.count { diff |= x[i] ^ y[i] }
         return diff == 0
+    }
+}
+
+/// The commits one event stream has not told yet, merged: a soup listener of every soup feeds it
+/// (on the store's notifier thread), the stream takes it every 100 ms. It holds one merged
+/// change at most, however many commits come: soup names, not entries.
+final class InspectorChangeFeed: @unchecked Sendable {
+    struct Change {
+        let json: String
+        let touchedSyncs: Bool
+    }
+
+    private let lock = NSLock()
+    private var sequence: Int64 = 0
+    private var commits: Int64 = 0
+    private var soups = Set<String>()
+    private var removed = Set<String>()
+
+    /// Adds the listener (nil when the store cannot be opened: the syncs event says why).
+    func listen(to store: SmartStore?) -> (listeners: ChangeListeners, token: Int64)? {
+        guard let store, let listeners = try? ChangeListeners.of(store),
+              let token = try? listeners.add(store: store, soup: nil, owner: 0, { [self] in self.heard($0) }) else { return nil }
+        return (listeners, token)
+    }
+
+    private func heard(_ notice: String) {
+        guard let doc = try? JSONDocument.parse(notice, what: "change notice") else { return }
+        let root = doc.root
+        lock.withLock {
+            sequence = max(sequence, root["sequence"]?.int64 ?? 0)
+            commits += max(1, root["commits"]?.int64 ?? 1)
+            for part in root["soups"]?.elements ?? [] {
+                guard let name = part["soup"]?.string else { continue }
+                soups.insert(name)
+                if part["removed"]?.bool == true { removed.insert(name) }
+            }
+        }
+    }
+
+    /// The change since the last take, or nil when there was none.
+    func take() -> Change? {
+        lock.withLock { () -> Change? in
+            guard commits > 0 else { return nil }
+            let doc = JSONDocument.object()
+            doc.root.set("now", owned: JSONMake.int(Int64(Date().timeIntervalSince1970 * 1000)))
+            doc.root.set("sequence", owned: JSONMake.int(sequence))
+            doc.root.set("commits", owned: JSONMake.int(commits))
+            for (key, names) in [("soups", soups), ("removed", removed)] {
+                let list = JSONDocument.array()
+                for name in names.sorted() { list.root.append(owned: JSONMake.string(name)) }
+                doc.root.set(key, owned: list.root.retained())
+            }
+            let change = Change(json: doc.root.dump(), touchedSyncs: soups.contains("syncs_soup"))
+            commits = 0
+            soups.removeAll()
+            removed.removeAll()
+            return change
+        }
     }
 }

@@ -48,7 +48,7 @@ struct SyncStoreCLI: AsyncParsableCommand {
         """,
         version: SyncStoreVersion.string,
         subcommands: [DemoCommand.self, ServeCommand.self, SyncCommand.self, StatusCommand.self, SoupCommand.self,
-                      SoupsCommand.self, QueryCommand.self, UpsertCommand.self, GhostsCommand.self, RekeyCommand.self, InspectCommand.self])
+                      SoupsCommand.self, QueryCommand.self, UpsertCommand.self, WatchCommand.self, GhostsCommand.self, RekeyCommand.self, InspectCommand.self])
 
     /// Errors of the engine become a message on stderr and an exit code by class.
     static func main() async {

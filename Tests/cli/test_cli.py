@@ -98,10 +98,10 @@ def synced(tmp_path, server, configs):
 def test_help_teaches_with_examples():
     r = cli("--help")
     assert r.returncode == 0
-    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "ghosts", "rekey", "inspect"]:
+    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "watch", "ghosts", "rekey", "inspect"]:
         assert sub in r.stdout
     assert "Exit codes" in r.stdout
-    for sub in ["sync", "query", "upsert", "serve", "ghosts", "status", "soups", "demo", "rekey", "inspect"]:
+    for sub in ["sync", "query", "upsert", "watch", "serve", "ghosts", "status", "soups", "demo", "rekey", "inspect"]:
         r = cli(sub, "--help")
         assert r.returncode == 0 and "Examples" in r.stdout, f"{sub} --help has no examples"
 
@@ -684,7 +684,7 @@ def help_text(*args, columns):
 
 def all_commands():
     commands = [[]]
-    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "ghosts", "rekey"]:
+    for sub in ["demo", "serve", "sync", "status", "soup", "soups", "query", "upsert", "watch", "ghosts", "rekey"]:
         commands.append([sub])
     commands += [["soup", "list"], ["soup", "register"], ["soup", "remove"]]
     return commands

@@ -580,6 +580,48 @@ def test_a_running_sync_in_another_process_moves_live(world, browser):
     assert "240 / 240 records" in row["line"] and row["bar"] == "100%", row
 
 
+def shown_rows(driver, table_id):
+    """The rows' text of a table, read in one script (a live refresh may rebuild it meanwhile)."""
+    return driver.execute_script("return [...document.querySelectorAll('#' + arguments[0] + ' tbody tr')].map((r) => r.innerText)",
+                                 table_id)
+
+
+def test_the_open_view_follows_other_processes_writes_without_a_reload(world, browser):
+    """The entries and the query on screen change when another process commits (the CLI's
+    upsert, the Python package): the page follows the store's commits, no reload, no click."""
+    import syncstore
+
+    root = world["root"]
+    ok("soup", "register", "--root", root, "feed", '[{"path":"name","type":"string"}]')
+    ok("upsert", "--root", root, "--soup", "feed", json.dumps({"name": "first"}))
+    open_page(browser, world["inspector"])
+    browser.execute_script("window.__notReloaded = 1")
+    tab(browser, "entries")
+    Select(browser.find_element(By.ID, "e-soup")).select_by_value("feed")
+    wait(browser, lambda d: text(d, "e-meta") == "1 entry · 1 page · page index 0", what="the feed soup")
+    ok("upsert", "--root", root, "--soup", "feed", json.dumps({"name": "second"}))
+    wait(browser, lambda d: text(d, "e-meta") == "2 entries · 1 page · page index 0", what="the other process's entry")
+    entries = browser.execute_script("""return [...document.querySelectorAll('#e-table tbody tr td:nth-child(4) pre')]
+        .map((pre) => pre.innerText)""")
+    assert [json.loads(e)["name"] for e in entries] == ["first", "second"]
+    shot(browser, "live-entries")
+
+    tab(browser, "query")
+    run_sql(browser, "select {feed:name} from {feed} order by {feed:name}")
+    assert shown_rows(browser, "q-table") == ["first", "second"]
+    with syncstore.Store(root, {"storeName": "smartstore"}) as store:
+        store.upsert("feed", [{"name": "third"}])
+        wait(browser, lambda d: shown_rows(d, "q-table") == ["first", "second", "third"],
+             what="the query to run again")
+        stored = store.query("feed", {"queryType": "exact", "indexPath": "name", "matchKey": "first", "pageSize": 5})
+        store.remove("feed", [stored[0]["_soupEntryId"]])
+        wait(browser, lambda d: shown_rows(d, "q-table") == ["second", "third"], what="the delete")
+    live = browser.find_element(By.ID, "live")
+    assert "feed changed at" in live.text and int(live.get_attribute("data-changes")) >= 3, live.text
+    assert browser.execute_script("return window.__notReloaded") == 1
+    shot(browser, "live-query")
+
+
 def test_the_demo_keep_prints_an_inspect_command_that_works(browser):
     r = cli("demo", "--records", "20", "--keep", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

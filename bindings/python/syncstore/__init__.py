@@ -8,7 +8,7 @@ A typed binding of ``libsyncstore.so.1`` (shipped inside this package) through c
         store.register_soup("contacts", [{"path": "Id", "type": "string"}])
         store.upsert("contacts", [{"Id": "003A", "LastName": "Ng"}])
 
-See :class:`Store`, :class:`SyncRun`, :mod:`syncstore.plugin` (the hybrid plugins' dispatcher),
+See :class:`Store`, :class:`SyncRun`, :class:`Watch` (change notices), :mod:`syncstore.plugin` (the hybrid plugins' dispatcher),
 :mod:`syncstore.smartstore` and :mod:`syncstore.mobilesync`.
 """
 
@@ -22,14 +22,18 @@ from .errors import (ArgumentError, AuthError, BusyError, CallbackError, Conflic
 from .store import Store, list_stores, remove_all_stores, remove_store
 from .sync import SyncRun, WaitTimeout
 from .targets import CustomTarget
-from .types import Entry, IndexSpec, QuerySpec, StoreConfig, StoreConfigDict, SyncCallback, SyncState
+from .types import (ChangeList, ChangeOrigin, Entry, IndexSpec, LiveSyncCallback, LiveSyncEvent, LiveSyncState,
+                    QueryCallback, QueryNotice, QuerySpec, SoupCallback, SoupChange, SoupNotice, StoreConfig,
+                    StoreConfigDict, SyncCallback, SyncState)
+from .watch import Watch
 
 __all__ = ["Store", "Cursor", "SyncRun", "CustomTarget", "SyncStoreError", "ArgumentError", "NotFoundError",
            "ExistsError", "BusyError", "NetworkError", "AuthError", "ServerError", "ConflictError", "StorageError",
            "InternalError", "StateError", "CallbackError", "WaitTimeout", "error_for_code", "list_stores",
            "remove_store", "remove_all_stores", "version", "abi_version", "status_name", "library_path",
            "ABI_VERSION", "Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "SyncCallback",
-           "SyncState", "__version__"]
+           "SyncState", "Watch", "SoupNotice", "SoupChange", "QueryNotice", "ChangeList", "ChangeOrigin", "SoupCallback",
+           "QueryCallback", "LiveSyncState", "LiveSyncEvent", "LiveSyncCallback", "__version__"]
 
 #: The package's version: the header's SYNCSTORE_VERSION (Tests/c/check_abi_facts.py checks the
 #: copy; scripts/release.sh checks that the wheel and the library it carries say the same).

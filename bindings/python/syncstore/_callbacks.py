@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, Optional
 
 from . import _cordova_api, _lib
 
-__all__ = ["Listener", "register", "unregister", "SYNC_THUNK", "in_worker_thread", "worker_scope", "log"]
+__all__ = ["Listener", "register", "unregister", "SYNC_THUNK", "READY_THUNK", "in_worker_thread", "worker_scope", "log"]
 
 #: The package's logger: exceptions raised in user callbacks are logged here.
 log = logging.getLogger("syncstore")
@@ -36,6 +36,10 @@ class Listener:
     def deliver(self, state: Dict[str, Any]) -> bool:
         """Handles one state; returns True when no more states are expected (terminal)."""
         raise NotImplementedError
+
+    def ready(self) -> None:
+        """A buffered handle has notices to send (``syncstore_notifications_ready``); the
+        default ignores it."""
 
 
 _lock = threading.Lock()
@@ -76,7 +80,9 @@ def worker_scope() -> Iterator[None]:
 
 
 def _dispatch(state_json: Optional[bytes], context: Optional[int]) -> None:
-    # Never raises into C: everything is caught and logged.
+    # Never raises into C: everything is caught and logged. A change callback may run on a host
+    # thread (syncstore_send_notifications), maybe inside another callback: that flag is restored.
+    outer = in_worker_thread()
     try:
         _worker.active = True
         with _lock:
@@ -92,10 +98,28 @@ def _dispatch(state_json: Optional[bytes], context: Optional[int]) -> None:
         except BaseException:  # noqa: BLE001 - logging itself may fail at interpreter exit
             pass
     finally:
-        _worker.active = False
+        _worker.active = outer
+
+
+def _dispatch_ready(context: Optional[int]) -> None:
+    # On the store's notifier thread; never raises into C.
+    try:
+        with _lock:
+            listener = _registry.get(context or 0)
+        if listener is not None:
+            listener.ready()
+    except BaseException:  # noqa: BLE001 - a callback must never unwind into the engine
+        try:
+            log.exception("syncstore: error while dispatching a notifications-ready callback")
+        except BaseException:  # noqa: BLE001 - logging itself may fail at interpreter exit
+            pass
 
 
 #: The single thunk handed to C for every sync callback; never freed.
 SYNC_THUNK = _lib.SYNC_CALLBACK(_dispatch)
 # One extra reference that nothing releases: the thunk outlives module teardown at exit.
 ctypes.pythonapi.Py_IncRef(ctypes.py_object(SYNC_THUNK))
+
+#: The single ``syncstore_notifications_ready`` thunk (buffered handles); never freed.
+READY_THUNK = _lib.READY_CALLBACK(_dispatch_ready)
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(READY_THUNK))

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-__all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "FETCH_PAGE", "REMOTE_IDS", "PUSH_RECORD",
+__all__ = ["ERROR_MESSAGE_SIZE", "Error", "SYNC_CALLBACK", "READY_CALLBACK", "FETCH_PAGE", "REMOTE_IDS", "PUSH_RECORD",
            "CustomTargetStruct", "PLUGIN_ANSWER", "PLUGIN_EVENT", "PLUGIN_KEY_PROVIDER", "SIGNATURES", "lib",
            "library_path", "call", "call_json", "enc", "dump"]
 
@@ -38,6 +38,8 @@ _OutStr = ctypes.POINTER(ctypes.c_void_p)
 
 #: ``syncstore_sync_callback``: void (*)(const char *state_json, void *context).
 SYNC_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, _vp)
+#: ``syncstore_notifications_ready``: void (*)(void *context).
+READY_CALLBACK = ctypes.CFUNCTYPE(None, _vp)
 #: ``fetch_page`` of ``syncstore_custom_target``.
 FETCH_PAGE = ctypes.CFUNCTYPE(ctypes.c_int, _vp, ctypes.c_char_p, ctypes.c_int64, ctypes.c_char_p, _OutStr, _ErrP)
 #: ``remote_ids`` of ``syncstore_custom_target``.
@@ -118,6 +120,13 @@ SIGNATURES: Dict[str, Tuple[List[Any], Any]] = {
     # A change callback has a sync callback's C signature: the same thunk serves both.
     "syncstore_add_soup_listener": ([_vp, _c_char_p, SYNC_CALLBACK, _vp, ctypes.POINTER(_vp), _ErrP], _c_int),
     "syncstore_remove_listener": ([_vp, _vp, _ErrP], _c_int),
+    "syncstore_add_query_listener": ([_vp, _c_char_p, SYNC_CALLBACK, _vp, ctypes.POINTER(_vp), _ErrP], _c_int),
+    "syncstore_set_listener_interval": ([_vp, _vp, _c_int64, _ErrP], _c_int),
+    "syncstore_buffer_notifications": ([_vp, READY_CALLBACK, _vp, _ErrP], _c_int),
+    "syncstore_send_notifications": ([_vp, _I64P, _ErrP], _c_int),
+    "syncstore_start_live_sync": ([_vp, _c_char_p, SYNC_CALLBACK, _vp, _ErrP], _c_int),
+    "syncstore_stop_live_sync": ([_vp, _ErrP], _c_int),
+    "syncstore_get_live_sync_state": ([_vp, _OutStr, _ErrP], _c_int),
     "syncstore_plugin_new": ([_c_char_p, _c_char_p, _StoreP, _ErrP], _c_int),
     "syncstore_plugin_set_remote": ([_vp, _c_char_p, _c_char_p, _ErrP], _c_int),
     "syncstore_plugin_set_listener": ([_vp, PLUGIN_EVENT, _vp, _ErrP], _c_int),

@@ -27,7 +27,8 @@ __all__ = ["init", "close_all", "registerSoup", "removeSoup", "soupExists", "get
            "reIndexSoup", "clearSoup", "querySoup", "runSmartQuery", "retrieveSoupEntries", "upsertSoupEntries",
            "upsertSoupEntriesWithExternalId", "removeFromSoup", "moveCursorToPageIndex", "moveCursorToNextPage",
            "moveCursorToPreviousPage", "closeCursor", "getDatabaseSize", "getAllStores", "getAllGlobalStores",
-           "removeStore", "removeAllStores", "removeAllGlobalStores", "showInspector", "buildAllQuerySpec",
+           "removeStore", "removeAllStores", "removeAllGlobalStores", "showInspector", "addSoupListener",
+           "addQueryListener", "removeListener", "buildAllQuerySpec",
            "buildExactQuerySpec", "buildRangeQuerySpec", "buildLikeQuerySpec", "buildMatchQuerySpec",
            "buildSmartQuerySpec"]
 
@@ -177,6 +178,29 @@ def showInspector(*args: Any) -> Dict[str, Any]:
     """showInspector([storeConfig]) -> ``{"url"}`` of the store inspector running for the root (open
     it in a browser); without one, a :class:`StateError` gives the command that starts one."""
     return cast(Dict[str, Any], _call("showInspector", args))
+
+
+def addSoupListener(*args: Any) -> int:
+    """addSoupListener([storeConfig,] [soupName, [options]]) -> the listener's id: each commit that
+    touches the soup (None or missing: any soup) is a ``"smartstoreChanged"`` event
+    (:func:`syncstore.cordova.add_event_listener`) whose detail is the notice (see
+    :class:`syncstore.SoupNotice`) plus ``listenerId``, ``isGlobalStore`` and ``storeName``.
+    ``options``: ``{"minIntervalMs": n}``, the least time between two events."""
+    return cast(int, _call("addSoupListener", args))
+
+
+def addQueryListener(*args: Any) -> int:
+    """addQueryListener([storeConfig,] soupName, querySpec, [options]) -> the listener's id: the
+    query's result now (origin ``"initial"``, maybe before this returns) and after each commit
+    that changes it, as ``"smartstoreChanged"`` events (see :class:`syncstore.QueryNotice`).
+    ``querySpec`` as :func:`querySoup` takes it, or a smart spec or Smart SQL text."""
+    return cast(int, _call("addQueryListener", args))
+
+
+def removeListener(*args: Any) -> str:
+    """removeListener([storeConfig,] listenerId) -> "OK": no event of it comes after this returns
+    (an unknown id is fine)."""
+    return cast(str, _call("removeListener", args))
 
 
 # The builders' defaults, as the library's table gives them (the signatures show them).

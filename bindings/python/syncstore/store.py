@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Type, Union, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union, cast
 
 from . import _callbacks, _lib, targets
 from ._handle import Handle
 from .cursor import Cursor
 from .errors import ArgumentError, NotFoundError
 from .sync import RestartListener, SyncRun, wait_sync
-from .types import Entry, IndexSpec, PathLike, QuerySpec, StoreConfig, SyncCallback, SyncState
+from .types import (Entry, IndexSpec, LiveSyncCallback, LiveSyncState, PathLike, QueryCallback, QueryNotice, QuerySpec,
+                    SoupCallback, SoupNotice, StoreConfig, SyncCallback, SyncState)
+from .watch import Watch, _interval
 
 __all__ = ["Store", "list_stores", "remove_store", "remove_all_stores", "store_config_json"]
 
@@ -95,13 +98,18 @@ class Store:
 
     def __init__(self, root: PathLike, config: StoreConfig = None) -> None:
         ptr = ctypes.c_void_p()
-        _lib.call(_lib.lib().syncstore_open, _path(root), store_config_json(config), ctypes.byref(ptr))
+        root_path, config_json = _path(root), store_config_json(config)
+        _lib.call(_lib.lib().syncstore_open, root_path, config_json, ctypes.byref(ptr))
         assert ptr.value is not None
         label = f"{os.fspath(root)}:{_redacted(config)!r}"
         self._handle = Handle(ptr.value, label)
         #: Exceptions raised by :meth:`restart_syncs` callbacks (also logged).
         self.callback_errors: List[BaseException] = []
         self._listeners: Dict[int, int] = {}  # change listener token -> callback registry key
+        # How a watch opens its own handle of this store (the key too: never shown).
+        self._reopen: Tuple[bytes, Optional[bytes]] = (root_path, config_json)
+        self._watches: "weakref.WeakSet[Watch[Any]]" = weakref.WeakSet()
+        self._ready_key: Optional[int] = None  # buffer_notifications' ready callback
         self._finalizer = weakref.finalize(self, self._handle.close_quietly)
 
     # -- lifetime --
@@ -123,9 +131,12 @@ class Store:
 
     def close(self) -> None:
         """Closes the store: stops the syncs started through it and waits for their last
-        callbacks. Closing again is a no-op. Not allowed inside a sync callback (StateError)."""
+        callbacks, and closes the watches made from it. Closing again is a no-op. Not allowed
+        inside a sync or listener callback (StateError)."""
         self._handle.close()
         self._finalizer.detach()
+        for watch in list(self._watches):
+            watch.close()
 
     def _p(self) -> ctypes.c_void_p:
         return ctypes.c_void_p(self._handle.get())
@@ -153,6 +164,13 @@ class Store:
         process has it open; :class:`ArgumentError` for an empty key. Not from a sync callback
         (:class:`StateError`)."""
         _lib.call(_lib.lib().syncstore_change_key, self._p(), _lib.enc(new_key))
+        root, config_json = self._reopen
+        config = json.loads(config_json) if config_json is not None else {}
+        if new_key is None:
+            config.pop("key", None)
+        else:
+            config["key"] = new_key
+        self._reopen = (root, _lib.dump(config))
 
     # -- soups --
 
@@ -263,19 +281,42 @@ class Store:
         """Closes a cursor by id (an unknown id is fine)."""
         _lib.call(_lib.lib().syncstore_cursor_close, self._p(), int(cursor_id))
 
-    # -- change listeners --
+    # -- change listeners and watches --
 
-    def add_soup_listener(self, soup: Optional[str], callback: Callable[[Dict[str, Any]], None]) -> int:
-        """Calls ``callback(change)`` after each commit that changed ``soup`` (None: any soup), on
-        the store's notifier thread; returns the token for :meth:`remove_listener`. ``change``:
-        ``{"sequence", "origin", "soups": [...]}`` (syncstore.h, syncstore_add_soup_listener).
-        The listener goes when this store closes."""
+    def add_soup_listener(self, soup: Optional[str], callback: SoupCallback, *, min_interval_ms: int = 0) -> int:
+        """Calls ``callback(notice)`` after the commits that changed ``soup`` (None: any soup), on
+        the store's notifier thread, one notice per commit at most (commits made while one waits
+        are merged into it); returns the token for :meth:`remove_listener`. ``notice``: a
+        :class:`SoupNotice` (syncstore.h, "Listeners"). ``min_interval_ms``: the least time
+        between two notices (0: none). The listener goes when this store closes. An exception
+        the callback raises is logged (logger ``syncstore``) and dropped."""
+        return self._add_listener(lambda key, token: _lib.call(
+            _lib.lib().syncstore_add_soup_listener, self._p(), _lib.enc(soup), _callbacks.SYNC_THUNK, key, token),
+            callback, min_interval_ms)
+
+    def add_query_listener(self, query_spec: Union[QuerySpec, str], callback: QueryCallback, *,
+                           soup: Optional[str] = None, min_interval_ms: int = 0) -> int:
+        """Calls ``callback(notice)`` each time the result of a query changes, first at once with
+        the current result, on the store's notifier thread; returns the token for
+        :meth:`remove_listener`. ``query_spec``: a query spec (a mapping, or its JSON text) with
+        ``"soupName"`` (or give ``soup``, as :meth:`query_soup` takes it), or a smart query
+        spec (``{"queryType": "smart", "smartSql": ..., "pageSize": ...}``); its ``pageSize``
+        is the size of the page each notice carries. ``notice``: a :class:`QueryNotice`.
+        :class:`ArgumentError` for a spec the store cannot run, :class:`NotFoundError` for an
+        unknown soup."""
+        spec = _listener_spec(query_spec, soup)
+        return self._add_listener(lambda key, token: _lib.call(
+            _lib.lib().syncstore_add_query_listener, self._p(), spec, _callbacks.SYNC_THUNK, key, token),
+            callback, min_interval_ms)
+
+    def _add_listener(self, add: Callable[[int, Any], None], callback: Callable[[Any], object],
+                      min_interval_ms: int) -> int:
+        interval = _interval(min_interval_ms)
         listener = _ChangeListener(callback)
         key = _callbacks.register(listener)
         token = ctypes.c_void_p()
         try:
-            _lib.call(_lib.lib().syncstore_add_soup_listener, self._p(), _lib.enc(soup), _callbacks.SYNC_THUNK,
-                      key, ctypes.byref(token))
+            add(key, ctypes.byref(token))
         except BaseException:
             _callbacks.unregister(key)
             raise
@@ -283,7 +324,19 @@ class Store:
         self._handle.track(key)
         listener.token = token.value
         self._listeners[token.value] = key
+        if interval:
+            try:
+                self.set_listener_interval(token.value, interval)
+            except BaseException:
+                self.remove_listener(token.value)
+                raise
         return token.value
+
+    def set_listener_interval(self, token: int, min_interval_ms: int) -> None:
+        """Sets the least time between two notices of a listener (0: none; at most 3600000):
+        commits made within it are merged into one notice, told when it has passed."""
+        _lib.call(_lib.lib().syncstore_set_listener_interval, self._p(), ctypes.c_void_p(token),
+                  _interval(min_interval_ms))
 
     def remove_listener(self, token: int) -> None:
         """Removes a listener: no callback of it runs once this returns (from inside its own
@@ -292,6 +345,75 @@ class Store:
         key = self._listeners.pop(token, None)
         if key is not None:
             _callbacks.unregister(key)
+
+    def buffer_notifications(self, ready: Optional[Callable[[], object]] = None) -> None:
+        """Buffers the notices of this store's listeners (those added before and after): their
+        callbacks no longer run on the notifier thread but in :meth:`send_notifications`, on the
+        thread that calls it (a GUI's thread, an event loop...). ``ready()`` is called on the
+        notifier thread when a notice becomes pending and none was since the last send (its
+        exceptions are logged). Calling this again replaces ``ready``; the store stays buffered
+        until it is closed. Watches are not affected (each has a handle of its own)."""
+        key = _callbacks.register(_ReadyListener(ready)) if ready is not None else None
+        try:
+            _lib.call(_lib.lib().syncstore_buffer_notifications, self._p(),
+                      _callbacks.READY_THUNK if key is not None else _lib.READY_CALLBACK(), key)
+        except BaseException:
+            if key is not None:
+                _callbacks.unregister(key)
+            raise
+        if key is not None:
+            self._handle.track(key)
+        previous, self._ready_key = self._ready_key, key
+        if previous is not None:
+            _callbacks.unregister(previous)
+
+    def send_notifications(self) -> int:
+        """Calls, on this thread, the callbacks of every notice pending for this buffered store's
+        listeners; returns how many were called. :class:`StateError` when the store is not
+        buffered, or from inside a listener callback."""
+        sent = ctypes.c_int64()
+        _lib.call(_lib.lib().syncstore_send_notifications, self._p(), ctypes.byref(sent))
+        return sent.value
+
+    def watch_soup(self, soup: Optional[str], *, min_interval_ms: int = 0) -> Watch[SoupNotice]:
+        """The notices of the commits that change ``soup`` (None: every soup) as a
+        :class:`Watch`: ``for notice in store.watch_soup("contacts")``, ``async for`` too, or
+        ``watch.get(timeout)``. It hears the commits made after this call, until it is closed
+        (``with`` block, :meth:`Watch.close`, or this store's close). A consumer that falls
+        behind gets the commits made meanwhile merged into one notice, never a queue.
+        :class:`NotFoundError` for an unknown soup."""
+        name = _lib.enc(soup)
+        watch: Watch[SoupNotice] = Watch._open(self, lambda p, key: self._token_of(
+            _lib.lib().syncstore_add_soup_listener, p, name, key), min_interval_ms,
+            "every soup" if soup is None else f"soup {soup!r}")
+        self._watches.add(watch)
+        return watch
+
+    def watch(self, query_spec: Union[QuerySpec, str], *, soup: Optional[str] = None,
+              min_interval_ms: int = 0) -> Watch[QueryNotice]:
+        """The notices of a query whose result changes, as a :class:`Watch`: the first (origin
+        ``"initial"``) is the current result; each later one the new first page and what was
+        added, removed or changed. ``query_spec`` and ``soup`` as :meth:`add_query_listener`
+        takes them; errors as it raises them."""
+        spec = _listener_spec(query_spec, soup)
+        watch: Watch[QueryNotice] = Watch._open(self, lambda p, key: self._token_of(
+            _lib.lib().syncstore_add_query_listener, p, spec, key), min_interval_ms, "a query")
+        self._watches.add(watch)
+        return watch
+
+    @staticmethod
+    def _token_of(fn: Any, p: ctypes.c_void_p, what: Optional[bytes], key: int) -> int:
+        token = ctypes.c_void_p()
+        _lib.call(fn, p, what, _callbacks.SYNC_THUNK, key, ctypes.byref(token))
+        assert token.value is not None
+        return token.value
+
+    def _reopen_args(self) -> Tuple[bytes, Optional[bytes], str]:
+        self._handle.get()  # StateError once closed
+        return self._reopen[0], self._reopen[1], self._handle.label
+
+    def _forget_watch(self, watch: Watch[Any]) -> None:
+        self._watches.discard(watch)
 
     # -- sync --
 
@@ -427,6 +549,40 @@ class Store:
         Ctrl-C interrupts the wait."""
         return wait_sync(self._handle, self._resolve(sync), None if timeout_ms < 0 else timeout_ms / 1000.0)
 
+    def start_live_sync(self, options: Optional[Mapping[str, Any]] = None,
+                        callback: Optional[LiveSyncCallback] = None) -> None:
+        """Starts live sync: the store's named syncs run by themselves (docs/sync.md, "Live
+        sync"): catching up at once and whenever the server answers again (sync ups, then sync
+        downs), a sync up after host writes pause for ``debounceMs``, sync downs every
+        ``pullIntervalMs`` (0: only when catching up), offline with a doubling, jittered retry
+        time. ``options``: ``{"syncs": [names] (default: every named sync), "debounceMs": 300,
+        "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}``. ``callback(event)``
+        gets ``{"event": "state", "state": ...}`` on live sync's own thread and ``{"event":
+        "run", "sync": state}`` on the sync worker thread (its exceptions are logged). It belongs
+        to this store handle: :meth:`stop_live_sync` or the close stops it. :class:`StateError`
+        when it is on already; :class:`NotFoundError` for an unknown sync name;
+        :class:`ArgumentError` for bad options or no sync to run."""
+        options_json = _opt_json(options)
+        if callback is None:
+            _lib.call(_lib.lib().syncstore_start_live_sync, self._p(), options_json, _lib.SYNC_CALLBACK(), None)
+            return
+        key = _callbacks.register(_LiveSyncListener(callback))
+        try:
+            _lib.call(_lib.lib().syncstore_start_live_sync, self._p(), options_json, _callbacks.SYNC_THUNK, key)
+        except BaseException:
+            _callbacks.unregister(key)
+            raise
+        self._handle.track(key)  # runs it started may report after a stop: kept until the close
+
+    def stop_live_sync(self) -> None:
+        """Stops live sync; returns when its thread has ended (the last state event is
+        ``"stopped"``). A run in progress ends as any run does. Without live sync: nothing."""
+        _lib.call(_lib.lib().syncstore_stop_live_sync, self._p())
+
+    def live_sync_state(self) -> LiveSyncState:
+        """Live sync's state now (``{"state": "stopped"}`` when it is off)."""
+        return cast(LiveSyncState, _lib.call_json(_lib.lib().syncstore_get_live_sync_state, self._p()))
+
     def load_sync_config(self, path: PathLike) -> None:
         """Creates the syncs of a usersyncs.json / globalsyncs.json file (existing names skipped)."""
         _lib.call(_lib.lib().syncstore_load_sync_config, self._p(), _path(path))
@@ -446,10 +602,28 @@ def _sync_id(sync: Union[int, SyncRun]) -> int:
     return sync
 
 
+def _listener_spec(query_spec: Union[QuerySpec, str], soup: Optional[str]) -> bytes:
+    """A query listener's spec JSON: the spec with ``"soupName"`` set to ``soup`` when given."""
+    if soup is None:
+        return _object_json(query_spec, "the query spec")
+    if isinstance(query_spec, str):
+        try:
+            parsed = json.loads(query_spec)
+        except ValueError as e:
+            raise ArgumentError(f"the query spec is not JSON: {e}") from None
+        if not isinstance(parsed, dict):
+            raise ArgumentError("the query spec must be a JSON object")
+        query_spec = parsed
+    elif not isinstance(query_spec, Mapping):
+        raise ArgumentError(f"the query spec must be a mapping (dict) or JSON text (str), not {type(query_spec).__name__}")
+    _lib.enc(soup)  # a str without NUL
+    return _lib.dump({**query_spec, "soupName": soup})
+
+
 class _ChangeListener(_callbacks.Listener):
     """A change listener's callback: every change goes to it; none is terminal."""
 
-    def __init__(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+    def __init__(self, callback: Callable[[Any], object]) -> None:
         self._callback = callback
         self.token = 0
 
@@ -458,4 +632,34 @@ class _ChangeListener(_callbacks.Listener):
             self._callback(state)
         except BaseException:  # noqa: BLE001 - never into the engine
             _callbacks.log.exception("syncstore: a change listener raised")
+        return False
+
+
+class _ReadyListener(_callbacks.Listener):
+    """The ``ready`` function of :meth:`Store.buffer_notifications`."""
+
+    def __init__(self, ready: Callable[[], object]) -> None:
+        self._ready = ready
+
+    def deliver(self, state: Dict[str, Any]) -> bool:
+        return False
+
+    def ready(self) -> None:
+        try:
+            self._ready()
+        except BaseException:  # noqa: BLE001 - never into the engine
+            _callbacks.log.exception("syncstore: a notifications-ready callback raised")
+
+
+class _LiveSyncListener(_callbacks.Listener):
+    """Live sync's callback: every event goes to it; none is terminal."""
+
+    def __init__(self, callback: LiveSyncCallback) -> None:
+        self._callback = callback
+
+    def deliver(self, state: Dict[str, Any]) -> bool:
+        try:
+            self._callback(cast(Any, state))
+        except BaseException:  # noqa: BLE001 - never into the engine
+            _callbacks.log.exception("syncstore: a live sync callback raised")
         return False

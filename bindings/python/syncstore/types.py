@@ -6,7 +6,8 @@ import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union
 
 __all__ = ["Entry", "IndexSpec", "QuerySpec", "StoreConfig", "StoreConfigDict", "PathLike", "SyncState", "SyncCallback",
-           "SyncIds", "JSON"]
+           "SyncIds", "JSON", "ChangeOrigin", "ChangeList", "SoupChange", "SoupNotice", "QueryNotice", "SoupCallback",
+           "QueryCallback", "LiveSyncState", "LiveSyncEvent", "LiveSyncCallback"]
 
 #: Any JSON value (decoded): dict, list, str, int, float, bool or None.
 JSON = Any
@@ -74,3 +75,107 @@ SyncCallback = Callable[[SyncState], object]
 
 #: Identifiers accepted where a sync is named.
 SyncIds = Union[int, str]
+
+
+# -- change notices (syncstore.h, "Callbacks, threads and close": Listeners) --
+
+
+class ChangeOrigin(TypedDict, total=False):
+    """Who made the (last) commit a notice tells of.
+
+    ``kind``: ``"handle"`` (a write through the handle that added the listener), ``"otherHandle"``
+    (another handle of this process), ``"sync"`` (a sync run; ``syncId`` and ``syncName`` when
+    known), ``"otherProcess"`` (another process), or ``"initial"`` (a query listener's first
+    notice).
+    """
+
+    kind: str
+    syncId: int
+    syncName: str
+
+
+class ChangeList(TypedDict, total=False):
+    """Entries inserted, updated or deleted (a soup notice), or added, removed or changed (a query
+    notice): ``count``, the first 1000 ``ids`` (``_soupEntryId``; a Smart SQL query's ``rows``
+    instead), and ``cut`` when some were left out."""
+
+    count: int
+    ids: List[int]
+    rows: List[Any]
+    cut: bool
+
+
+class SoupChange(TypedDict, total=False):
+    """What the commits of a notice did to one soup."""
+
+    soup: str
+    inserted: ChangeList
+    updated: ChangeList
+    deleted: ChangeList
+    #: Every entry was removed (no ids listed).
+    cleared: bool
+    #: The soup itself was removed.
+    removed: bool
+    #: Another process changed it: which entries is not known (the lists may miss them).
+    unknown: bool
+
+
+class SoupNotice(TypedDict, total=False):
+    """A soup listener's notice: one commit, or several merged (``commits`` > 1)."""
+
+    #: The last commit it tells of (the store's commits in this process, increasing).
+    sequence: int
+    #: How many commits it tells of.
+    commits: int
+    origin: ChangeOrigin
+    #: The touched soups by name (a listener of one soup: that soup only).
+    soups: List[SoupChange]
+
+
+class QueryNotice(TypedDict, total=False):
+    """A query listener's notice: the query's new first page and how the result differs from the
+    one last told (the first notice: ``origin.kind == "initial"``, ``commits == 0``, every row
+    added)."""
+
+    sequence: int
+    commits: int
+    origin: ChangeOrigin
+    totalEntries: int
+    #: The first page, as a query answers it (``pageSize`` rows at most).
+    currentPageOrderedEntries: List[Any]
+    added: ChangeList
+    removed: ChangeList
+    changed: ChangeList
+
+
+#: A soup listener's callback: receives each notice, on the store's notifier thread.
+SoupCallback = Callable[[SoupNotice], object]
+#: A query listener's callback: receives each notice, on the store's notifier thread.
+QueryCallback = Callable[[QueryNotice], object]
+
+
+# -- live sync (syncstore.h, syncstore_start_live_sync; docs/sync.md, "Live sync") --
+
+
+class LiveSyncState(TypedDict, total=False):
+    """Live sync's state: ``state`` is ``"connecting"``, ``"catchingUp"``, ``"live"``,
+    ``"offline"`` (``nextRetryAt``: epoch ms of the next attempt) or ``"stopped"``; ``error`` the
+    last failure; ``syncs`` the ids of the syncs it runs."""
+
+    state: str
+    nextRetryAt: int
+    error: Any
+    syncs: List[int]
+
+
+class LiveSyncEvent(LiveSyncState, total=False):
+    """An event of live sync: ``{"event": "state", ...LiveSyncState}``, or ``{"event": "run",
+    "sync": SyncState}`` for each state of each run it starts."""
+
+    event: str
+    sync: SyncState
+
+
+#: Live sync's callback: its state events (on its own thread) and its runs' states (on the sync
+#: worker thread).
+LiveSyncCallback = Callable[[LiveSyncEvent], object]

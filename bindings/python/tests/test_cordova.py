@@ -144,3 +144,51 @@ def test_init_is_required(tmp_path: Path) -> None:
     cordova._root = None
     with pytest.raises(syncstore.StateError):
         smartstore.soupExists("x")
+
+
+def test_store_listeners_fire_smartstore_changed_events(root: Path) -> None:
+    import threading
+    import time
+
+    events: List[Dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def on_event(at: str, name: str, detail: Dict[str, Any]) -> None:
+        if name == "smartstoreChanged":
+            with lock:
+                events.append(detail)
+
+    def wait_for(test: Any) -> List[Dict[str, Any]]:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with lock:
+                if test(events):
+                    return list(events)
+            time.sleep(0.02)
+        raise AssertionError(f"events: {events}")
+
+    cordova.add_event_listener(on_event)
+    try:
+        smartstore.registerSoup("dogs", [{"path": "name", "type": "string"}])
+        soup_id = smartstore.addSoupListener("dogs")
+        query_id = smartstore.addQueryListener("dogs", smartstore.buildExactQuerySpec("name", "rex"), {"minIntervalMs": 0})
+        assert soup_id != query_id
+        wait_for(lambda e: any(d["listenerId"] == query_id and d["origin"]["kind"] == "initial" for d in e))
+        [rex] = smartstore.upsertSoupEntries("dogs", [{"name": "rex"}])
+        seen = wait_for(lambda e: any(d["listenerId"] == query_id and d["totalEntries"] == 1 for d in e)
+                        and any(d["listenerId"] == soup_id for d in e))
+        soup_event = next(d for d in seen if d["listenerId"] == soup_id)
+        assert soup_event["storeName"] == "smartstore" and soup_event["isGlobalStore"] is False
+        assert soup_event["origin"]["kind"] == "handle" and soup_event["soups"][0]["inserted"]["ids"] == [rex["_soupEntryId"]]
+        assert smartstore.removeListener(soup_id) == "OK" and smartstore.removeListener(query_id) == "OK"
+        assert smartstore.removeListener(query_id) == "OK"  # an unknown id: nothing to do
+        with lock:
+            before = len(events)
+        smartstore.upsertSoupEntries("dogs", [{"name": "rex"}])
+        time.sleep(0.3)
+        with lock:
+            assert len(events) == before
+        with pytest.raises(syncstore.NotFoundError):
+            smartstore.addSoupListener("cats")
+    finally:
+        cordova.remove_event_listener(on_event)

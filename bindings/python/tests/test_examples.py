@@ -42,6 +42,12 @@ def test_encrypted_store_example(tmp_path: Path) -> None:
         "wrong key: SYNCSTORE_ERR_AUTH", "hybrid: True", "after change_key: 1 note", "plaintext again: True"]
 
 
+def test_watch_example(tmp_path: Path) -> None:
+    assert run_example("watch_example.py", str(tmp_path)).splitlines() == [
+        "contacts inserted [1] by otherHandle", "rows 1 added 1", "rows 2 added 1", "callback heard True"]
+    assert run_example("watch_example.py")  # in a scratch directory it removes
+
+
 @pytest.mark.parametrize("name,expected", [
     ("sync_example.py", ["downloaded 20", "sync up DONE", "reSync DONE", "ghosts removed 0"]),
     ("async_example.py", ["down DONE 20", "reSync DONE ghosts removed 0"]),

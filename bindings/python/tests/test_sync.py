@@ -161,3 +161,47 @@ def test_an_html_error_page_is_summed_up_without_markup(tmp_path: Path) -> None:
             assert len(message) < 300, message
     finally:
         broken.stop()
+
+
+def test_live_sync_catches_up_pushes_a_write_and_stops(server: DevServer, tmp_path: Path) -> None:
+    import time
+    events: List[syncstore.LiveSyncEvent] = []
+    lock = threading.Lock()
+    live, stopped = threading.Event(), threading.Event()
+
+    def on_event(event: syncstore.LiveSyncEvent) -> None:
+        with lock:
+            events.append(event)
+        if event.get("event") == "state":
+            {"live": live, "stopped": stopped}.get(event.get("state", ""), threading.Event()).set()
+
+    with syncstore.Store(tmp_path, {"storeName": "live"}) as store:
+        store.register_soup("contacts", INDEXES)
+        store.set_remote(server.remote)
+        store.create_sync_down({"type": "soql", "query": QUERY}, "contacts", name="down")
+        store.create_sync_up("contacts", options={"fieldlist": ["LastName"]}, name="up")
+        assert store.live_sync_state()["state"] == "stopped"
+        with pytest.raises(syncstore.NotFoundError):
+            store.start_live_sync({"syncs": ["nope"]})
+        with pytest.raises(syncstore.ArgumentError):
+            store.start_live_sync({"debounceMs": -1})
+        store.start_live_sync({"syncs": ["up", "down"], "debounceMs": 50}, on_event)
+        assert live.wait(60), events
+        with pytest.raises(syncstore.StateError):
+            store.start_live_sync()  # on already
+        assert store.live_sync_state()["state"] == "live"
+        assert len(store.query("contacts", {"queryType": "range", "indexPath": "Id", "pageSize": 100})) == 250
+        # A local create goes up by itself once writes pause.
+        store.upsert("contacts", [{"attributes": {"type": "Contact"}, "LastName": "Livewire", "__local__": True,
+                                   "__locally_created__": True}])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and by_name(store, "Livewire")[0]["__local__"]:
+            time.sleep(0.05)
+        pushed = by_name(store, "Livewire")[0]
+        assert not pushed["__local__"] and pushed["Id"], pushed
+        store.stop_live_sync()
+        assert stopped.wait(10) and store.live_sync_state()["state"] == "stopped"
+        store.stop_live_sync()  # off already: nothing
+    with lock:
+        runs = [e["sync"] for e in events if e.get("event") == "run"]
+    assert {(r["name"], r["status"]) for r in runs} >= {("down", "DONE"), ("up", "DONE")}, runs
