@@ -478,8 +478,10 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * into it, so a listener never falls behind and a large pull is told per commit at most, not per
  * entry. Commits on one thread are heard in their order; "sequence" orders commits made on
  * different threads. change_json is valid during the call only. A soup listener's notice:
- *   {"sequence": n (the last commit it tells of: the store's commits in this process, increasing),
- *    "commits": n (how many commits it tells of: more than 1 when merged),
+ *   {"sequence": n (the last commit it tells of: the store's commits in this process, increasing;
+ *               other processes' commits are not numbered here: they carry this process's last),
+ *    "commits": n (how many commits it tells of: more than 1 when merged; another process's
+ *               commits seen by one look count as one),
  *    "origin": {"kind": "handle" (a write through the handle that added the listener) |
  *               "otherHandle" (another handle of this process) | "sync" (a sync run: "syncId"
  *               and "syncName" when known) | "otherProcess" (another process)} (the last
@@ -623,10 +625,11 @@ int syncstore_buffer_notifications(syncstore_store *store, syncstore_notificatio
 /**
  * Calls, on the calling thread, every notice pending for the listeners of this buffered handle,
  * one at a time, outside every library lock (a callback may call the library as from the notifier
- * thread). *out_sent_or_NULL receives how many were called. Returns when they are done; notices
+ * thread). A query listener's change is judged here too (Smart SQL runs its query again, within
+ * its time limit), and its first notice and a change may be told in the same call. *out_sent_or_NULL receives how many were called. Returns when they are done; notices
  * that become pending meanwhile wait for the next call (and call ready again).
  * Errors: ARGUMENT (NULL store), STATE (closed handle; a handle that is not buffered; a call
- * from inside a listener callback).
+ * from inside a listener callback of this store).
  */
 int syncstore_send_notifications(syncstore_store *store, int64_t *out_sent_or_NULL, syncstore_error *err);
 
