@@ -8,6 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
+const { Worker } = require('node:worker_threads');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { openStore, LiveSync } = require('..');
 const { tempRoot, startDevServer } = require('../test-support/helpers');
@@ -221,4 +222,37 @@ test('the process exits on its own with live sync running; keepAlive holds it un
   // The write made just before the first child's end was pushed by the second's catch-up, or
   // before the first exited; either way it is on the server once.
   assert.equal(await serverCount(server, "SELECT Id FROM Contact WHERE LastName = 'AtExit'"), 1);
+});
+
+test('a worker terminated with live sync running stops it; the main thread starts its own on the same store', { timeout: 60000 }, async (t) => {
+  const server = await startDevServer(t, ['--seed', 'Contact=2']);
+  const root = tempRoot(t);
+  const store = await storeWithSyncs(t, server, { root });
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const { openStore } = require(workerData.module);
+    (async () => {
+      const store = await openStore({ storeName: 'live', root: workerData.root });
+      await store.setRemote(workerData.remote);
+      const live = store.startLiveSync({ debounceMs: 20, keepAlive: true });
+      live.on('state', (event) => parentPort.postMessage(event.state));
+      // Writes that live sync pushes while the worker is being terminated.
+      setInterval(() => store.upsert('contacts', [{ attributes: { type: 'Contact' }, LastName: 'Worker', __local__: true, __locally_created__: true }]), 10);
+    })().catch((error) => parentPort.postMessage('error ' + error.message));`;
+  const worker = new Worker(code, { eval: true, workerData: { module: path.join(__dirname, '..'), root, remote: server.remote } });
+  const states = [];
+  await new Promise((resolve, reject) => {
+    worker.on('message', (state) => { states.push(state); if (state === 'live') resolve(); if (state.startsWith('error')) reject(new Error(state)); });
+    worker.once('error', reject);
+  });
+  await sleep(100);
+  await worker.terminate();
+  // The worker's close of its store stopped its live sync: this handle may start one.
+  const live = store.startLiveSync({ debounceMs: 20 });
+  await live.started;
+  await until(() => live.state === 'live', 30000, 'the state "live"');
+  await until(async () => (await store.find('contacts', { queryType: 'exact', indexPath: '__local__', matchKey: 'true', pageSize: 10 })).length === 0,
+    30000, 'every worker write pushed');
+  await live.stop();
+  assert.ok(await serverCount(server, "SELECT Id FROM Contact WHERE LastName = 'Worker'") > 0);
 });
