@@ -123,7 +123,11 @@ package enum CordovaAPI {
              "storeConfig": true, "nullUnless": "_soupEntryId"},
             {"name": "deleteSync", "action": "deleteSync", "args": [{"name": "syncIdOrName", "field": "syncId"}], "storeConfig": true},
             {"name": "loadSyncConfig", "action": "loadSyncConfig", "args": ["path"], "storeConfig": true},
-            {"name": "resetSyncManager", "action": "resetSyncManager", "args": [], "storeConfig": true}
+            {"name": "resetSyncManager", "action": "resetSyncManager", "args": [], "storeConfig": true},
+            {"name": "startLiveSync", "action": "startLiveSync", "args": [{"name": "options", "optional": true, "default": null}],
+             "storeConfig": true},
+            {"name": "stopLiveSync", "action": "stopLiveSync", "args": [], "storeConfig": true},
+            {"name": "getLiveSyncState", "action": "getLiveSyncState", "args": [], "storeConfig": true}
           ]
         }
       },

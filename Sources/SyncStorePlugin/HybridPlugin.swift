@@ -9,7 +9,7 @@ package final class HybridPlugin: @unchecked Sendable {
     /// status (0 or an ErrorCode), and the success value's JSON (every action answers one) or
     /// the error message as a JSON string.
     package typealias Answer = @Sendable (Int32, String?) -> Void
-    /// A document event: its name ("sync", "smartstoreChanged") and its detail as JSON.
+    /// A document event: its name ("sync", "smartstoreChanged", "liveSync") and its detail as JSON.
     package typealias Listener = @Sendable (String, String) -> Void
     /// The key of a store about to open ({"storeName", "isGlobalStore"}): nil key for plaintext.
     package typealias KeyProvider = (String) throws -> (key: String?, kdfIter: Int?)
@@ -27,6 +27,9 @@ package final class HybridPlugin: @unchecked Sendable {
     private var remotes: [PluginStoreSlot: String] = [:]
     /// The remote each open handle's sync engine was last given (see `syncManager`).
     private var applied: [Int: String] = [:]
+    /// The open handles whose sync engine was made (a sync action asked for it): a new remote
+    /// reaches them at once, so a live sync's next runs use it.
+    private var engines: Set<Int> = []
     private var listener: Listener?
     private var keyProvider: KeyProvider?
     private var closed = false
@@ -72,6 +75,10 @@ package final class HybridPlugin: @unchecked Sendable {
             try checkOpen()
             if let slot { remotes[slot] = remoteJSON } else { defaultRemote = remoteJSON }
         }
+        // Live sync starts its runs itself: the engines already made get the remote now, not at
+        // the next sync action.
+        let made: [PluginStoreSlot] = lock.withLock { handles.filter { engines.contains($0.value) }.map(\.key) }
+        for store in made where slot == nil || store == slot { _ = try? syncManager(store) }
     }
 
     package func setListener(_ listener: Listener?) throws {
@@ -93,7 +100,7 @@ package final class HybridPlugin: @unchecked Sendable {
                 throw StoreError(.state, "The plugin cannot be freed from a callback of one of its stores (it would wait for itself)")
             }
             closed = true
-            defer { handles.removeAll(); applied.removeAll(); changeListeners.removeAll() }
+            defer { handles.removeAll(); applied.removeAll(); engines.removeAll(); changeListeners.removeAll() }
             return Array(handles.values)
         }
         var first: Error? = nil
@@ -183,6 +190,7 @@ package final class HybridPlugin: @unchecked Sendable {
         let (store, handle) = try store(slot)
         let manager = try store.syncManager()
         let remote: String? = lock.withLock {
+            if handles[slot] == handle { engines.insert(handle) }
             let wanted = remotes[slot] ?? defaultRemote
             return wanted == applied[handle] ? nil : wanted
         }
@@ -204,7 +212,7 @@ package final class HybridPlugin: @unchecked Sendable {
             let slots = handles.keys.filter(matching)
             let closing = slots.compactMap { handles[$0] }
             for slot in slots { handles[slot] = nil }
-            for handle in closing { applied[handle] = nil }
+            for handle in closing { applied[handle] = nil; engines.remove(handle) }
             // Their listeners go with them (the close removes them).
             changeListeners = changeListeners.filter { !closing.contains($0.value.handle) }
             return closing
@@ -303,6 +311,62 @@ package final class HybridPlugin: @unchecked Sendable {
         doc.root.set("isGlobalStore", owned: JSONMake.bool(slot.isGlobal))
         doc.root.set("storeName", owned: JSONMake.string(slot.name))
         return doc.root.dump()
+    }
+
+    // MARK: live sync
+
+    /// Starts live sync (docs/sync.md#live-sync) of the store `slot` names, owned by the plugin's
+    /// handle of it (the plugin's close of that store stops it): `optionsJSON` as
+    /// syncstore_start_live_sync() reads it. Each state event is a "liveSync" event
+    /// (`liveDetail`), each state of a run it starts a "sync" event, as the plugin's own runs.
+    /// Answers the live sync state when it returns (its "state" event's shape, plus the store).
+    package func startLiveSync(_ slot: PluginStoreSlot, optionsJSON: String?) throws -> String {
+        let options = try LiveSync.Options.parse(optionsJSON)
+        let (manager, _, handle) = try syncManager(slot)
+        try manager.live.start(options, owner: handle, callback: liveEvents(slot))
+        // Closed meanwhile (the plugin, or this store): its close may have come before the start.
+        let kept = lock.withLock { !closed && handles[slot] == handle }
+        if !kept {
+            if manager.live.isOwned(by: handle) { manager.live.stop() }
+            throw StoreError(.state, "The store was closed while live sync started")
+        }
+        return HybridPlugin.liveDetail(manager.live.stateJSON, slot)
+    }
+
+    /// Stops the store's live sync (whichever handle started it); returns when its thread has
+    /// ended (its last event, "stopped", fired). Nothing to do when it is off.
+    package func stopLiveSync(_ slot: PluginStoreSlot) throws {
+        try syncManager(slot).0.liveIfMade?.stop()
+    }
+
+    /// The store's live sync state ("stopped" when off), with the store named.
+    package func liveSyncState(_ slot: PluginStoreSlot) throws -> String {
+        HybridPlugin.liveDetail(try syncManager(slot).0.live.stateJSON, slot)
+    }
+
+    /// The callback of a live sync started through the plugin: its state events as "liveSync"
+    /// events, its runs' states as "sync" events.
+    private func liveEvents(_ slot: PluginStoreSlot) -> SyncCallback {
+        { [weak self] text in self?.fireLive(text, slot) }
+    }
+
+    private func fireLive(_ text: String, _ slot: PluginStoreSlot) {
+        guard let listener = lock.withLock({ listener }) else { return }
+        guard let doc = try? JSONDocument.parse(text, what: "live sync event"), doc.root.isObject else { return }
+        if doc.root["event"]?.string == "run", let state = doc.root["sync"] {
+            listener("sync", HybridPlugin.detail(state.dump(), slot))
+        } else {
+            listener(HybridPlugin.liveSyncEvent, HybridPlugin.liveDetail(text, slot))
+        }
+    }
+
+    /// The document event of a live sync's state.
+    package static let liveSyncEvent = "liveSync"
+
+    /// A live sync state event with "isGlobalStore" and "storeName" added: the "liveSync" event's
+    /// detail and the answer of startLiveSync / getLiveSyncState.
+    package static func liveDetail(_ event: String, _ slot: PluginStoreSlot) -> String {
+        detail(event, slot)
     }
 
     // MARK: events

@@ -2,7 +2,8 @@ import SyncStoreCore
 import SyncStoreSync
 /// The actions of "com.salesforce.mobilesync" (the SDK's MobileSyncPlugin): runs answer with the
 /// state at their start and report every change as a "sync" event; cleanResyncGhosts answers
-/// the number of entries it removed when it ends, and fires no event (docs/hybrid-plugin.md).
+/// the number of entries it removed when it ends, and fires no event; live sync (SyncStore's own)
+/// fires "liveSync" events and the "sync" events of the runs it starts (docs/hybrid-plugin.md).
 package enum MobileSyncActions {
     package static let table: [String: PluginAction] = [
         // Each answers the state as saved when its run was requested (RUNNING), as the plugins
@@ -86,6 +87,18 @@ package enum MobileSyncActions {
             manager.stop()
             try manager.restart(restartStopped: false, callback: nil)
             return .ok
+        },
+        // SyncStore's own (docs/hybrid-plugin.md, "Live sync"): the store's syncs run by
+        // themselves; each state is a "liveSync" event, each run's state a "sync" event.
+        "startLiveSync": { plugin, call, _ in
+            .json(try plugin.startLiveSync(call.store, optionsJSON: call.optionalJSONText("options")))
+        },
+        "stopLiveSync": { plugin, call, _ in
+            try plugin.stopLiveSync(call.store)
+            return .ok
+        },
+        "getLiveSyncState": { plugin, call, _ in
+            .json(try plugin.liveSyncState(call.store))
         },
         // SyncStore's own: the SDK's sync config file (its native apps load it at start).
         "loadSyncConfig": { plugin, call, _ in

@@ -38,8 +38,8 @@ interface ReactNativeBridges {
   MobileSyncReactBridge: Record<string, AndroidMethod>;
   SFSmartStoreReactBridge: Record<string, IosMethod>;
   SFMobileSyncReactBridge: Record<string, IosMethod>;
-  /** RCTDeviceEventEmitter: the native modules' events ("smartstoreChanged", its payload the
-   *  Cordova event's detail). */
+  /** RCTDeviceEventEmitter: the native modules' events ("smartstoreChanged", "liveSync", each
+   *  payload the Cordova event's detail). */
   DeviceEventEmitter: {
     addListener(type: string, listener: (payload: any) => void): { remove(): void };
     removeAllListeners(type?: string): void;

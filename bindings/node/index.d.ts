@@ -12,6 +12,8 @@ declare class EventEmitter {
 
 /** The event addEventListener('sync', ...) listeners get (a CustomEvent). */
 export interface SyncEvent { readonly type: 'sync'; readonly detail: SyncEventDetail }
+/** The event addEventListener('liveSync', ...) listeners get (a CustomEvent). */
+export interface LiveSyncEvent { readonly type: 'liveSync'; readonly detail: LiveSyncEventDetail }
 
 // ---- shapes (docs/README.md#cordova-surface) ----
 
@@ -141,6 +143,39 @@ export interface CustomTarget {
   pushRecord?(target: SyncTarget, action: 'create' | 'update' | 'delete', record: SoupEntry):
     Promise<{ id?: string } | null | void> | { id?: string } | null | void;
 }
+
+// ---- live sync (docs/sync.md#live-sync) ----
+
+export type LiveSyncStateName = 'connecting' | 'catchingUp' | 'live' | 'offline' | 'stopped';
+/** A live sync's state, as its 'state' events, Store#liveSyncState and getLiveSyncState give it. */
+export interface LiveSyncStateEvent {
+  event: 'state';
+  state: LiveSyncStateName;
+  /** offline: when the next attempt is made (epoch ms). */
+  nextRetryAt?: number;
+  /** The last failure (a retryable one while offline). */
+  error?: string;
+  /** The ids of the syncs it runs: its sync ups, then its sync downs. */
+  syncs: number[];
+}
+/** What syncstore_start_live_sync reads (the library checks the values). */
+export interface LiveSyncOptions {
+  /** The syncs to run, by name (default: every named sync of the store). */
+  syncs?: string[] | null;
+  /** A sync up runs once host writes paused this long (default 300). */
+  debounceMs?: number;
+  /** The first wait after a retryable failure (default 1000), doubling up to retryMaxMs (60000). */
+  retryMinMs?: number;
+  retryMaxMs?: number;
+  /** The sync downs run again this often (default 0: only when catching up). */
+  pullIntervalMs?: number;
+}
+export interface StartLiveSyncOptions extends LiveSyncOptions {
+  /** Keep the process alive until it stops (default false: only while someone waits). */
+  keepAlive?: boolean;
+}
+/** The detail of a "liveSync" event (the hybrid faces): the state event plus its store. */
+export type LiveSyncEventDetail = LiveSyncStateEvent & { isGlobalStore: boolean; storeName: string };
 
 // ---- query spec builders ----
 
@@ -300,6 +335,12 @@ export declare class MobileSync extends EventEmitter {
   once(event: 'sync', listener: (detail: SyncEventDetail) => void): this;
   addEventListener(type: 'sync', listener: (event: SyncEvent) => void, options?: { once?: boolean } | boolean): void;
   removeEventListener(type: 'sync', listener: (event: SyncEvent) => void, options?: boolean): void;
+  /** Live sync's state events ("liveSync"; they do not keep the process alive). */
+  on(event: 'liveSync', listener: (detail: LiveSyncEventDetail) => void): this;
+  off(event: 'liveSync', listener: (detail: LiveSyncEventDetail) => void): this;
+  once(event: 'liveSync', listener: (detail: LiveSyncEventDetail) => void): this;
+  addEventListener(type: 'liveSync', listener: (event: LiveSyncEvent) => void, options?: { once?: boolean } | boolean): void;
+  removeEventListener(type: 'liveSync', listener: (event: LiveSyncEvent) => void, options?: boolean): void;
 
   syncDown(target: SyncTarget, soupName: string, options: SyncOptions | null, success?: SyncOk, error?: SyncFail): void;
   syncDown(target: SyncTarget, soupName: string, options: SyncOptions | null, syncName: string | undefined, success?: SyncOk, error?: SyncFail): void;
@@ -320,6 +361,10 @@ export declare class MobileSync extends EventEmitter {
   hasSyncWithName: WithConfig<[name: string], boolean>;
   stopSyncs: WithConfig<[], void>;
   registerTarget: WithConfig<[type: string, impl: CustomTarget], void>;
+  /** SyncStore's own: the store's syncs run by themselves; success gets the live sync state. */
+  startLiveSync: WithConfig<[], LiveSyncEventDetail> & WithConfig<[options: LiveSyncOptions | null], LiveSyncEventDetail>;
+  stopLiveSync: WithConfig<[], 'OK'>;
+  getLiveSyncState: WithConfig<[], LiveSyncEventDetail>;
 }
 
 export interface MobileSyncClient {
@@ -335,6 +380,9 @@ export interface MobileSyncClient {
   hasSyncWithName: WithConfigP<[name: string], boolean>;
   stopSyncs: WithConfigP<[], void>;
   registerTarget: WithConfigP<[type: string, impl: CustomTarget], void>;
+  startLiveSync: WithConfigP<[options?: LiveSyncOptions | null], LiveSyncEventDetail>;
+  stopLiveSync: WithConfigP<[], 'OK'>;
+  getLiveSyncState: WithConfigP<[], LiveSyncEventDetail>;
 }
 
 export declare const smartstore: SmartStore;
@@ -448,6 +496,34 @@ export declare class Watch<N = SoupNotice> extends EventEmitter {
   [Symbol.asyncIterator](): AsyncIterableIterator<N>;
 }
 
+/** A store's live sync (Store#startLiveSync): 'state' and 'run' events, the last known state,
+ *  stop(), and async iteration of its state events (beginning with the last known one, ending
+ *  after "stopped"). Keeps the process alive only while someone waits (an iteration's pending
+ *  next(), a stop() in flight, keepAlive / ref()). */
+export declare class LiveSync extends EventEmitter {
+  /** The last known state ('connecting' until the first event). */
+  readonly state: LiveSyncStateName;
+  readonly lastEvent: LiveSyncStateEvent | null;
+  readonly stopped: boolean;
+  /** Resolves once the library accepted the start; rejects when it refused it. */
+  readonly started: Promise<this>;
+  /** Resolves once its "stopped" event was emitted. */
+  stop(): Promise<void>;
+  ref(): this;
+  unref(): this;
+  hasRef(): boolean;
+  on(event: 'state', listener: (event: LiveSyncStateEvent) => void): this;
+  on(event: 'run', listener: (state: SyncState) => void): this;
+  on(event: 'error', listener: (error: SyncStoreError) => void): this;
+  once(event: 'state', listener: (event: LiveSyncStateEvent) => void): this;
+  once(event: 'run', listener: (state: SyncState) => void): this;
+  once(event: 'error', listener: (error: SyncStoreError) => void): this;
+  off(event: 'state', listener: (event: LiveSyncStateEvent) => void): this;
+  off(event: 'run', listener: (state: SyncState) => void): this;
+  off(event: 'error', listener: (error: SyncStoreError) => void): this;
+  [Symbol.asyncIterator](): AsyncIterableIterator<LiveSyncStateEvent>;
+}
+
 export interface OpenOptions extends StoreConfig {
   root?: string;
   /** Opens (or creates) an encrypted store: a passphrase, or x'<64 hex digits>' (the raw key).
@@ -508,6 +584,11 @@ export declare class Store {
   watch<T = SoupEntry>(soup: string, querySpec: QuerySpec, options?: WatchOptions): Watch<QueryNotice<T>>;
   /** Watches the commits that touch a soup (null: every soup). */
   watchSoup(soup: string | null, options?: WatchOptions): Watch<SoupNotice>;
+  /** Starts live sync: the store's syncs run by themselves. It belongs to this handle (its
+   *  close stops it); one per store. */
+  startLiveSync(options?: StartLiveSyncOptions): LiveSync;
+  /** The store's live sync state, whoever started it ('stopped' when off). */
+  liveSyncState(): Promise<LiveSyncStateEvent>;
 }
 
 export declare function openStore(options?: OpenOptions): Promise<Store>;

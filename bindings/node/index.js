@@ -6,6 +6,7 @@ const { openStore, listStores, removeStore, removeAllStores, Store } = require('
 const { Cursor } = require('./lib/cursor');
 const { SyncRun } = require('./lib/sync');
 const { Watch } = require('./lib/watch');
+const { LiveSync } = require('./lib/live');
 const { getRoot, setRoot } = require('./lib/root');
 const { smartstore, smartstoreClient } = require('./lib/smartstore');
 const { setEncryptionKeyProvider } = require('./lib/cordova');
@@ -16,7 +17,7 @@ module.exports = {
   // Cordova faces (callbacks) and their promise twins
   smartstore, mobilesync, smartstoreClient, mobilesyncClient, createMobileSync, MobileSync, MERGE_MODE,
   // promise-first face
-  openStore, listStores, removeStore, removeAllStores, Store, Cursor, SyncRun, Watch,
+  openStore, listStores, removeStore, removeAllStores, Store, Cursor, SyncRun, Watch, LiveSync,
   // root directory of stores: setRootDirectory(dir) > $SYNCSTORE_ROOT > per-user data dir
   setRootDirectory: setRoot, getRootDirectory: getRoot,
   // keys of encrypted stores the Cordova faces open: fn({storeName, isGlobalStore, root}) -> key

@@ -95,7 +95,7 @@ function createCordova(options = {}) {
     plugin.on('event', (name, detail) => {
       cordova.fireDocumentEvent(name, { detail });
       // The React Native face's events (its bridges fire no sync events of their own).
-      if (name === 'smartstoreChanged') {
+      if (name === 'smartstoreChanged' || name === 'liveSync') {
         try { nativeEvents.emit(name, detail); } catch (error) { queueMicrotask(() => { throw error; }); }
       }
     });
@@ -227,7 +227,7 @@ const SMARTSTORE_METHODS = ['alterSoup', 'clearSoup', 'closeCursor', 'getAllGlob
 // MobileSyncReactBridge) call success() with no argument where the plugins answer "OK", and answer
 // "true" for the store removals as the plugins do; iOS's (SFSmartStoreReactBridge,
 // SFMobileSyncReactBridge) answer "OK" for those removals too.
-const RN_ANDROID_BARE = new Set(['removeSoup', 'clearSoup', 'removeFromSoup', 'closeCursor', 'deleteSync', 'resetSyncManager']);
+const RN_ANDROID_BARE = new Set(['removeSoup', 'clearSoup', 'removeFromSoup', 'closeCursor', 'deleteSync', 'resetSyncManager', 'stopLiveSync']);
 const RN_IOS_OK = new Set(['removeStore', 'removeAllStores', 'removeAllGlobalStores']);
 /** The action of a method: the Cordova function's of the same name (the library's table). */
 const smartstoreAction = (method) => SERVICES.smartstore.functions.get(method).action;
@@ -269,7 +269,9 @@ function reactNativeBridges(cordova, getPlugin, events) {
     return answer === null ? { value: null, hasValue: true } : { value, hasValue };
   }
 
-  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager'];
+  const MOBILESYNC_METHODS = ['syncDown', 'syncUp', 'reSync', 'cleanResyncGhosts', 'getSyncStatus', 'deleteSync', 'resetSyncManager',
+    // SyncStore's own (docs/hybrid-plugin.md, "Live sync"), when the library's table has them.
+    'startLiveSync', 'stopLiveSync', 'getLiveSyncState'].filter((method) => SERVICES.mobilesync.functions.has(method));
 
   function make(methods, impl, shape) {
     const bridge = {};
@@ -290,8 +292,9 @@ function reactNativeBridges(cordova, getPlugin, events) {
 
   // Native modules send events to JS through RCTDeviceEventEmitter (Android's
   // DeviceEventManagerModule, iOS's RCTEventEmitter sendEventWithName): here one emitter carries
-  // every "smartstoreChanged" event, its payload the detail a Cordova page gets. The smartstore
-  // bridges answer NativeEventEmitter's addListener / removeListeners, as event-emitting modules do.
+  // every "smartstoreChanged" and "liveSync" event, its payload the detail a Cordova page gets.
+  // The bridges that fire them answer NativeEventEmitter's addListener / removeListeners, as
+  // event-emitting modules do.
   const DeviceEventEmitter = {
     addListener(type, listener) {
       events.on(type, listener);
@@ -304,9 +307,9 @@ function reactNativeBridges(cordova, getPlugin, events) {
 
   return {
     SmartStoreReactBridge: emitting(make(SMARTSTORE_METHODS, smartstore, 'android')),
-    MobileSyncReactBridge: make(MOBILESYNC_METHODS, mobilesync, 'android'),
+    MobileSyncReactBridge: emitting(make(MOBILESYNC_METHODS, mobilesync, 'android')),
     SFSmartStoreReactBridge: emitting(make(SMARTSTORE_METHODS, smartstore, 'ios')),
-    SFMobileSyncReactBridge: make(MOBILESYNC_METHODS, mobilesync, 'ios'),
+    SFMobileSyncReactBridge: emitting(make(MOBILESYNC_METHODS, mobilesync, 'ios')),
     DeviceEventEmitter,
     /** The container's OAuth bridge: getAuthCredentials(callback(error, credentials)). */
     SalesforceOauthReactBridge: {

@@ -156,6 +156,24 @@ function operation(name, impl, arity, { withConfig = true } = {}) {
   return [callbackFace, promiseFace];
 }
 
+/** A face of a function whose last arguments may be left out (addSoupListener's soupName, startLiveSync's options):
+ *  the arguments before the first function (the callbacks) are padded to the function's count,
+ *  after the storeConfig when one leads them. */
+function withOptionalArgs(fn, face) {
+  if (fn.required === fn.args.length || !fn.storeConfig) return face;
+  return (...all) => {
+    const k = all.findIndex((a) => typeof a === 'function');
+    const given = k < 0 ? all : all.slice(0, k);
+    const callbacks = k < 0 ? [] : all.slice(k);
+    const leads = given.length > fn.args.length || (given.length > 0 && isStoreConfig(given[0]));
+    const config = leads ? given[0] : null;
+    const args = leads ? given.slice(1) : given;
+    while (args.length < fn.args.length) args.push(undefined);
+    // A leading null before the arguments and callbacks stands for the default store.
+    return face(config ?? null, ...args, ...callbacks);
+  };
+}
+
 // ---- Node extras that need a store handle of their own (not plugin actions) ----
 
 const extraStores = new Map(); // root + slot -> Promise<Store>
@@ -202,6 +220,6 @@ async function closeExtraStores(filter) {
 }
 
 module.exports = {
-  pluginFor, onSync, onEvent, updateKeepAlive, argsOf, invoke, splitConfig, operation, later, message, toError, isStoreConfig,
+  pluginFor, onSync, onEvent, updateKeepAlive, argsOf, invoke, splitConfig, operation, withOptionalArgs, later, message, toError, isStoreConfig,
   setLogLevel, getLogLevel, setEncryptionKeyProvider, extraStore, closeExtraStores,
 };

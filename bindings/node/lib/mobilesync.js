@@ -1,13 +1,14 @@
 'use strict';
 // The Cordova plugin's mobilesync: syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
-// deleteSync, MERGE_MODE; plus what Cordova got from its OAuth plugin (setRemote) and Node
-// extras (loadSyncConfig, registerTarget). Calls go to the library's dispatcher, whose 'sync'
-// events (detail = state + isGlobalStore + storeName) every MobileSync emits (EventEmitter and
-// EventTarget).
+// deleteSync, MERGE_MODE; SyncStore's live sync (startLiveSync, stopLiveSync, getLiveSyncState);
+// plus what Cordova got from its OAuth plugin (setRemote) and Node extras (loadSyncConfig,
+// registerTarget). Calls go to the library's dispatcher, whose 'sync' events (detail = state +
+// isGlobalStore + storeName) and 'liveSync' events (detail = live sync state event +
+// isGlobalStore + storeName) every MobileSync emits (EventEmitter and EventTarget).
 const { EventEmitter } = require('node:events');
 const { syncStoreError } = require('./native');
 const { SERVICES, fieldsOf, answerOf } = require('./api');
-const { pluginFor, onSync, updateKeepAlive, argsOf, invoke, extraStore, splitConfig, operation, later, message, toError } = require('./cordova');
+const { pluginFor, onSync, onEvent, updateKeepAlive, argsOf, invoke, extraStore, splitConfig, operation, withOptionalArgs, later, message, toError } = require('./cordova');
 
 // CustomEvent is global from Node 19; an Event with .detail elsewhere.
 const SyncEvent = globalThis.CustomEvent || class extends Event {
@@ -48,6 +49,8 @@ function argsAndCallbacks(name, rest) {
 const instances = new Set(); // WeakRefs of every MobileSync: the dispatcher's events go to each
 const live = () => [...instances].map((ref) => ref.deref() || (instances.delete(ref), null)).filter(Boolean);
 onSync((detail) => { for (const ms of live()) ms._dispatch(detail); }, () => live().some((ms) => ms._waiting()));
+// Live sync's state events (docs/hybrid-plugin.md, "Live sync"): they keep no process alive.
+onEvent((name, detail) => { if (name === 'liveSync') for (const ms of live()) ms._dispatch(detail, name); });
 
 class MobileSync extends EventEmitter {
   #target = new EventTarget();
@@ -85,9 +88,9 @@ class MobileSync extends EventEmitter {
    *  alive; at exit the stores close, which stops it). */
   _waiting() { return this.listenerCount('sync') > 0 || this.#domListeners.size > 0; }
 
-  _dispatch(detail) {
-    this.emit('sync', detail);
-    this.#target.dispatchEvent(new SyncEvent('sync', { detail }));
+  _dispatch(detail, name = 'sync') {
+    try { this.emit(name, detail); } catch (error) { queueMicrotask(() => { throw error; }); }
+    this.#target.dispatchEvent(new SyncEvent(name, { detail }));
   }
 
   // ---- runs ----
@@ -139,8 +142,11 @@ class MobileSync extends EventEmitter {
 const simpleOps = {};
 // Every other function of the library's table (getSyncStatus, deleteSync, loadSyncConfig...): its
 // action with the args object of its arguments; the plugin's {} for an unknown sync is null.
+// Optional last arguments (startLiveSync's options) may be left out before the callbacks.
+const optional = {};
 for (const fn of ROWS.filter((row) => !RUN_METHODS.includes(row.name))) {
   simpleOps[fn.name] = [async (c, ...args) => answerOf(fn, await invoke(MOBILESYNC, fn.action, fieldsOf(fn, args), c)), fn.args.length];
+  optional[fn.name] = (face) => withOptionalArgs(fn, face);
 }
 Object.assign(simpleOps, {
   /** Node's stand-in for the OAuth plugin: {instanceUrl, accessToken, refreshToken?, ...}. */
@@ -155,13 +161,16 @@ Object.assign(simpleOps, {
 
 for (const [name, [impl, arity]] of Object.entries(simpleOps)) {
   const [callbackFace] = operation(name, impl, arity);
-  MobileSync.prototype[name] = callbackFace;
+  MobileSync.prototype[name] = optional[name] ? optional[name](callbackFace) : callbackFace;
 }
 
 /** Promise twins: start calls resolve with the state at start (DONE in React Native mode). */
 function makeClient(ms) {
   const client = { MERGE_MODE };
-  for (const [name, [impl, arity]] of Object.entries(simpleOps)) client[name] = operation(name, impl, arity)[1];
+  for (const [name, [impl, arity]] of Object.entries(simpleOps)) {
+    const promiseFace = operation(name, impl, arity)[1];
+    client[name] = optional[name] ? optional[name](promiseFace) : promiseFace;
+  }
   for (const name of RUN_METHODS) {
     client[name] = (...args) => new Promise((resolve, reject) => {
       ms[name](...args, resolve, Object.assign((error) => reject(error), { [RAW_ERRORS]: true }));

@@ -4,7 +4,7 @@
 const { STATUS, syncStoreError } = require('./native');
 const { getRoot, setRoot } = require('./root');
 const { EventEmitter } = require('node:events');
-const { invoke, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider, isStoreConfig, onEvent } = require('./cordova');
+const { invoke, closeExtraStores, operation, splitConfig, later, setLogLevel, getLogLevel, setEncryptionKeyProvider, onEvent, withOptionalArgs } = require('./cordova');
 const { SERVICES, fieldsOf } = require('./api');
 const specs = require('./querySpec');
 
@@ -20,24 +20,6 @@ const removedBy = {
 
 const smartstore = { ...specs };
 const client = { ...specs };
-
-/** A face of a function whose last arguments may be left out (addSoupListener's soupName):
- *  the arguments before the first function (the callbacks) are padded to the function's count,
- *  after the storeConfig when one leads them. */
-function withOptionalArgs(fn, face) {
-  if (fn.required === fn.args.length || !fn.storeConfig) return face;
-  return (...all) => {
-    const k = all.findIndex((a) => typeof a === 'function');
-    const given = k < 0 ? all : all.slice(0, k);
-    const callbacks = k < 0 ? [] : all.slice(k);
-    const leads = given.length > fn.args.length || (given.length > 0 && isStoreConfig(given[0]));
-    const config = leads ? given[0] : null;
-    const args = leads ? given.slice(1) : given;
-    while (args.length < fn.args.length) args.push(undefined);
-    // A leading null before the arguments and callbacks stands for the default store.
-    return face(config ?? null, ...args, ...callbacks);
-  };
-}
 
 // Every function of the library's table: its action with the args object of its arguments, as
 // cordova.force.js builds it.

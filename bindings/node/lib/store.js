@@ -6,6 +6,7 @@ const { getRoot } = require('./root');
 const { Cursor } = require('./cursor');
 const { SyncRun, registerTarget } = require('./sync');
 const { Watches, watchOptions } = require('./watch');
+const { LiveSync, liveOptions } = require('./live');
 
 /** {storeName, isGlobalStore} from a storeConfig (object, bare boolean, or absent). A key in it
  *  is not copied: see openConfigJson. */
@@ -36,6 +37,7 @@ function isQuerySpec(value) {
 class Store {
   #handle;
   #watches = new Watches(this);
+  #lives = new Set(); // the LiveSyncs started through this handle, until they stop
 
   constructor(handle, config, root) {
     this.#handle = handle;
@@ -67,7 +69,8 @@ class Store {
   /** Whether the store is closed: the addon's record says (a close marks it when it is made). */
   get closed() { return addon.storeClosed(this.#handle); }
 
-  /** Closes the handle: stops the syncs it started and waits for their last state. */
+  /** Closes the handle: stops the syncs and the live sync it started and waits for their last
+   *  state (a LiveSync's "stopped" event is emitted before this resolves). */
   async close() {
     if (this.closed) return;
     try {
@@ -75,6 +78,7 @@ class Store {
     } finally {
       this.#watches.closed();
     }
+    await Promise.all([...this.#lives].map((live) => live._ended()));
   }
 
   // ---- soups ----
@@ -181,6 +185,28 @@ class Store {
   }
   async stopSyncs() { return this.#call(OP.STOP_SYNCS); }
   registerTarget(type, impl) { registerTarget(this, type, impl); }
+
+  // ---- live sync (docs/sync.md#live-sync) ----
+  /** Starts live sync: the store's syncs run by themselves (catching up at once and after being
+   *  offline, a sync up after writes pause for debounceMs, sync downs every pullIntervalMs).
+   *  options: {syncs (names; default every named sync), debounceMs, retryMinMs, retryMaxMs,
+   *  pullIntervalMs, keepAlive}. Returns a LiveSync ('state' and 'run' events, .state, .stop(),
+   *  async iterable); it belongs to this handle, whose close stops it. One per store. */
+  startLiveSync(options) {
+    let parsed;
+    try { parsed = liveOptions(options); } catch (error) { parsed = { error }; }
+    const live = new LiveSync(this, (onEvent) => {
+      if (parsed.error) throw parsed.error;
+      return addon.liveStart(this._handle(), parsed.json, onEvent);
+    }, parsed);
+    this.#lives.add(live);
+    live._ended().then(() => this.#lives.delete(live));
+    return live;
+  }
+
+  /** The store's live sync state, whoever started it: {event: 'state', state, nextRetryAt?,
+   *  error?, syncs}; state 'stopped' when it is off. */
+  async liveSyncState() { return this.#json(OP.LIVE_SYNC_STATE); }
 
   // ---- watches (include/syncstore.h, "Listeners") ----
   /** Watches a query's result: a Watch ('change' with the result and what changed, async

@@ -1,6 +1,7 @@
 /* Node-API addon over libsyncstore: module setup, library loading, errors and argument helpers,
  * and the shutdown that closes an environment's stores. The calls live in calls.c (store),
- * sync.c (sync runs) and target.c (custom targets written in JS). */
+ * sync.c (sync runs), target.c (custom targets written in JS), plugin.c (the hybrid plugins'
+ * dispatcher), watch.c (store watches) and live.c (live sync). */
 
 #include "addon.h"
 #include <dlfcn.h>
@@ -216,6 +217,7 @@ static void env_cleanup(void *arg) {
     target_env_teardown(es);
     plugin_env_teardown(es);
     watch_env_teardown(es);
+    live_env_teardown(es);
     pthread_mutex_lock(&g_mu);
     store_rec *r = es->stores;
     es->stores = NULL;
@@ -245,6 +247,7 @@ static napi_value init(napi_env env, napi_value exports) {
     target_init(env, exports);
     plugin_init(env, exports);
     watch_init(env, exports);
+    live_init(env, exports);
     return exports;
 }
 

@@ -30,7 +30,8 @@
     X(syncstore_plugin_set_key_provider) X(syncstore_plugin_exec) X(syncstore_plugin_free) \
     X(syncstore_plugin_api) X(syncstore_add_soup_listener) X(syncstore_add_query_listener) \
     X(syncstore_remove_listener) X(syncstore_set_listener_interval) \
-    X(syncstore_buffer_notifications) X(syncstore_send_notifications)
+    X(syncstore_buffer_notifications) X(syncstore_send_notifications) \
+    X(syncstore_start_live_sync) X(syncstore_stop_live_sync) X(syncstore_get_live_sync_state)
 
 /* The library's file name for dlopen, from the header's SYNCSTORE_ABI_VERSION ("libsyncstore.so.1");
  * lib/native.js reads it as addon.SONAME. */
@@ -125,6 +126,12 @@ napi_value watch_init(napi_env env, napi_value exports);
  * watches are gone and their thread-safe function is released. */
 void watch_store_closed(napi_env env, store_rec *rec, int close_ok);
 void watch_env_teardown(env_state *es);
+/* Live sync (src/live.c): its events reach JS on the event loop. */
+napi_value live_init(napi_env env, napi_value exports);
+/* JS thread, when the close of a handle completed: the live syncs started through it call back
+ * no more, and their thread-safe functions are released. */
+void live_store_closed(napi_env env, store_rec *rec);
+void live_env_teardown(env_state *es);
 
 #define NAPI_OK(call) do { if ((call) != napi_ok) return NULL; } while (0)
 

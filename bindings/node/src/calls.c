@@ -11,7 +11,7 @@
     X(REMOVE_BY_QUERY) X(QUERY_SOUP) X(SMART_QUERY) X(MOVE_CURSOR) X(CLOSE_CURSOR) \
     X(SET_REMOTE) X(CREATE_SYNC_DOWN) X(CREATE_SYNC_UP) X(GET_SYNC_STATUS) \
     X(GET_SYNC_STATUS_BY_NAME) X(DELETE_SYNC) X(DELETE_SYNC_BY_NAME) X(STOP_SYNCS) \
-    X(LOAD_SYNC_CONFIG) X(QUERY_PAGE) X(CHANGE_KEY)
+    X(LOAD_SYNC_CONFIG) X(QUERY_PAGE) X(CHANGE_KEY) X(LIVE_SYNC_STATE) X(STOP_LIVE_SYNC)
 
 enum {
 #define SS_OP(name) OP_##name,
@@ -100,6 +100,9 @@ static void execute(napi_env env, void *data) {
     case OP_QUERY_PAGE: c->status = SS.syncstore_query_page(st, c->s[0], c->s[1], c->i[0], &c->out, e); break;
     /* s[0] = the new key, NULL decrypts. */
     case OP_CHANGE_KEY: c->status = SS.syncstore_change_key(st, c->s[0], e); break;
+    /* Live sync (src/live.c starts it): its state, and its stop (which waits for its thread). */
+    case OP_LIVE_SYNC_STATE: c->status = SS.syncstore_get_live_sync_state(st, &c->out, e); break;
+    case OP_STOP_LIVE_SYNC: c->status = SS.syncstore_stop_live_sync(st, e); break;
     default: fail(c, SYNCSTORE_ERR_ARGUMENT, "unknown operation"); break;
     }
 }
@@ -157,6 +160,7 @@ static void complete(napi_env env, napi_status napi_st, void *data) {
         napi_resolve_deferred(env, c->deferred, result);
     }
     if (c->op == OP_CLOSE && c->closes) watch_store_closed(env, c->rec, c->status == SYNCSTORE_OK);
+    if (c->op == OP_CLOSE && c->closes && c->status == SYNCSTORE_OK) live_store_closed(env, c->rec);
     if (c->work) napi_delete_async_work(env, c->work);
     free_call(c);
 }
@@ -172,7 +176,7 @@ static const unsigned char op_kind[OP_COUNT] = {
     [OP_SMART_QUERY] = OUT_TEXT, [OP_MOVE_CURSOR] = OUT_TEXT, [OP_CREATE_SYNC_DOWN] = OUT_NUMBER,
     [OP_CREATE_SYNC_UP] = OUT_NUMBER, [OP_GET_SYNC_STATUS] = OUT_TEXT,
     [OP_GET_SYNC_STATUS_BY_NAME] = OUT_TEXT,
-    [OP_QUERY_PAGE] = OUT_TEXT,
+    [OP_QUERY_PAGE] = OUT_TEXT, [OP_LIVE_SYNC_STATE] = OUT_TEXT,
 };
 
 /* Operations that take no store handle (their first argument is the root directory). */
@@ -233,8 +237,8 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
         free(c);
         return NULL;
     }
-    /* Close and stop wait for syncs; they stay off the lane so it never blocks on them. */
-    if (op != OP_CLOSE && op != OP_STOP_SYNCS && lane_submit(es, lane_run, lane_done, lane_drop, c)) return promise;
+    /* Close and the stops wait for syncs or threads; they stay off the lane so it never blocks on them. */
+    if (op != OP_CLOSE && op != OP_STOP_SYNCS && op != OP_STOP_LIVE_SYNC && lane_submit(es, lane_run, lane_done, lane_drop, c)) return promise;
     napi_create_string_utf8(env, "syncstore", NAPI_AUTO_LENGTH, &name);
     napi_create_async_work(env, NULL, name, execute, complete, c, &c->work);
     napi_queue_async_work(env, c->work);

@@ -3,7 +3,7 @@
 import {
   smartstore, smartstoreClient, mobilesync, mobilesyncClient, openStore, createMobileSync,
   buildExactQuerySpec, MERGE_MODE, SyncState, StoreCursor, SyncStoreError, SyncEvent,
-  setEncryptionKeyProvider, Watch, SoupNotice,
+  setEncryptionKeyProvider, Watch, SoupNotice, LiveSync, LiveSyncStateEvent,
 } from '..';
 import cordova = require('../cordova');
 
@@ -62,6 +62,37 @@ smartstore.on('smartstoreChanged', (detail) => detail.listenerId + detail.sequen
 smartstore.addEventListener('smartstoreChanged', (event) => event.detail.isGlobalStore);
 smartstoreClient.addQueryListener(null, 'select count(*) from {contacts}').then((id: number) => smartstoreClient.removeListener(id));
 
+async function liveSync(): Promise<number> {
+  const store = await openStore({ storeName: 'app' });
+  const live: LiveSync = store.startLiveSync({ syncs: ['up', 'down'], debounceMs: 100, pullIntervalMs: 60000 });
+  live.on('state', (event) => event.state === 'offline' && (event.nextRetryAt ?? 0) > Date.now());
+  live.on('run', (state) => state.status.length + state._soupEntryId);
+  live.on('error', (error) => error.code);
+  await live.started;
+  let retries = 0;
+  for await (const event of live) {
+    if (event.state === 'offline') retries += 1;
+    if (event.state === 'live') break;
+  }
+  const state: LiveSyncStateEvent = await store.liveSyncState();
+  await live.stop();
+  // @ts-expect-error not a live sync state
+  const wrong: typeof live.state = 'paused';
+  void wrong;
+  // @ts-expect-error debounceMs is a number
+  store.startLiveSync({ debounceMs: '1s' });
+  return retries + state.syncs.length + (live.lastEvent?.syncs.length ?? 0);
+}
+liveSync();
+
+mobilesync.startLiveSync((state) => state.state + state.storeName);
+mobilesync.startLiveSync({ storeName: 'x' }, { syncs: ['up'] }, (state) => state.syncs.length, (message) => message);
+mobilesync.on('liveSync', (detail) => detail.state === 'offline' && detail.nextRetryAt);
+mobilesync.addEventListener('liveSync', (event) => event.detail.isGlobalStore);
+mobilesyncClient.startLiveSync({ debounceMs: 50 }).then((state) => state.event === 'state');
+mobilesyncClient.getLiveSyncState(true).then((state) => state.state);
+mobilesyncClient.stopLiveSync().then((ok: 'OK') => ok);
+
 async function encrypted(): Promise<void> {
   const store = await openStore({ storeName: 'vault', key: 'passphrase', kdfIter: 4000 });
   await store.changeKey("x'" + '00'.repeat(32) + "'");
@@ -80,6 +111,8 @@ bridge.define('app.store', (require, exports, module) => { module.exports = requ
 bridge.document.addEventListener('sync', (event) => event.detail);
 bridge.reactNative.SFSmartStoreReactBridge.soupExists({ soupName: 'contacts' }, (error, exists) => error ?? exists);
 bridge.reactNative.DeviceEventEmitter.addListener('smartstoreChanged', (detail) => detail.listenerId).remove();
+bridge.reactNative.DeviceEventEmitter.addListener('liveSync', (detail) => detail.state).remove();
+bridge.reactNative.SFMobileSyncReactBridge.startLiveSync({ options: { debounceMs: 50 } }, (error, state) => error ?? state);
 bridge.configure({ keyProvider: async () => ({ key: 'passphrase', kdfIter: 4000 }) }).install();
 // @ts-expect-error fail gets the message string
 bridge.exec(null, (message: number) => message, 'com.salesforce.smartstore', 'pgGetAllStores', []);

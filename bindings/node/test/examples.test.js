@@ -70,6 +70,20 @@ test('examples/modern.js runs', { timeout: 60000 }, async (t) => {
   assert.match(result.out, /2 pages/); // 151 contacts, 100 per page
 });
 
+test('examples/live-sync.js runs: caught up, the edit pushed, stopped; and again in the same root', { timeout: 90000 }, async (t) => {
+  const env = await environment(t);
+  for (let round = 1; round <= 2; round++) { // the second run finds the named syncs
+    const result = await run(path.join(HERE, 'examples', 'live-sync.js'), env);
+    assert.equal(result.code, 0, `run ${round}: ${result.err}`);
+    assert.match(result.out, /^live sync: connecting\n {2}contacts-up: DONE\n {2}contacts-down: DONE\nlive sync: live\n/);
+    assert.match(result.out, /\n {2}contacts-up: DONE\n(live sync: live\n)?still dirty: 0\n/);
+    assert.match(result.out, /live sync: stopped\n$/);
+  }
+  const response = await fetch(`${env.SF_INSTANCE_URL}/services/data/v62.0/query?q=${encodeURIComponent("SELECT Id FROM Contact WHERE LastName = 'Hopper'")}`,
+    { headers: { Authorization: `Bearer ${env.SF_ACCESS_TOKEN}` } });
+  assert.equal((await response.json()).totalSize, 2);
+});
+
 test('examples/watch.js runs: the live result ends with both tasks due soon', { timeout: 60000 }, async (t) => {
   const dir = tempRoot(t);
   fs.mkdirSync(path.join(dir, 'node_modules'));
