@@ -811,24 +811,28 @@ int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
  * reported and wait for the next write. Runs are ordinary runs of those syncs (one at a time
  * per sync; their states and the sync's callbacks as syncstore_resync() gives them).
  * options_json_or_NULL: {"syncs": [names] (default: every named sync), "debounceMs": 300,
- *   "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}.
+ *   "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}; any other key is ARGUMENT.
  * cb (may be NULL) receives events as JSON, valid during the call:
  *   {"event": "state", "state": "connecting" | "catchingUp" | "live" | "offline" | "stopped",
  *    "nextRetryAt"?: epoch ms (offline), "error"?: the last failure, "syncs": [ids]},
  *   called on the live sync's own thread (one per store, ended by stop or close), and
  *   {"event": "run", "sync": the sync state} for every state change of every run it starts,
- *   on the sync worker thread. The rules of "Callbacks, threads and close" hold for both; a
- *   live sync callback may call syncstore_stop_live_sync().
- * Live sync belongs to this handle: closing it stops live sync.
+ *   on the sync worker thread. A state may repeat ("live" after every round of runs). The
+ *   rules of "Callbacks, threads and close" hold for both; a live sync callback may call
+ *   syncstore_stop_live_sync(). context must stay valid until this handle is closed (a run
+ *   live sync started just before a stop reports until it ends).
+ * Live sync belongs to this handle: closing it stops live sync (any handle may stop it).
  * Errors: ARGUMENT (bad options; no sync to run), NOT_FOUND (a name in "syncs"), STATE (live
- * sync is on already; closed store), BUSY (no thread could be started).
+ * sync is on already; closed store; a read-only store), BUSY (a stop is under way; another
+ * process runs this store's syncs; no thread could be started).
  */
 int syncstore_start_live_sync(syncstore_store *store, const char *options_json_or_NULL, syncstore_sync_callback cb,
                               void *context, syncstore_error *err);
 
-/** Stops live sync and returns when its thread has ended (at once from its own callback): no
- *  run starts after that; a run in progress ends as any run does. The last event is
- *  "stopped". A store without live sync: no-op. Errors: STATE (closed store). */
+/** Stops live sync (whichever handle started it) and returns when its thread has ended (at once
+ *  from its own callback): it starts no run after that; a run it started ends as any run does,
+ *  reporting to its callback. The last state event is "stopped". A store without live sync:
+ *  no-op. Errors: STATE (closed store). */
 int syncstore_stop_live_sync(syncstore_store *store, syncstore_error *err);
 
 /** The live sync state as syncstore_start_live_sync()'s "state" event has it (state "stopped"
@@ -897,7 +901,8 @@ int syncstore_register_custom_target(syncstore_store *store, const char *type,
  *     pgRemoveAllStores, pgRemoveAllGlobalStores, pgShowInspector, loadStoreConfig, and this
  *     library's store listeners: pgAddSoupListener, pgAddQueryListener, pgRemoveListener;
  *   "com.salesforce.mobilesync": syncDown, syncUp, reSync, cleanResyncGhosts, getSyncStatus,
- *     deleteSync, resetSyncManager, loadSyncConfig;
+ *     deleteSync, resetSyncManager, loadSyncConfig, and this library's live sync:
+ *     startLiveSync, stopLiveSync, getLiveSyncState;
  *   "com.salesforce.oauth": getAuthCredentials, authenticate (the default remote's credentials),
  *     getAppHomeUrl;
  *   "com.salesforce.network": pgSendRequest (force.js's REST requests, sent to the default
@@ -929,7 +934,9 @@ typedef void (*syncstore_plugin_answer)(void *context, int status, const char *j
  * "isGlobalStore" and "storeName") as `detail_json`, for every state change of every run
  * started through the plugin; event "smartstoreChanged" with a listener's notice (see
  * "Listeners"; plus "listenerId", "isGlobalStore" and "storeName") for the listeners added
- * with pgAddSoupListener / pgAddQueryListener. Valid during the call only.
+ * with pgAddSoupListener / pgAddQueryListener; event "liveSync" with a live sync state event
+ * (see syncstore_start_live_sync(); plus "isGlobalStore" and "storeName"). Valid during the
+ * call only.
  */
 typedef void (*syncstore_plugin_event)(void *context, const char *event, const char *detail_json);
 
@@ -965,7 +972,8 @@ int syncstore_plugin_set_remote(syncstore_plugin *plugin, const char *store_json
 
 /**
  * Sets the listener of the plugin's document events (NULL removes it). It is called on the
- * stores' sync worker threads ("sync") and notifier threads ("smartstoreChanged"; see
+ * stores' sync worker threads ("sync"), notifier threads ("smartstoreChanged") and live sync
+ * threads ("liveSync"; see
  * "Callbacks, threads and close"); context must stay valid
  * until it is replaced or the plugin is freed. Errors: STATE.
  */

@@ -13,6 +13,20 @@ private let before = fuzzFingerprint(path)
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzQuerySpec(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let spec = fuzzString(data, size) else { return 0 }
+    // The scanner's reading of a spec is jansson's, member for member, or the same error.
+    let scanned = Result { try QuerySpec.parse(text: spec) }
+    let tree = Result { () throws -> QuerySpec in
+        let doc = try JSONDocument.parse(spec, what: "query spec")
+        return try QuerySpec.parse(doc.root)
+    }
+    switch (scanned, tree) {
+    case (.success(let a), .success(let b)):
+        if String(reflecting: a) != String(reflecting: b) { fuzzFail("spec read as \(a) by the scanner, \(b) by jansson") }
+    case (.failure(let a), .failure(let b)):
+        if "\(a)" != "\(b)" { fuzzFail("spec refused with \(a) by the scanner, \(b) by jansson") }
+    default:
+        fuzzFail("spec: scanner \(scanned), jansson \(tree)")
+    }
     if let out = fuzzTry("querySoup", { try store.querySoup(fuzzSoup, specJSON: spec) }) { fuzzExpectJSON(out, "querySoup") }
     if let out = fuzzTry("queryPage", { try store.queryPage(soup: fuzzSoup, specJSON: spec, page: Int64(size % 3)) }) {
         fuzzExpectJSON(out, "queryPage")

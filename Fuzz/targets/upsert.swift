@@ -1,22 +1,48 @@
 // Upsert entries: the first line is the external id path (empty: none), the rest the entries
 // (an array of objects, or one object). An upsert that fails leaves the store as it was; one
-// that succeeds returns a JSON array with one stored entry per input entry.
+// that succeeds returns a JSON array with one stored entry per input entry. Differentially:
+// entries stored from their scanned text answer byte for byte as the tree path does (the ids and
+// times masked: the two runs get different ones), and fail with the same message.
 import Glibc
 @testable import SyncStoreCore
 @testable import SyncStorePlugin
 @testable import SyncStoreSync
 
 private let (store, path) = fuzzFixtureStore("upsert")
+/// The same fixture, written through the tree path only: both stores see every input, so their
+/// ids stay equal.
+private let (treeStore, _) = fuzzFixtureStore("upsert-tree")
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzUpsert(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let text = fuzzString(data, size) else { return 0 }
     let (externalIdPath, entries) = fuzzSplit(text)
     let before = fuzzFingerprint(path)
-    guard let out = fuzzTry("upsert", {
-        try store.upsert(soup: fuzzSoup, entriesJSON: entries, externalIdPath: externalIdPath.isEmpty ? nil : externalIdPath)
-    }) else {
+    treeStore.scansHostUpserts = false
+    func run(_ store: SmartStore) -> (TextBuffer?, String) {
+        do {
+            return (try store.upsert(soup: fuzzSoup, entriesJSON: entries, externalIdPath: externalIdPath.isEmpty ? nil : externalIdPath), "")
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+    func reset() {
+        fuzzSetup("reset") {
+            for s in [store, treeStore] {
+                try s.clearSoup(fuzzSoup)
+                _ = try s.upsert(soup: fuzzSoup, entriesJSON: fuzzSoupEntries)
+            }
+        }
+    }
+    let (tree, treeError) = run(treeStore)
+    let (scanned, scannedError) = run(store)
+    if treeError != scannedError { fuzzFail("the scanned upsert failed with \(scannedError), the tree path with \(treeError)") }
+    if let tree, let scanned, fuzzMaskTimes(tree.string) != fuzzMaskTimes(scanned.string) {
+        fuzzFail("the scanned upsert answered \(scanned.string.prefix(300)), the tree path \(tree.string.prefix(300))")
+    }
+    guard let out = scanned else {
         if fuzzFingerprint(path) != before { fuzzFail("a failed upsert changed the store") }
+        if tree != nil { reset() }
         return 0
     }
     fuzzExpectJSON(out, "upsert")
@@ -27,9 +53,23 @@ public func fuzzUpsert(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         fuzzFail("upsert of \(expected) entries returned \(stored.root.count)")
     }
     // Back to the fixture's rows so inputs do not depend on each other.
-    fuzzSetup("reset") {
-        try store.clearSoup(fuzzSoup)
-        _ = try store.upsert(soup: fuzzSoup, entriesJSON: fuzzSoupEntries)
-    }
+    reset()
     return 0
+}
+
+/// `text` with the modification times masked (the two stores write at different times).
+private func fuzzMaskTimes(_ text: String) -> String {
+    var out = ""
+    var rest = Substring(text)
+    for key in ["\"_soupLastModifiedDate\":"] {
+        out = ""
+        while let range = rest.range(of: key) {
+            out += rest[..<range.upperBound]
+            rest = rest[range.upperBound...].drop { $0.isNumber || $0 == "-" }
+            out += "#"
+        }
+        out += rest
+        rest = Substring(out)
+    }
+    return out
 }

@@ -227,7 +227,7 @@ public func syncstore_start_live_sync(_ s: OpaquePointer?, _ options: CString?, 
 
 @_cdecl("syncstore_stop_live_sync")
 public func syncstore_stop_live_sync(_ s: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
-    guarded(err) { try manager(s).liveIfMade?.stop() }
+    guarded(err) { try SyncCompanion.of(try store(s)).current?.liveIfMade?.stop() }
 }
 
 @_cdecl("syncstore_get_live_sync_state")
@@ -235,7 +235,7 @@ public func syncstore_get_live_sync_state(_ s: OpaquePointer?, _ out: UnsafeMuta
                                           _ err: ErrorOut?) -> Int32 {
     out?.pointee = nil
     return guarded(err) {
-        let text = try manager(s).live.stateJSON
+        let text = try SyncCompanion.of(try store(s)).current?.liveIfMade?.stateJSON ?? LiveSync.stoppedStateJSON
         var buffer = TextBuffer(capacity: text.utf8.count + 1)
         buffer.append(text)
         try output(out, buffer)

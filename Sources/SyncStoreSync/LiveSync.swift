@@ -23,11 +23,16 @@ package final class LiveSync: @unchecked Sendable {
         /// 0: sync downs run only when catching up.
         var pullIntervalMs: Int64 = 0
 
+        private static let keys: Set<String> = ["syncs", "debounceMs", "retryMinMs", "retryMaxMs", "pullIntervalMs"]
+
         package static func parse(_ json: String?) throws -> Options {
             var options = Options()
             guard let json, !json.isEmpty else { return options }
             let doc = try JSONDocument.parse(json, what: "live sync options")
             guard doc.root.isObject else { throw StoreError.argument("Live sync options must be a JSON object") }
+            for (key, _) in doc.root.members where !keys.contains(key) {
+                throw StoreError.argument("Unknown live sync option \"\(key)\": use \(keys.sorted().joined(separator: ", "))")
+            }
             if let list = doc.root["syncs"], !list.isNull {
                 guard list.isArray, list.elements.allSatisfy({ $0.string != nil }) else {
                     throw StoreError.argument("\"syncs\" must be an array of sync names")
@@ -54,6 +59,8 @@ package final class LiveSync: @unchecked Sendable {
     private let lock = ConditionLock()
     private var thread: pthread_t?
     private var stopping = false
+    /// The loop has returned (its thread is still to be joined).
+    private var loopEnded = false
     private var phase = Phase.stopped
     private var nextRetryAt: Int64?
     private var lastError: String?
@@ -85,7 +92,11 @@ package final class LiveSync: @unchecked Sendable {
         guard !chosen.isEmpty else {
             throw StoreError.argument("Live sync has no sync to run: name the syncs (\"syncs\") or create named syncs first")
         }
+        reapEnded()
         try lock.withLock {
+            if thread != nil && stopping {
+                throw StoreError(.busy, "Live sync is stopping; start it again once the stop has returned", retryable: true)
+            }
             guard thread == nil else { throw StoreError(.state, "Live sync is on already; stop it first") }
             self.options = options
             self.owner = owner
@@ -93,6 +104,7 @@ package final class LiveSync: @unchecked Sendable {
             ups = chosen.filter { $0.kind == .syncUp }.map { ($0.id, $0.soupName) }
             downs = chosen.filter { $0.kind == .syncDown }.map(\.id)
             stopping = false
+            loopEnded = false
             firstChange = nil
             nextRetryAt = nil
             lastError = nil
@@ -108,18 +120,31 @@ package final class LiveSync: @unchecked Sendable {
     /// Stops live sync: no run starts after this returns (a run in progress ends by itself and
     /// converges as any run does); the callback's last event is "stopped". No-op when it is off.
     package func stop() {
+        // The thread stays recorded until it is joined: a start meanwhile is told it is stopping.
         let joining: pthread_t? = lock.withLock {
             guard let thread else { return nil }
             stopping = true
             lock.broadcast()
-            self.thread = nil
             return pthread_equal(thread, pthread_self()) != 0 ? nil : thread
         }
-        if let joining { pthread_join(joining, nil) }
+        guard let joining else { return }
+        pthread_join(joining, nil)
+        lock.withLock { if let thread, pthread_equal(thread, joining) != 0 { self.thread = nil } }
+    }
+
+    /// Joins a loop that ended by a stop from its own callback (nothing could join it then).
+    private func reapEnded() {
+        let ended: pthread_t? = lock.withLock {
+            guard loopEnded, let thread, pthread_equal(thread, pthread_self()) == 0 else { return nil }
+            return thread
+        }
+        guard let ended else { return }
+        pthread_join(ended, nil)
+        lock.withLock { if let thread, pthread_equal(thread, ended) != 0 { self.thread = nil } }
     }
 
     /// Whether live sync runs for handle `owner` (its close stops it).
-    package func isOwned(by owner: Int) -> Bool { lock.withLock { thread != nil && self.owner == owner } }
+    package func isOwned(by owner: Int) -> Bool { lock.withLock { thread != nil && !loopEnded && self.owner == owner } }
 
     /// Whether the caller is the live sync thread (a callback there must not close the store).
     package var isCurrentThread: Bool { lock.withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
@@ -127,7 +152,7 @@ package final class LiveSync: @unchecked Sendable {
     /// A host write committed to `soups`: the sync ups that push them run after the debounce.
     func hostChanged(_ soups: Dictionary<String, StoreChange.SoupChange>.Keys) {
         lock.withLock {
-            guard thread != nil, !stopping, ups.contains(where: { soups.contains($0.soup) }) else { return }
+            guard thread != nil, !stopping, !loopEnded, ups.contains(where: { soups.contains($0.soup) }) else { return }
             let now = Clock.monotonicMillis()
             if firstChange == nil { firstChange = now }
             lastChange = now
@@ -137,6 +162,9 @@ package final class LiveSync: @unchecked Sendable {
 
     /// {"state", "nextRetryAt"? (epoch ms), "error"?, "syncs": [ids]}.
     package var stateJSON: String { lock.withLock { event(phase) } }
+
+    /// The state of a store whose live sync never started.
+    package static let stoppedStateJSON = #"{"event":"state","state":"stopped","syncs":[]}"#
 
     private func event(_ phase: Phase) -> String {
         let doc = JSONDocument.object()
@@ -238,6 +266,7 @@ package final class LiveSync: @unchecked Sendable {
             report(.live)
         }
         report(.stopped)
+        lock.withLock { loopEnded = true }
     }
 
     private var isStopping: Bool { lock.withLock { stopping } }

@@ -47,7 +47,9 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
         }
     }
 
-    private var current: SyncManager? { lock.withLock { manager } }
+    /// The sync engine if one was made (reading live sync's state or stopping it makes none:
+    /// making one takes the store's sync lock).
+    package var current: SyncManager? { lock.withLock { manager } }
 
     // MARK: StoreCompanion
 
