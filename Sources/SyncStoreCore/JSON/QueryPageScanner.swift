@@ -127,12 +127,15 @@ package struct ScannedPage {
     /// Scans the entries of a host upsert: a JSON array of objects, or one object. nil when the
     /// text is anything else or not valid (the caller parses it with jansson, which reports the
     /// error as it always has).
-    package static func scanEntries(_ bytes: [UInt8], plan: ScanPlan) -> ScannedPage? {
+    /// `canonical`: whether to judge each record's form (`ScannedRecord.canonical`; off, every
+    /// record reads as not canonical, and no key list is kept).
+    package static func scanEntries(_ bytes: [UInt8], plan: ScanPlan, canonical: Bool = true) -> ScannedPage? {
         guard bytes.count < Int(Int32.max) else { return nil }
         var page = ScannedPage(bytes: bytes, plan: plan)
         let ok = bytes.withUnsafeBufferPointer { buffer -> Bool in
             guard let base = buffer.baseAddress else { return false }
             var scanner = ByteScanner(p: base, n: buffer.count)
+            scanner.judgesForm = canonical
             return scanner.entries(into: &page)
         }
         return ok ? page : nil
@@ -166,6 +169,8 @@ private struct ByteScanner {
     var unsupported = false
     /// The record being read is still what jansson would write (see ScannedRecord.canonical).
     var canonical = true
+    /// Whether records' form is judged at all (host upserts); off, `canonical` ends false.
+    var judgesForm = false
     /// Nesting depth, bounded well below jansson's limit; deeper text goes to jansson. Records
     /// (two levels down) then stay within JSONRules.maxDepth, which the fast path relies on.
     var depth = 0
@@ -263,7 +268,6 @@ private struct ByteScanner {
         i += 1
         skipSpace()
         if at(closeBracket) { i += 1; return true }
-        let slots = page.plan.paths.count
         while true {
             skipSpace()
             // Records that are not objects are left to the tree path.
@@ -280,7 +284,7 @@ private struct ByteScanner {
         let base = page.values.count
         page.values.append(contentsOf: repeatElement(.null, count: page.plan.paths.count))
         unsupported = false
-        canonical = true
+        canonical = judgesForm
         let ok = page.values.withUnsafeMutableBufferPointer { values -> Bool in
             guard let first = values.baseAddress else { return false }
             return object(node: page.plan.root, values: first + base, strings: &page.strings)
@@ -324,6 +328,7 @@ private struct ByteScanner {
     mutating func object(node: ScanNode, values: UnsafeMutablePointer<ScannedValue>, strings: inout [String]) -> Bool {
         var seen: UInt64 = 0
         var keys: [StringRange] = []
+        if canonical { keys.reserveCapacity(16) }
         return container(closing: closeBrace) { s in
             guard let key = s.memberKey() else { return false }
             s.note(key, among: &keys)

@@ -92,7 +92,7 @@ package struct QuerySpec {
     /// a third of its cost through jansson); anything else by jansson, as `parse(_:)`.
     package static func parse(text: String, dialect: Dialect = .library) throws -> QuerySpec {
         let bytes = Array(text.utf8)
-        if bytes.first == UInt8(ascii: "{"), let plan = scanPlan, let page = ScannedPage.scanEntries(bytes, plan: plan),
+        if bytes.first == UInt8(ascii: "{"), let plan = scanPlan, let page = ScannedPage.scanEntries(bytes, plan: plan, canonical: false),
            page.records.count == 1, !page.records[0].needsTree {
             let members: [Member] = Key.allCases.map { key in
                 let value = page.value(record: 0, slot: key.rawValue)

@@ -226,5 +226,11 @@ def call_json(fn: Any, *args: Any) -> Any:
     """Calls a C function ending in ``char **out, syncstore_error *err``; returns the decoded JSON."""
     out = ctypes.c_void_p()
     call(fn, *args, ctypes.byref(out))
-    text = take_string(out.value)
-    return None if text is None else json.loads(text)
+    ptr = out.value
+    if not ptr:
+        return None
+    try:
+        # json.loads reads UTF-8 bytes itself: no decoded copy first.
+        return json.loads(ctypes.string_at(ptr))
+    finally:
+        lib().syncstore_free(ptr)
