@@ -22,7 +22,7 @@ package final class SoupVersions: @unchecked Sendable {
     package init() {}
 
     package static func createTable(_ db: Connection) throws {
-        try db.execute("CREATE TABLE IF NOT EXISTS \(table) (soupName TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID")
+        try db.execute("CREATE TABLE IF NOT EXISTS \(table) (soupName TEXT PRIMARY KEY, version INTEGER NOT NULL)")
     }
 
     /// Inside a write transaction, last: counts one commit of each soup in `soups`. Under the
