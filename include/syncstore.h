@@ -804,9 +804,9 @@ int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
 /**
  * Starts live sync (docs/sync.md#live-sync): the store's syncs run by themselves. At once, and
  * after each time the server was unreachable, every chosen sync up runs, then every sync down
- * ("catching up"); then each host write to a soup a chosen sync up pushes runs that sync up
- * once writes have paused for debounceMs; sync downs run again every pullIntervalMs (0: only
- * when catching up). A run failing with a retryable error makes live sync "offline" until a
+ * ("catching up"); then each host write (of any handle or process) to a soup a chosen sync up
+ * pushes runs that sync up once writes have paused for debounceMs; sync downs run again every
+ * pullIntervalMs (0: only when catching up). A run failing with a retryable error makes live sync "offline" until a
  * retry time that doubles from retryMinMs up to retryMaxMs, with jitter; other failures are
  * reported and wait for the next write. Runs are ordinary runs of those syncs (one at a time
  * per sync; their states and the sync's callbacks as syncstore_resync() gives them).

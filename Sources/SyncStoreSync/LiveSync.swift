@@ -70,6 +70,8 @@ package final class LiveSync: @unchecked Sendable {
     /// The sync ups to run and the soups they push; the sync downs.
     private var ups: [(id: Int64, soup: String)] = []
     private var downs: [Int64] = []
+    /// The change observer that tells live sync of host writes (this process's and others').
+    private var observer: Int64?
     /// When the first host write not yet pushed came (monotonic ms), and the last one.
     private var firstChange: Int64?
     private var lastChange: Int64 = 0
@@ -115,6 +117,17 @@ package final class LiveSync: @unchecked Sendable {
             }
             thread = started
         }
+        // Host writes, of this process or another, wake the sync ups (a sync's own do not).
+        do {
+            let token = try ChangeListeners.of(manager.store).addObserver(store: manager.store, owner: owner) { [weak self] change in
+                if case .engine = change.origin { return }
+                self?.hostChanged(change.soups.keys)
+            }
+            lock.withLock { observer = token }
+        } catch {
+            stop()
+            throw error
+        }
     }
 
     /// Stops live sync: no run starts after this returns (a run in progress ends by itself and
@@ -128,8 +141,19 @@ package final class LiveSync: @unchecked Sendable {
             return pthread_equal(thread, pthread_self()) != 0 ? nil : thread
         }
         guard let joining else { return }
-        pthread_join(joining, nil)
-        lock.withLock { if let thread, pthread_equal(thread, joining) != 0 { self.thread = nil } }
+        joined(joining)
+    }
+
+    /// Joins the loop's ended thread and forgets it and its change observer.
+    private func joined(_ ended: pthread_t) {
+        pthread_join(ended, nil)
+        let token: Int64? = lock.withLock {
+            if let thread, pthread_equal(thread, ended) != 0 { self.thread = nil }
+            defer { observer = nil }
+            return observer
+        }
+        // Gone already when the handle that added it closed first.
+        if let token { try? ChangeListeners.of(manager.store).remove(token) }
     }
 
     /// Joins a loop that ended by a stop from its own callback (nothing could join it then).
@@ -139,8 +163,7 @@ package final class LiveSync: @unchecked Sendable {
             return thread
         }
         guard let ended else { return }
-        pthread_join(ended, nil)
-        lock.withLock { if let thread, pthread_equal(thread, ended) != 0 { self.thread = nil } }
+        joined(ended)
     }
 
     /// Whether live sync runs for handle `owner` (its close stops it).
@@ -150,7 +173,7 @@ package final class LiveSync: @unchecked Sendable {
     package var isCurrentThread: Bool { lock.withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
     /// A host write committed to `soups`: the sync ups that push them run after the debounce.
-    func hostChanged(_ soups: Dictionary<String, StoreChange.SoupChange>.Keys) {
+    private func hostChanged(_ soups: Dictionary<String, StoreChange.SoupChange>.Keys) {
         lock.withLock {
             guard thread != nil, !stopping, !loopEnded, ups.contains(where: { soups.contains($0.soup) }) else { return }
             let now = Clock.monotonicMillis()

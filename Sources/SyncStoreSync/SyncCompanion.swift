@@ -107,8 +107,6 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
 
     /// A removed soup leaves the ledger (a soup registered again under its name starts unknown).
     package func didCommit(_ change: StoreChange) {
-        // A host write may leave entries to push: live sync runs their sync ups.
-        if case .host = change.origin { current?.liveIfMade?.hostChanged(change.soups.keys) }
         let dropped = change.soups.filter { $0.value.dropped }.map(\.key)
         guard !dropped.isEmpty, !store.readOnly else { return }
         try? store.write { db in try CreateMarkLedger.forgetSoups(dropped, db) }

@@ -108,6 +108,20 @@ final class LiveSyncTests: StoreTestCase {
         manager.live.stop()
     }
 
+    func testAnotherProcessesWriteIsPushedToo() throws {
+        let server = try DevServerProcess(["--seed", "Contact=1"])
+        let manager = try setUpSyncs(server)
+        let events = Events()
+        try manager.live.start(try LiveSync.Options.parse(#"{"debounceMs":50}"#), owner: 0) { events.take($0) }
+        XCTAssertTrue(events.wait { events.states.contains("live") })
+        // A second store object on the file writes as another process would.
+        let other = try SmartStore(path: dbPath)
+        _ = try other.upsert(soup: "contacts", entriesJSON: #"{"attributes":{"type":"Contact"},"LastName":"Elsewhere","__local__":true,"__locally_created__":true}"#)
+        XCTAssertTrue(events.wait { ((try? self.server(server, "SELECT Id FROM Contact WHERE LastName = 'Elsewhere'")) ?? 0) == 1 })
+        manager.live.stop()
+        XCTAssertThrowsError(try LiveSync.Options.parse(#"{"debounce":10}"#)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
+    }
+
     func testBadOptionsAndUnknownSyncsAreRefused() throws {
         let server = try DevServerProcess([])
         let manager = try setUpSyncs(server)

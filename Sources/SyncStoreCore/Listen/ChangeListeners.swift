@@ -31,6 +31,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         let soup: String?
         let query: QueryWatch?
         let deliver: Deliver
+        /// An observer in the library (live sync): told the merged change itself, no JSON.
+        var observe: (@Sendable (StoreChange) -> Void)?
         var intervalMs: Int64 = 0
         var lastSent: Int64 = Int64.min / 2
         /// The log index of its first commit not yet told (nil: none).
@@ -126,6 +128,15 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     package func add(store: SmartStore, soup: String?, owner: Int, _ deliver: @escaping Deliver) throws -> Int64 {
         if let soup { _ = try store.requireSoup(soup) }
         return try register(Listener(owner: owner, soup: soup, query: nil, deliver: deliver), store: store)
+    }
+
+    /// Adds an observer for the library's own use (live sync): `observe` hears every commit of
+    /// the store, whoever made it, merged as listeners hear them, on the notifier thread, with
+    /// no JSON made. Removed by `remove`, or with handle `owner`.
+    package func addObserver(store: SmartStore, owner: Int, _ observe: @escaping @Sendable (StoreChange) -> Void) throws -> Int64 {
+        let listener = Listener(owner: owner, soup: nil, query: nil, deliver: { _ in })
+        listener.observe = observe
+        return try register(listener, store: store)
     }
 
     /// Adds a listener of the query `specJSON` (a query spec with "soupName", or Smart SQL) for
@@ -237,7 +248,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 throw StoreError(.state, "This handle does not buffer its notices; call syncstore_buffer_notifications first")
             }
             let now = Clock.monotonicMillis()
-            return listeners.filter { $0.value.owner == owner && $0.value.due(at: now) }
+            return listeners.filter { $0.value.owner == owner && $0.value.observe == nil && $0.value.due(at: now) }
                 .sorted { ($0.value.from ?? -1, $0.key) < ($1.value.from ?? -1, $1.key) }.map(\.key)
         }
         var sent = 0
@@ -307,6 +318,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                         calls += 1
                     }
                 }
+            } else if let observe = work.listener.observe {
+                observe(change)
             } else if work.listener.query == nil {
                 text = Notice.soup(change, soup: work.listener.soup, owner: work.listener.owner)
             }
@@ -349,7 +362,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                             delayed[token] = dueAt
                             continue
                         }
-                        if let buffering = buffered[listener.owner] {
+                        // Observers are the library's: never buffered.
+                        if listener.observe == nil, let buffering = buffered[listener.owner] {
                             // Its handle sends it; queued again after that send if still pending.
                             guard !buffering.signalled else { continue }
                             buffered[listener.owner]?.signalled = true
