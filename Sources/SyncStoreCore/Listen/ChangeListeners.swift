@@ -7,11 +7,11 @@ import SyncStoreSupport
 /// made on the first listener). `didCommit` only appends the commit to a log the listeners share
 /// and marks the listeners that hear it and had nothing pending; the store's notifier thread
 /// then tells each listener whose notice is due (its minimum interval passed, no call of it in
-/// progress) every commit it hears since its mark, merged into one notice, one at a time, never on the writing thread and never
-/// while the library holds a lock. A handle may buffer its listeners' notices: the notifier then
-/// calls the handle's "ready" function once and the host sends them on its own thread. While
-/// the store has listeners the notifier also looks, every `pollMs`, for commits of other
-/// processes (`SoupVersions`).
+/// progress) every commit it hears since its mark, merged into one notice: one listener at a
+/// time, never on the writing thread, never while the library holds a lock. A handle may buffer
+/// its listeners' notices: the notifier then calls the handle's "ready" function once and the
+/// host sends them on its own thread. While the store has listeners the notifier also looks,
+/// every `pollMs`, for commits of other processes (`SoupVersions`).
 package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     /// Receives a notice as JSON text (see `Notice`), valid during the call.
     package typealias Deliver = @Sendable (String) -> Void
