@@ -84,12 +84,14 @@ MAP
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.swift" "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$OUT/SyncStoreCore.o" \
                 "$OUT/SyncStoreSync.o" "$OUT/SyncStorePlugin.o" "$OUT/SyncStoreSupport.o" || continue
             echo "== fuzz build: $t"
+            rm -f "$OUT/bin/$t"  # a failed build must not leave the last binary to run
             swiftc -O -parse-as-library -sanitize=fuzzer,address "${includes[@]}" -module-name "fuzz_$t" -package-name syncstore \
                 "$FUZZ/Support.swift" "$FUZZ/FakeServer.swift" "$FUZZ/targets/$t.swift" \
                 "$OUT/SyncStoreCore.o" "$OUT/SyncStoreSync.o" "$OUT/SyncStorePlugin.o" "$OUT/SyncStoreSupport.o" "${cipher_objs[@]}" -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         elif [ -f "$FUZZ/targets/$t.c" ]; then
             stale "$OUT/bin/$t" "$FUZZ/targets/$t.c" "$OUT/cipher_vfs.o" || continue
             echo "== fuzz build: $t"
+            rm -f "$OUT/bin/$t"
             "$CLANG" -O1 -g -fsanitize=fuzzer,address,undefined -I Sources/CSyncStoreCipher/include \
                 "$FUZZ/targets/$t.c" "${cipher_objs[@]}" -lsqlite3 -lcrypto -o "$OUT/bin/$t" 2>&1 | grep -v "Cannot export local symbol" || true
         else

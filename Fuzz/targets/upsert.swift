@@ -59,17 +59,21 @@ public func fuzzUpsert(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// `text` with the modification times masked (the two stores write at different times).
 private func fuzzMaskTimes(_ text: String) -> String {
-    var out = ""
-    var rest = Substring(text)
-    for key in ["\"_soupLastModifiedDate\":"] {
-        out = ""
-        while let range = rest.range(of: key) {
-            out += rest[..<range.upperBound]
-            rest = rest[range.upperBound...].drop { $0.isNumber || $0 == "-" }
-            out += "#"
+    let key = Array("\"_soupLastModifiedDate\":".utf8)
+    let bytes = Array(text.utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count)
+    var i = 0
+    while i < bytes.count {
+        if bytes[i] == key[0], i + key.count <= bytes.count, Array(bytes[i..<i + key.count]) == key {
+            out.append(contentsOf: key)
+            i += key.count
+            while i < bytes.count, bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 0x30 && bytes[i] <= 0x39) { i += 1 }
+            out.append(UInt8(ascii: "#"))
+        } else {
+            out.append(bytes[i])
+            i += 1
         }
-        out += rest
-        rest = Substring(out)
     }
-    return out
+    return String(decoding: out, as: UTF8.self)
 }
