@@ -14,6 +14,9 @@ struct InspectorSettings: Sendable {
     let allowWrites: Bool
     let initialStore: String
     let initialGlobal: Bool
+    /// The server live sync started from the page talks to (`inspect --url --token`); nil: the
+    /// page cannot start it.
+    var remote: RemoteConfig? = nil
 }
 
 /// The stores the page looked at, opened once each. They are opened directly (not through the
@@ -23,6 +26,7 @@ final class InspectorStores: @unchecked Sendable {
     private let settings: InspectorSettings
     private let lock = NSLock()
     private var open: [String: SmartStore] = [:]
+    private var handles: [String: Int] = [:]
 
     init(_ settings: InspectorSettings) { self.settings = settings }
 
@@ -38,7 +42,9 @@ final class InspectorStores: @unchecked Sendable {
             do {
                 // Through the library's registry, as hosts open stores: the inspector's handle
                 // shares the one SmartStore of the file with every other handle of the process.
-                store = try StoreRegistry.shared.store(try StoreRegistry.shared.open(root: settings.root, config: config))
+                let handle = try StoreRegistry.shared.open(root: settings.root, config: config)
+                store = try StoreRegistry.shared.store(handle)
+                handles[path] = handle
             } catch let error as StoreError where error.code == .auth {
                 throw StoreError(.auth, error.message + "; " + KeySource.hint(keySource: config.key == nil ? nil : "--key-file or $SYNCSTORE_KEY",
                                                                                kdfIter: config.kdfIter, path: path))
@@ -47,6 +53,9 @@ final class InspectorStores: @unchecked Sendable {
             return store
         }
     }
+
+    /// The handle the inspector opened `store` with (live sync started from the page is its).
+    func handle(of store: SmartStore) -> Int? { lock.withLock { handles[store.path] } }
 
     func names(global: Bool) -> [String] {
         (try? StoreRegistry.shared.listStores(root: settings.root, global: global)) ?? []
@@ -89,6 +98,25 @@ struct InspectorAPI: Sendable {
             case ("GET", "/api/query"): return InspectorReply(json: try query(try store(params), params))
             case ("GET", "/api/entries"): return InspectorReply(json: try entries(try store(params), params))
             case ("GET", "/api/syncs"): return InspectorReply(json: try syncsJSON(try store(params)))
+            case ("GET", "/api/live"): return InspectorReply(json: liveJSON(try store(params)))
+            case ("POST", "/api/live/start"), ("POST", "/api/live/stop"):
+                let doc = try JSONDocument.parse(String(decoding: body, as: UTF8.self), what: "request body")
+                var fields: Params = [:]
+                for (key, value) in doc.root.members { fields[key] = value.string ?? (value.isNull ? nil : value.dump()) }
+                let store = try self.store(fields)
+                if path == "/api/live/stop" {
+                    InspectorLive.shared.stop(store)
+                } else {
+                    guard settings.allowWrites else {
+                        return .error(.forbidden, code: "READ_ONLY", "Live sync writes the store: start the inspector with --allow-writes (and --url, --token)")
+                    }
+                    guard let remote = settings.remote else {
+                        return .error(.badRequest, code: "ARGUMENT", "Live sync needs a server: start the inspector with --url and --token")
+                    }
+                    guard let handle = stores.handle(of: store) else { throw StoreError(.state, "The store is not open") }
+                    try InspectorLive.shared.start(store, owner: handle, remote: remote, optionsJSON: fields["options"])
+                }
+                return InspectorReply(json: liveJSON(store))
             case ("POST", "/api/upsert"), ("POST", "/api/delete"):
                 guard settings.allowWrites else {
                     return .error(.forbidden, code: "READ_ONLY", "The inspector is read-only: start it with --allow-writes to change entries")
@@ -129,6 +157,7 @@ struct InspectorAPI: Sendable {
         doc.root.set("initialStore", owned: JSONMake.string(settings.initialStore))
         doc.root.set("initialGlobal", owned: JSONMake.bool(settings.initialGlobal))
         doc.root.set("allowWrites", owned: JSONMake.bool(settings.allowWrites))
+        doc.root.set("liveSyncRemote", owned: settings.remote.map { _ in JSONMake.bool(true) } ?? JSONMake.bool(false))
         doc.root.set("root", owned: JSONMake.string(settings.root))
         return doc.root.dump()
     }
@@ -248,8 +277,50 @@ struct InspectorAPI: Sendable {
         return page
     }
 
+    /// The live sync state of the store in this process, as syncstore_get_live_sync_state()
+    /// gives it ("stopped" when the page did not start it), with "names": the syncs' names.
+    func liveJSON(_ store: SmartStore) -> String {
+        let doc = (try? JSONDocument.parse(InspectorLive.shared.stateJSON(store))) ?? JSONDocument.object()
+        let states = (try? store.syncStates()) ?? []
+        let names = JSONDocument.array()
+        for id in doc.root["syncs"]?.elements ?? [] {
+            let state = states.first { $0.id == id.int64 }
+            names.root.append(owned: JSONMake.string(state?.name ?? "sync \(id.int64 ?? 0)"))
+        }
+        doc.root.set("names", owned: names.root.retained())
+        return doc.root.dump()
+    }
+
     /// Every sync state, read from the syncs soup with a query (no sync engine is made).
     func syncsJSON(_ store: SmartStore) throws -> String {
         "[" + (try store.syncStates()).map(\.jsonText).joined(separator: ",") + "]"
+    }
+}
+
+/// Live sync started from the page, per store: the sync engine is made only then (reading the
+/// state of a store the page never started it on makes none).
+final class InspectorLive: @unchecked Sendable {
+    static let shared = InspectorLive()
+    private let lock = NSLock()
+    private var managers: [String: SyncManager] = [:]
+
+    func start(_ store: SmartStore, owner: Int, remote: RemoteConfig, optionsJSON: String?) throws {
+        let options = try LiveSync.Options.parse(optionsJSON)
+        let manager = try store.syncManager()
+        manager.setRemote(remote)
+        try manager.live.start(options, owner: owner, callback: nil)
+        lock.withLock { managers[store.path] = manager }
+    }
+
+    func stop(_ store: SmartStore) {
+        lock.withLock { managers[store.path] }?.live.stop()
+    }
+
+    func stopAll() {
+        for manager in lock.withLock({ Array(managers.values) }) { manager.live.stop() }
+    }
+
+    func stateJSON(_ store: SmartStore) -> String {
+        lock.withLock { managers[store.path] }?.live.stateJSON ?? #"{"event":"state","state":"stopped","syncs":[]}"#
     }
 }
