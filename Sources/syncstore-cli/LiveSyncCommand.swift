@@ -84,8 +84,11 @@ struct LiveSyncSession {
         stop.wait(timeoutSeconds: forSeconds)
         if let listener { try? listener.0.remove(listener.1) }
         pushes.stop()
-        // Returns once the live sync thread has ended: its last event ("stopped") is printed.
+        // Returns once the live sync thread has ended (its "stopped" event is held back); the
+        // runs in progress are stopped as Ctrl-C stops `sync` (saved STOPPED, resumed by the next
+        // run) and their last states printed, so "stopped" is the last event.
         manager.live.stop()
+        try? manager.close(owner: opened.handle)
         printer.finish()
     }
 }
@@ -105,6 +108,8 @@ final class LivePrinter: @unchecked Sendable {
     private var lastRun: String?
     private var drawn = ""
     private var timer: DispatchSourceTimer?
+    /// The "stopped" event, printed by `finish` after the last runs' states.
+    private var stoppedEvent: String?
 
     init(mode: Mode, syncs: [SyncState]) {
         self.mode = mode
@@ -114,9 +119,11 @@ final class LivePrinter: @unchecked Sendable {
 
     func event(_ text: String) {
         lock.withLock {
-            if mode == .json { Console.out(WatchPrinter.oneLine(text)) }
             guard let doc = try? JSONDocument.parse(text, what: "live sync event") else { return }
             let root = doc.root
+            let stopped = root["event"]?.string == "state" && root["state"]?.string == "stopped"
+            if stopped { stoppedEvent = text }
+            if mode == .json && !stopped { Console.out(WatchPrinter.oneLine(text)) }
             switch root["event"]?.string {
             case "state":
                 phase = root["state"]?.string ?? "?"
@@ -124,10 +131,10 @@ final class LivePrinter: @unchecked Sendable {
                 error = root["error"]?.string
                 if let ids = root["syncs"]?.elements, !ids.isEmpty { count = ids.count }
                 if phase == "stopped" { running.removeAll() }
-                if mode == .lines { Console.out(WatchPrinter.clock() + "  " + statusText(now: Clock.nowMillis(), withRun: false)) }
+                if mode == .lines && !stopped { Console.out(WatchPrinter.clock() + "  " + statusText(now: Clock.nowMillis(), withRun: false)) }
             case "run":
                 guard let sync = root["sync"] else { return }
-                let id = sync["id"]?.int64 ?? 0
+                let id = sync["_soupEntryId"]?.int64 ?? sync["id"]?.int64 ?? 0
                 let name = sync["name"]?.string ?? syncs[id]?.name ?? "sync \(id)"
                 let status = sync["status"]?.string ?? "?"
                 let percent = Int(sync["progress"]?.int64 ?? 0)
@@ -165,7 +172,8 @@ final class LivePrinter: @unchecked Sendable {
         if withRun {
             let going = running.sorted { $0.key < $1.key }.map { "\(syncs[$0.key]?.name ?? "sync \($0.key)") \($0.value)%" }
             if !going.isEmpty { parts.append("running " + going.joined(separator: ", ")) }
-            if let lastRun { parts.append("last run " + lastRun) }
+            // Offline: the error says more than the run that failed with it.
+            if let lastRun, phase != "offline" { parts.append("last run " + lastRun) }
         }
         if let error, !error.isEmpty { parts.append(error) }
         return parts.joined(separator: " · ")
@@ -199,6 +207,15 @@ final class LivePrinter: @unchecked Sendable {
         lock.withLock {
             timer?.cancel()
             timer = nil
+            if let stoppedEvent {
+                phase = "stopped"
+                running.removeAll()
+                switch mode {
+                case .json: Console.out(WatchPrinter.oneLine(stoppedEvent))
+                case .lines: Console.out(WatchPrinter.clock() + "  " + statusText(now: Clock.nowMillis(), withRun: false))
+                case .terminal: break
+                }
+            }
             if mode == .terminal {
                 draw()
                 FileHandle.standardOutput.write(Data("\n".utf8))
