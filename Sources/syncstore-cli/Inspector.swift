@@ -301,26 +301,57 @@ struct InspectorAPI: Sendable {
 /// state of a store the page never started it on makes none).
 final class InspectorLive: @unchecked Sendable {
     static let shared = InspectorLive()
+    private struct Running {
+        let manager: SyncManager
+        let pushes: OtherProcessPushes
+        let listener: (ChangeListeners, Int64)?
+    }
     private let lock = NSLock()
-    private var managers: [String: SyncManager] = [:]
+    private var running: [String: Running] = [:]
 
     func start(_ store: SmartStore, owner: Int, remote: RemoteConfig, optionsJSON: String?) throws {
         let options = try LiveSync.Options.parse(optionsJSON)
         let manager = try store.syncManager()
         manager.setRemote(remote)
-        try manager.live.start(options, owner: owner, callback: nil)
-        lock.withLock { managers[store.path] = manager }
+        let names = (try? JSONDocument.parse(optionsJSON ?? "{}"))?.root["syncs"]?.elements.compactMap(\.string)
+        let ups = try store.syncStates().filter { state in
+            guard state.kind == .syncUp, let name = state.name, !name.isEmpty else { return false }
+            return names?.contains(name) ?? true
+        }
+        // As `sync --live`: other processes' writes (an app beside the inspector) are pushed too.
+        let pushes = OtherProcessPushes(manager: manager, owner: owner, ups: ups.map { ($0.id, $0.soupName) },
+                                        options: optionsJSON ?? "{}") { _ in }
+        try manager.live.start(options, owner: owner) { pushes.liveEvent($0) }
+        var listener: (ChangeListeners, Int64)?
+        if pushes.hasWork, let listeners = try? ChangeListeners.of(store),
+           let token = try? listeners.add(store: store, soup: nil, owner: owner, { pushes.heard($0) }) {
+            listener = (listeners, token)
+            pushes.start()
+        }
+        let previous = lock.withLock { () -> Running? in
+            defer { running[store.path] = Running(manager: manager, pushes: pushes, listener: listener) }
+            return running[store.path]
+        }
+        if let previous { InspectorLive.end(previous, live: false) }
     }
 
     func stop(_ store: SmartStore) {
-        lock.withLock { managers[store.path] }?.live.stop()
+        if let ended = lock.withLock({ running.removeValue(forKey: store.path) }) { InspectorLive.end(ended, live: true) }
     }
 
     func stopAll() {
-        for manager in lock.withLock({ Array(managers.values) }) { manager.live.stop() }
+        for ended in lock.withLock({ () -> [Running] in defer { running.removeAll() }; return Array(running.values) }) {
+            InspectorLive.end(ended, live: true)
+        }
+    }
+
+    private static func end(_ ended: Running, live: Bool) {
+        if let listener = ended.listener { try? listener.0.remove(listener.1) }
+        ended.pushes.stop()
+        if live { ended.manager.live.stop() }
     }
 
     func stateJSON(_ store: SmartStore) -> String {
-        lock.withLock { managers[store.path] }?.live.stateJSON ?? #"{"event":"state","state":"stopped","syncs":[]}"#
+        lock.withLock { running[store.path]?.manager }?.live.stateJSON ?? #"{"event":"state","state":"stopped","syncs":[]}"#
     }
 }

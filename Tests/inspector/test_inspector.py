@@ -728,6 +728,14 @@ def test_the_syncs_view_shows_live_sync_started_from_the_page_live_then_offline(
         # Started again: refused (it is on), the library's STATE.
         status, _, body = ins.post("/api/live/start", {})
         assert status == 400 and body["error"]["code"] == "STATE", body
+        # An app beside it (another process) writes: the inspector's live sync pushes it.
+        ok("upsert", "--root", root, "--soup", "contacts", json.dumps(
+            {"LastName": "Pushed live", "attributes": {"type": "Contact"}, "__local__": True, "__locally_created__": True}))
+        deadline = time.time() + 30
+        while "Pushed live" not in [r["LastName"] for r in server.request("GET", "query?q=SELECT+Id,LastName+FROM+Contact")["records"]]:
+            assert time.time() < deadline, "the other process's write never reached the server"
+            time.sleep(0.2)
+        assert live_box(browser)["state"] == "live"
 
         # Pulling every 300 ms against a server that goes away: offline, the next retry counted down.
         click(browser, "#live-stop")
