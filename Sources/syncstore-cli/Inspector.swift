@@ -281,9 +281,10 @@ struct InspectorAPI: Sendable {
     /// gives it ("stopped" when the page did not start it), with "names": the syncs' names.
     func liveJSON(_ store: SmartStore) -> String {
         let doc = (try? JSONDocument.parse(InspectorLive.shared.stateJSON(store))) ?? JSONDocument.object()
-        let states = (try? store.syncStates()) ?? []
+        let ids = doc.root["syncs"]?.elements ?? []
+        let states = ids.isEmpty ? [] : (try? store.syncStates()) ?? []
         let names = JSONDocument.array()
-        for id in doc.root["syncs"]?.elements ?? [] {
+        for id in ids {
             let state = states.first { $0.id == id.int64 }
             names.root.append(owned: JSONMake.string(state?.name ?? "sync \(id.int64 ?? 0)"))
         }
