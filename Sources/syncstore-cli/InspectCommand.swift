@@ -18,19 +18,24 @@ struct InspectCommand: AsyncParsableCommand {
 
         It reads only (Smart SQL through the library's read-only path), never takes the \
         sync lock and never blocks writes, so it runs beside an app or a sync using the \
-        same store. With --allow-writes the page can also upsert and delete entries. An \
+        same store. With --allow-writes the page can also upsert and delete entries, and \
+        with --url and --token too start and stop live sync of the store's syncs in this \
+        process (the Syncs tab shows its state: live, offline with the next retry, its \
+        runs; `sync --live` in another process shows its own). An \
         encrypted store opens with --key-file or $SYNCSTORE_KEY (the key is never shown).
 
         Examples:
           syncstore-cli inspect --open
           syncstore-cli inspect --root ./stores --store main --port 8790
           syncstore-cli inspect --store main --key-file main.key
+          syncstore-cli inspect --allow-writes --url http://127.0.0.1:8080 --token dev
         """)
 
     @OptionGroup var storeOptions: StoreOptions
     @Option(help: "Port on 127.0.0.1 (default 0: a free one).") var port = 0
     @Flag(help: "Open the page in the desktop's browser (xdg-open).") var open = false
     @Flag(help: "Let the page upsert and delete entries (off: the page only reads).") var allowWrites = false
+    @OptionGroup(title: "Live sync from the page (with --allow-writes)") var remote: RemoteOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
@@ -39,7 +44,8 @@ struct InspectCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = InspectorSettings(root: storeOptions.resolvedRoot, key: try storeOptions.key(), kdfIter: storeOptions.kdfIter,
                                          token: ServeCommand.randomToken(), allowWrites: allowWrites,
-                                         initialStore: storeOptions.store, initialGlobal: storeOptions.global)
+                                         initialStore: storeOptions.store, initialGlobal: storeOptions.global,
+                                         remote: try remote.config())
         // The chosen store is opened now, so a wrong key or name fails here, not in the page.
         let stores = InspectorStores(settings)
         _ = try stores.store(global: settings.initialGlobal, name: settings.initialStore)
@@ -70,6 +76,7 @@ struct InspectCommand: AsyncParsableCommand {
             return source
         }
         defer {
+            InspectorLive.shared.stopAll()
             signals.forEach { $0.cancel() }
             InspectorRecord.remove(root: settings.root, pid: getpid())
         }

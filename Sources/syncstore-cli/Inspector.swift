@@ -14,6 +14,9 @@ struct InspectorSettings: Sendable {
     let allowWrites: Bool
     let initialStore: String
     let initialGlobal: Bool
+    /// The server live sync started from the page talks to (`inspect --url --token`); nil: the
+    /// page cannot start it.
+    var remote: RemoteConfig? = nil
 }
 
 /// The stores the page looked at, opened once each. They are opened directly (not through the
@@ -23,6 +26,7 @@ final class InspectorStores: @unchecked Sendable {
     private let settings: InspectorSettings
     private let lock = NSLock()
     private var open: [String: SmartStore] = [:]
+    private var handles: [String: Int] = [:]
 
     init(_ settings: InspectorSettings) { self.settings = settings }
 
@@ -38,7 +42,9 @@ final class InspectorStores: @unchecked Sendable {
             do {
                 // Through the library's registry, as hosts open stores: the inspector's handle
                 // shares the one SmartStore of the file with every other handle of the process.
-                store = try StoreRegistry.shared.store(try StoreRegistry.shared.open(root: settings.root, config: config))
+                let handle = try StoreRegistry.shared.open(root: settings.root, config: config)
+                store = try StoreRegistry.shared.store(handle)
+                handles[path] = handle
             } catch let error as StoreError where error.code == .auth {
                 throw StoreError(.auth, error.message + "; " + KeySource.hint(keySource: config.key == nil ? nil : "--key-file or $SYNCSTORE_KEY",
                                                                                kdfIter: config.kdfIter, path: path))
@@ -47,6 +53,9 @@ final class InspectorStores: @unchecked Sendable {
             return store
         }
     }
+
+    /// The handle the inspector opened `store` with (live sync started from the page is its).
+    func handle(of store: SmartStore) -> Int? { lock.withLock { handles[store.path] } }
 
     func names(global: Bool) -> [String] {
         (try? StoreRegistry.shared.listStores(root: settings.root, global: global)) ?? []
@@ -89,6 +98,25 @@ struct InspectorAPI: Sendable {
             case ("GET", "/api/query"): return InspectorReply(json: try query(try store(params), params))
             case ("GET", "/api/entries"): return InspectorReply(json: try entries(try store(params), params))
             case ("GET", "/api/syncs"): return InspectorReply(json: try syncsJSON(try store(params)))
+            case ("GET", "/api/live"): return InspectorReply(json: liveJSON(try store(params)))
+            case ("POST", "/api/live/start"), ("POST", "/api/live/stop"):
+                let doc = try JSONDocument.parse(String(decoding: body, as: UTF8.self), what: "request body")
+                var fields: Params = [:]
+                for (key, value) in doc.root.members { fields[key] = value.string ?? (value.isNull ? nil : value.dump()) }
+                let store = try self.store(fields)
+                if path == "/api/live/stop" {
+                    InspectorLive.shared.stop(store)
+                } else {
+                    guard settings.allowWrites else {
+                        return .error(.forbidden, code: "READ_ONLY", "Live sync writes the store: start the inspector with --allow-writes (and --url, --token)")
+                    }
+                    guard let remote = settings.remote else {
+                        return .error(.badRequest, code: "ARGUMENT", "Live sync needs a server: start the inspector with --url and --token")
+                    }
+                    guard let handle = stores.handle(of: store) else { throw StoreError(.state, "The store is not open") }
+                    try InspectorLive.shared.start(store, owner: handle, remote: remote, optionsJSON: fields["options"])
+                }
+                return InspectorReply(json: liveJSON(store))
             case ("POST", "/api/upsert"), ("POST", "/api/delete"):
                 guard settings.allowWrites else {
                     return .error(.forbidden, code: "READ_ONLY", "The inspector is read-only: start it with --allow-writes to change entries")
@@ -129,6 +157,7 @@ struct InspectorAPI: Sendable {
         doc.root.set("initialStore", owned: JSONMake.string(settings.initialStore))
         doc.root.set("initialGlobal", owned: JSONMake.bool(settings.initialGlobal))
         doc.root.set("allowWrites", owned: JSONMake.bool(settings.allowWrites))
+        doc.root.set("liveSyncRemote", owned: settings.remote.map { _ in JSONMake.bool(true) } ?? JSONMake.bool(false))
         doc.root.set("root", owned: JSONMake.string(settings.root))
         return doc.root.dump()
     }
@@ -248,8 +277,82 @@ struct InspectorAPI: Sendable {
         return page
     }
 
+    /// The live sync state of the store in this process, as syncstore_get_live_sync_state()
+    /// gives it ("stopped" when the page did not start it), with "names": the syncs' names.
+    func liveJSON(_ store: SmartStore) -> String {
+        let doc = (try? JSONDocument.parse(InspectorLive.shared.stateJSON(store))) ?? JSONDocument.object()
+        let ids = doc.root["syncs"]?.elements ?? []
+        let states = ids.isEmpty ? [] : (try? store.syncStates()) ?? []
+        let names = JSONDocument.array()
+        for id in ids {
+            let state = states.first { $0.id == id.int64 }
+            names.root.append(owned: JSONMake.string(state?.name ?? "sync \(id.int64 ?? 0)"))
+        }
+        doc.root.set("names", owned: names.root.retained())
+        return doc.root.dump()
+    }
+
     /// Every sync state, read from the syncs soup with a query (no sync engine is made).
     func syncsJSON(_ store: SmartStore) throws -> String {
         "[" + (try store.syncStates()).map(\.jsonText).joined(separator: ",") + "]"
+    }
+}
+
+/// Live sync started from the page, per store: the sync engine is made only then (reading the
+/// state of a store the page never started it on makes none).
+final class InspectorLive: @unchecked Sendable {
+    static let shared = InspectorLive()
+    private struct Running {
+        let manager: SyncManager
+        let pushes: OtherProcessPushes
+        let listener: (ChangeListeners, Int64)?
+    }
+    private let lock = NSLock()
+    private var running: [String: Running] = [:]
+
+    func start(_ store: SmartStore, owner: Int, remote: RemoteConfig, optionsJSON: String?) throws {
+        let options = try LiveSync.Options.parse(optionsJSON)
+        let manager = try store.syncManager()
+        manager.setRemote(remote)
+        let names = (try? JSONDocument.parse(optionsJSON ?? "{}"))?.root["syncs"]?.elements.compactMap(\.string)
+        let ups = try store.syncStates().filter { state in
+            guard state.kind == .syncUp, let name = state.name, !name.isEmpty else { return false }
+            return names?.contains(name) ?? true
+        }
+        // As `sync --live`: other processes' writes (an app beside the inspector) are pushed too.
+        let pushes = OtherProcessPushes(manager: manager, owner: owner, ups: ups.map { ($0.id, $0.soupName) },
+                                        options: optionsJSON ?? "{}") { _ in }
+        try manager.live.start(options, owner: owner) { pushes.liveEvent($0) }
+        var listener: (ChangeListeners, Int64)?
+        if pushes.hasWork, let listeners = try? ChangeListeners.of(store),
+           let token = try? listeners.add(store: store, soup: nil, owner: owner, { pushes.heard($0) }) {
+            listener = (listeners, token)
+            pushes.start()
+        }
+        let previous = lock.withLock { () -> Running? in
+            defer { running[store.path] = Running(manager: manager, pushes: pushes, listener: listener) }
+            return running[store.path]
+        }
+        if let previous { InspectorLive.end(previous, live: false) }
+    }
+
+    func stop(_ store: SmartStore) {
+        if let ended = lock.withLock({ running.removeValue(forKey: store.path) }) { InspectorLive.end(ended, live: true) }
+    }
+
+    func stopAll() {
+        for ended in lock.withLock({ () -> [Running] in defer { running.removeAll() }; return Array(running.values) }) {
+            InspectorLive.end(ended, live: true)
+        }
+    }
+
+    private static func end(_ ended: Running, live: Bool) {
+        if let listener = ended.listener { try? listener.0.remove(listener.1) }
+        ended.pushes.stop()
+        if live { ended.manager.live.stop() }
+    }
+
+    func stateJSON(_ store: SmartStore) -> String {
+        lock.withLock { running[store.path]?.manager }?.live.stateJSON ?? #"{"event":"state","state":"stopped","syncs":[]}"#
     }
 }

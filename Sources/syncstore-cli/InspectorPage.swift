@@ -67,6 +67,12 @@ enum InspectorPage {
 <section id="tab-syncs" class="panel" hidden>
   <div id="syncs-error" class="error" hidden></div>
   <div id="syncs-live" class="meta"></div>
+  <div id="live-sync" class="livesync" data-state="stopped">
+    <span class="livesync-label">Live sync in this inspector:</span> <span id="live-sync-text" class="status">stopped</span>
+    <span id="live-sync-detail" class="meta"></span>
+    <button id="live-start" hidden>Start live sync</button><button id="live-stop" hidden>Stop live sync</button>
+    <span id="live-sync-hint" class="meta"></span>
+  </div>
   <div id="syncs"></div>
 </section>
 <section id="tab-facts" class="panel" hidden>
@@ -115,6 +121,11 @@ tr.dirty td { background: #fff6dc; }
 .badge { font-size: 12px; padding: 2px 8px; border-radius: 10px; background: #2e844a; }
 .badge.writes { background: #ba0517; }
 .live { font-size: 12px; color: #cfe0ff; }
+.livesync { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; margin: 6px 0 10px; }
+.livesync-label { font-weight: 600; }
+.status.live { background: #cdefc4; color: #22683e; }
+.status.offline { background: #fddde3; color: #8c1d18; }
+.status.connecting, .status.catchingUp { background: #d8e6fe; color: #0b5cab; }
 .status { font-weight: 600; padding: 1px 8px; border-radius: 10px; background: #e3e7ee; }
 .status.RUNNING { background: #d8e6fe; color: #0b5cab; }
 .status.DONE { background: #cdefc4; color: #22683e; }
@@ -133,7 +144,7 @@ dd { margin: 0; }
     static let script = #"""
 "use strict";
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
-const state = { store: "", global: false, soups: [], allowWrites: false, events: null, lastQuery: null, changes: 0 };
+const state = { store: "", global: false, soups: [], allowWrites: false, liveSyncRemote: false, live: null, events: null, lastQuery: null, changes: 0 };
 const $ = (id) => document.getElementById(id);
 
 // Elements are built from text only: a value from a store never becomes markup.
@@ -198,6 +209,7 @@ function cell(value) {
 async function loadStores() {
   const s = await api("/api/stores");
   state.allowWrites = s.allowWrites;
+  state.liveSyncRemote = s.liveSyncRemote;
   const mode = $("mode");
   mode.textContent = s.allowWrites ? "writes allowed" : "read-only";
   mode.className = "badge" + (s.allowWrites ? " writes" : "");
@@ -410,6 +422,7 @@ function startEvents() {
     if (data.error) { showError("syncs-error", data.error.code + ": " + data.error.message); return; }
     showError("syncs-error", "");
     renderSyncs(data.syncs, data.now);
+    renderLive(data.live, data.now);
     $("syncs-live").textContent = "live · updated " + new Date(data.now).toLocaleTimeString();
   });
   source.addEventListener("change", (ev) => followChange(JSON.parse(ev.data)));
@@ -450,6 +463,43 @@ function followChange(change) {
   }
   if (visible("soups") || soupsChanged) refreshOnce("soups", loadSoups);
   if (visible("facts")) refreshOnce("facts", loadFacts);
+}
+
+// The live sync of this inspector process (started from this page): its state as the library
+// gives it, the countdown to the next retry when offline, start and stop when allowed.
+function renderLive(live, now) {
+  if (!live) return;
+  state.live = { state: live, skew: Date.now() - now };
+  const box = $("live-sync");
+  box.dataset.state = live.state;
+  box.dataset.syncs = (live.names || []).join(",");
+  const text = $("live-sync-text");
+  text.textContent = live.state === "catchingUp" ? "catching up" : live.state;
+  text.className = "status " + live.state;
+  const on = live.state !== "stopped";
+  $("live-start").hidden = on || !state.allowWrites || !state.liveSyncRemote;
+  $("live-stop").hidden = !on;
+  $("live-sync-hint").textContent = on || (state.allowWrites && state.liveSyncRemote) ? ""
+    : "(to start it here: inspect --allow-writes --url URL --token T; `sync --live` shows its own in its terminal)";
+  liveDetail();
+}
+function liveDetail() {
+  if (!state.live) return;
+  const live = state.live.state;
+  const parts = [];
+  if (live.names && live.names.length) parts.push(live.names.join(", "));
+  if (live.state === "offline" && live.nextRetryAt) {
+    const left = Math.max(0, live.nextRetryAt - (Date.now() - state.live.skew));
+    parts.push("retry in " + (left / 1000).toFixed(1) + " s");
+  }
+  if (live.error) parts.push(live.error);
+  $("live-sync-detail").textContent = parts.join(" · ");
+}
+async function liveAction(what) {
+  try {
+    renderLive(await api("/api/live/" + what, {}, {}), Date.now());
+    showError("syncs-error", "");
+  } catch (e) { showError("syncs-error", e.message); }
 }
 
 function records(s) { return s.totalSize > 0 ? Math.round(s.progress / 100 * s.totalSize) : 0; }
@@ -521,6 +571,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("e-prev").addEventListener("click", () => step("e-page", -1, loadEntries));
   $("e-next").addEventListener("click", () => step("e-page", 1, loadEntries));
   $("e-upsert").addEventListener("click", upsertEntry);
+  $("live-start").addEventListener("click", () => liveAction("start"));
+  $("live-stop").addEventListener("click", () => liveAction("stop"));
+  setInterval(liveDetail, 500);
   try {
     await loadStores();
     await refreshAll();

@@ -61,8 +61,9 @@ struct InspectorResponder: HTTPResponder {
         return reply(answer)
     }
 
-    /// The store's life as server-sent events: `syncs` with {"now", "syncs"} (or {"now",
-    /// "error"}) each time the sync states change (read every 300 ms, and at once when a commit
+    /// The store's life as server-sent events: `syncs` with {"now", "syncs", "live"} (or {"now",
+    /// "error"}; "live": the live sync state of this process, `InspectorAPI.liveJSON`) each time
+    /// the sync states or the live state change (read every 300 ms, and at once when a commit
     /// touched the syncs soup), `change` with {"now", "sequence", "commits", "soups",
     /// "removed"} after commits of the store (a listener of every soup: this process's writes,
     /// syncs, and other processes' commits; those of 100 ms told as one), and a comment line now
@@ -116,7 +117,11 @@ struct InspectorResponder: HTTPResponder {
                 } catch {
                     reply = .error(.internalServerError, code: "INTERNAL", "\(error)")
                 }
-                continuation.resume(returning: reply.status == .ok ? "\"syncs\":" + reply.json : String(reply.json.dropFirst().dropLast()))
+                guard reply.status == .ok, let store = try? api.store(params) else {
+                    continuation.resume(returning: String(reply.json.dropFirst().dropLast()))
+                    return
+                }
+                continuation.resume(returning: "\"syncs\":" + reply.json + ",\"live\":" + api.liveJSON(store))
             }
         }
     }

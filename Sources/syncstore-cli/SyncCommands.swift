@@ -21,6 +21,18 @@ struct SyncCommand: ParsableCommand {
         Ctrl-C stops the running sync (saved as STOPPED) and exits 130; run the same \
         command again to resume (a named sync goes on from its last saved point).
 
+        With --live, the syncs run by themselves until Ctrl-C or SIGTERM (exit 0) or \
+        --for SECONDS: at once every sync up then every sync down ("catching up"), then \
+        a sync up each time writes to its soup (by any process: an app, `upsert`) have \
+        paused for --debounce ms, the sync downs every --pull-interval ms; when the server \
+        is unreachable, "offline" until a retry from --retry-min ms doubling up to \
+        --retry-max ms. The state is one status line rewritten in place on a terminal \
+        ("live · 2 syncs · last run contacts-up DONE (3 records) 12:03:04", "offline · \
+        retry in 3.2 s · <error>"), a line per event otherwise; --json prints the \
+        library's events as JSON lines ({"event":"state","state":"live",...} and \
+        {"event":"run","sync":{...}}, docs/sync.md#live-sync), the last one \
+        {"event":"state","state":"stopped",...}.
+
         Examples:
           syncstore-cli sync --url http://127.0.0.1:8080 --token T \\
               --store-config userstore.json --sync-config usersyncs.json
@@ -28,6 +40,9 @@ struct SyncCommand: ParsableCommand {
           syncstore-cli sync --url URL --token T --soup contacts --create-soup \\
               --soql 'SELECT Id, LastName, LastModifiedDate FROM Contact' \\
               --name contacts-down
+          syncstore-cli sync --live --url URL --token T --sync-config usersyncs.json
+          syncstore-cli sync --live --url URL --token T --syncs contacts-up \\
+              --debounce 500 --pull-interval 60000 --json
         """ + "\n\n" + userStoreHelp + "\n\n" + userSyncsHelp)
 
     /// A complete userstore.json, as `--store-config` and `soup register --store-config` read it.
@@ -75,6 +90,19 @@ struct SyncCommand: ParsableCommand {
     @Option(help: "Name of the --soql sync (then a later run with the same name is incremental).") var name: String?
     @Option(help: "Merge mode of the --soql sync: OVERWRITE or LEAVE_IF_CHANGED.") var mergeMode = "OVERWRITE"
     @Argument(help: "Names of the syncs to run (default: every sync of --sync-config).") var names: [String] = []
+    @Flag(help: "Live sync: run the syncs by themselves (local writes pushed, retries when offline) until Ctrl-C, SIGTERM or --for.")
+    var live = false
+    @Option(help: ArgumentHelp("With --live: the syncs, comma-separated (default: the names given, else those of --sync-config, else every named sync of the store).",
+                               valueName: "a,b")) var syncs: String?
+    @Option(help: ArgumentHelp("With --live: how long writes must pause before a sync up runs, in ms (default 300).", valueName: "ms"))
+    var debounce: Int64?
+    @Option(help: ArgumentHelp("With --live: the first retry delay when the server is unreachable, in ms (default 1000; doubles each time).",
+                               valueName: "ms")) var retryMin: Int64?
+    @Option(help: ArgumentHelp("With --live: the longest retry delay, in ms (default 60000).", valueName: "ms")) var retryMax: Int64?
+    @Option(help: ArgumentHelp("With --live: run the sync downs every this many ms (default 0: only when catching up).", valueName: "ms"))
+    var pullInterval: Int64?
+    @Option(name: .customLong("for"), help: ArgumentHelp("With --live: stop after this many seconds (default: until Ctrl-C or SIGTERM).",
+                                                       valueName: "seconds")) var forSeconds: Double?
 
     /// The indexes --create-soup gives a soup: what a sync down and up look up.
     static let defaultIndexSpecs = #"[{"path":"Id","type":"string"},{"path":"LastModifiedDate","type":"string"},"#
@@ -82,6 +110,13 @@ struct SyncCommand: ParsableCommand {
         + #"{"path":"__locally_updated__","type":"string"},{"path":"__locally_deleted__","type":"string"}]"#
 
     func validate() throws {
+        if live {
+            try validateLive()
+            return
+        }
+        let liveOnly: [(String, Bool)] = [("--syncs", syncs != nil), ("--debounce", debounce != nil), ("--retry-min", retryMin != nil),
+                                         ("--retry-max", retryMax != nil), ("--pull-interval", pullInterval != nil), ("--for", forSeconds != nil)]
+        if let option = liveOnly.first(where: { $0.1 })?.0 { throw ValidationError("\(option) goes with --live") }
         if soql != nil {
             guard soup != nil else { throw ValidationError("--soql needs --soup") }
             guard names.isEmpty else { throw ValidationError("Give sync names or --soql, not both") }
@@ -94,7 +129,31 @@ struct SyncCommand: ParsableCommand {
         }
     }
 
+    /// --live: the options' ranges are the library's (docs/sync.md#live-sync).
+    private func validateLive() throws {
+        guard soql == nil, soup == nil, !createSoup, name == nil else {
+            throw ValidationError("--live runs named syncs: --soql, --soup, --create-soup and --name do not go with it")
+        }
+        if syncs != nil && !names.isEmpty { throw ValidationError("Give sync names or --syncs, not both") }
+        if let syncs, liveNames(syncs).isEmpty { throw ValidationError("--syncs needs sync names, comma-separated") }
+        for (option, value, range) in [("--debounce", debounce, 0...3_600_000), ("--retry-min", retryMin, 10...3_600_000),
+                                       ("--retry-max", retryMax, 10...86_400_000), ("--pull-interval", pullInterval, 0...86_400_000)] as [(String, Int64?, ClosedRange<Int64>)] {
+            if let value, !range.contains(value) {
+                throw ValidationError("\(option) must be from \(range.lowerBound) to \(range.upperBound) (milliseconds)")
+            }
+        }
+        if let retryMin, let retryMax, retryMax < retryMin { throw ValidationError("--retry-max must not be less than --retry-min") }
+        if let forSeconds, !(forSeconds > 0 && forSeconds <= 31_536_000) {
+            throw ValidationError("--for must be a number of seconds above 0")
+        }
+    }
+
+    private func liveNames(_ list: String) -> [String] {
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     func run() throws {
+        if live { return try runLive() }
         let config = try remote.require()
         let path = StoreRegistry.path(root: storeOptions.resolvedRoot, config: try storeOptions.config())
         let existed = FileManager.default.fileExists(atPath: path)
@@ -166,6 +225,43 @@ struct SyncCommand: ParsableCommand {
         if let failing = states.map(ExitCodes.forState).first(where: { $0 != 0 }) { throw ExitCode(failing) }
     }
 
+}
+
+extension SyncCommand {
+    /// `sync --live`: creates what --store-config and --sync-config give, then live sync.
+    func runLive() throws {
+        let config = try remote.require()
+        let mustExist = storeConfig == nil && syncConfig == nil
+        let path = StoreRegistry.path(root: storeOptions.resolvedRoot, config: try storeOptions.config())
+        let existed = FileManager.default.fileExists(atPath: path)
+        let opened = try storeOptions.open(mustExist: mustExist)
+        defer { opened.close() }
+        let manager: SyncManager
+        var chosen: [String]? = syncs.map(liveNames) ?? (names.isEmpty ? nil : names)
+        do {
+            if let storeConfig { try opened.store.loadStoreConfig(path: storeConfig) }
+            manager = try opened.store.syncManager()
+            manager.setRemote(config)
+            if let syncConfig {
+                try manager.loadSyncConfig(path: syncConfig)
+                if chosen == nil {
+                    guard let names = try ConfigFile.names(in: syncConfig, list: "syncs", key: "syncName", what: "sync config") else {
+                        throw StoreError(.notFound, "Cannot read the sync config \(syncConfig)")
+                    }
+                    chosen = names
+                }
+            }
+        } catch {
+            if !existed {
+                opened.close()
+                try? StoreRegistry.shared.removeStore(root: storeOptions.resolvedRoot, config: try storeOptions.config())
+            }
+            throw error
+        }
+        try LiveSyncSession(opened: opened, manager: manager, names: chosen, debounceMs: debounce, retryMinMs: retryMin,
+                            retryMaxMs: retryMax, pullIntervalMs: pullInterval, forSeconds: forSeconds, json: output.json,
+                            storeName: storeOptions.store).run()
+    }
 }
 
 /// `ghosts`: cleanResyncGhosts for a sync down.

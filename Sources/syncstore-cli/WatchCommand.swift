@@ -131,8 +131,13 @@ final class WatchStop: @unchecked Sendable {
 
     func finish() { done.signal() }
 
-    func wait() {
-        done.wait()
+    /// Returns on a signal, `finish()`, or after `timeoutSeconds` (nil: no limit).
+    func wait(timeoutSeconds: Double? = nil) {
+        if let timeoutSeconds {
+            _ = done.wait(timeout: .now() + .milliseconds(Int(timeoutSeconds * 1000)))
+        } else {
+            done.wait()
+        }
         sources.forEach { $0.cancel() }
     }
 }

@@ -682,3 +682,80 @@ def test_the_hybrid_plugins_show_inspector_points_at_the_running_inspector(tmp_p
         assert os.path.exists(os.path.join(root, "inspector.json"))
         with pytest.raises(StateError):
             show()
+
+
+def live_box(driver):
+    """{state, syncs, text, detail, start, stop} of the syncs view's live sync line, read in one script."""
+    return driver.execute_script("""
+        const box = document.getElementById('live-sync');
+        return {state: box.dataset.state, syncs: box.dataset.syncs || '', text: document.getElementById('live-sync-text').innerText,
+                detail: document.getElementById('live-sync-detail').innerText, hint: document.getElementById('live-sync-hint').innerText,
+                start: !document.getElementById('live-start').hidden, stop: !document.getElementById('live-stop').hidden};""")
+
+
+def test_the_syncs_view_shows_live_sync_started_from_the_page_live_then_offline(world, browser, tmp_path):
+    # A read-only inspector: live sync is off, and the page says how to start it.
+    status, _, live = world["inspector"].get("/api/live")
+    assert status == 200 and live["state"] == "stopped" and live["names"] == [], live
+    status, _, body = world["inspector"].post("/api/live/start", {})
+    assert status == 403 and body["error"]["code"] == "READ_ONLY", body
+    open_page(browser, world["inspector"])
+    tab(browser, "syncs")
+    box = wait(browser, lambda d: live_box(d)["hint"] and live_box(d), what="the live sync line")
+    assert box["state"] == "stopped" and not box["start"] and not box["stop"] and "--allow-writes" in box["hint"], box
+
+    server = Served("--seed", "Contact=3")
+    root = str(tmp_path / "stores")
+    ok("sync", "--root", root, "--url", server.url, "--token", TOKEN, "--store-config", str(world["tmp"] / "userstore.json"),
+       "--sync-config", str(world["tmp"] / "usersyncs.json"), "--json")
+    writes_only = Inspector(root, "--allow-writes")
+    ins = None
+    try:
+        status, _, body = writes_only.post("/api/live/start", {})
+        assert status == 400 and "--url and --token" in body["error"]["message"], body
+        stop(writes_only.proc)
+        ins = Inspector(root, "--allow-writes", "--url", server.url, "--token", TOKEN)
+        open_page(browser, ins)
+        tab(browser, "syncs")
+        wait(browser, lambda d: live_box(d)["start"], what="the start button")
+        click(browser, "#live-start")
+        box = wait(browser, lambda d: live_box(d)["state"] == "live" and live_box(d), what="live sync to be live")
+        assert box["text"] == "live" and box["stop"] and not box["start"], box
+        assert sorted(box["syncs"].split(",")) == ["contacts-down", "contacts-up"] and "contacts-up" in box["detail"], box
+        shot(browser, "live-sync-live")
+        status, _, live = ins.get("/api/live")
+        assert live["state"] == "live" and sorted(live["names"]) == ["contacts-down", "contacts-up"], live
+        # Started again: refused (it is on), the library's STATE.
+        status, _, body = ins.post("/api/live/start", {})
+        assert status == 400 and body["error"]["code"] == "STATE", body
+        # An app beside it (another process) writes: the inspector's live sync pushes it.
+        ok("upsert", "--root", root, "--soup", "contacts", json.dumps(
+            {"LastName": "Pushed live", "attributes": {"type": "Contact"}, "__local__": True, "__locally_created__": True}))
+        deadline = time.time() + 30
+        while "Pushed live" not in [r["LastName"] for r in server.request("GET", "query?q=SELECT+Id,LastName+FROM+Contact")["records"]]:
+            assert time.time() < deadline, "the other process's write never reached the server"
+            time.sleep(0.2)
+        assert live_box(browser)["state"] == "live"
+
+        # Pulling every 300 ms against a server that goes away: offline, the next retry counted down.
+        click(browser, "#live-stop")
+        wait(browser, lambda d: live_box(d)["state"] == "stopped", what="live sync to stop")
+        status, _, live = ins.post("/api/live/start", {"options": {"pullIntervalMs": 300, "retryMinMs": 4000, "retryMaxMs": 8000}})
+        assert status == 200, live
+        wait(browser, lambda d: live_box(d)["state"] == "live", what="live sync to be live again")
+        stop(server.proc)
+        box = wait(browser, lambda d: live_box(d)["state"] == "offline" and live_box(d), timeout=30, what="live sync to be offline")
+        assert box["text"] == "offline" and re.search(r"retry in \d+\.\d s", box["detail"]), box
+        first = re.search(r"retry in (\d+\.\d) s", box["detail"]).group(1)
+        wait(browser, lambda d: (m := re.search(r"retry in (\d+\.\d) s", live_box(d)["detail"])) and float(m.group(1)) < float(first),
+             what="the countdown")
+        shot(browser, "live-sync-offline")
+        click(browser, "#live-stop")
+        wait(browser, lambda d: live_box(d)["state"] == "stopped" and live_box(d)["start"], what="live sync to stop")
+    finally:
+        if writes_only.proc.poll() is None:
+            stop(writes_only.proc)
+        if ins:
+            stop(ins.proc)
+        if server.proc.poll() is None:
+            stop(server.proc)
