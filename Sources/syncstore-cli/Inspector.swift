@@ -304,8 +304,6 @@ final class InspectorLive: @unchecked Sendable {
     static let shared = InspectorLive()
     private struct Running {
         let manager: SyncManager
-        let pushes: OtherProcessPushes
-        let listener: (ChangeListeners, Int64)?
     }
     private let lock = NSLock()
     private var running: [String: Running] = [:]
@@ -314,23 +312,10 @@ final class InspectorLive: @unchecked Sendable {
         let options = try LiveSync.Options.parse(optionsJSON)
         let manager = try store.syncManager()
         manager.setRemote(remote)
-        let names = (try? JSONDocument.parse(optionsJSON ?? "{}"))?.root["syncs"]?.elements.compactMap(\.string)
-        let ups = try store.syncStates().filter { state in
-            guard state.kind == .syncUp, let name = state.name, !name.isEmpty else { return false }
-            return names?.contains(name) ?? true
-        }
-        // As `sync --live`: other processes' writes (an app beside the inspector) are pushed too.
-        let pushes = OtherProcessPushes(manager: manager, owner: owner, ups: ups.map { ($0.id, $0.soupName) },
-                                        options: optionsJSON ?? "{}") { _ in }
-        try manager.live.start(options, owner: owner) { pushes.liveEvent($0) }
-        var listener: (ChangeListeners, Int64)?
-        if pushes.hasWork, let listeners = try? ChangeListeners.of(store),
-           let token = try? listeners.add(store: store, soup: nil, owner: owner, { pushes.heard($0) }) {
-            listener = (listeners, token)
-            pushes.start()
-        }
+        // As `sync --live`, other processes' writes (an app beside the inspector) are pushed too.
+        try manager.live.start(options, owner: owner) { _ in }
         let previous = lock.withLock { () -> Running? in
-            defer { running[store.path] = Running(manager: manager, pushes: pushes, listener: listener) }
+            defer { running[store.path] = Running(manager: manager) }
             return running[store.path]
         }
         if let previous { InspectorLive.end(previous, live: false) }
@@ -347,8 +332,6 @@ final class InspectorLive: @unchecked Sendable {
     }
 
     private static func end(_ ended: Running, live: Bool) {
-        if let listener = ended.listener { try? listener.0.remove(listener.1) }
-        ended.pushes.stop()
         if live { ended.manager.live.stop() }
     }
 

@@ -50,21 +50,8 @@ struct LiveSyncSession {
         let printer = LivePrinter(mode: mode, syncs: chosen)
         // Signals are caught before the start: a Ctrl-C right after it still stops cleanly.
         let stop = WatchStop()
-        let pushes = OtherProcessPushes(manager: manager, owner: opened.handle,
-                                        ups: chosen.filter { $0.kind == .syncUp }.map { ($0.id, $0.soupName) },
-                                        options: optionsJSON) { printer.event($0) }
-        try manager.live.start(options, owner: opened.handle) { text in
-            printer.event(text)
-            pushes.liveEvent(text)
-        }
-        // Writes of other processes (an app, `upsert`) are pushed too: live sync hears only this
-        // process's writes, a change listener hears the others'.
-        var listener: (ChangeListeners, Int64)?
-        if pushes.hasWork, let listeners = try? ChangeListeners.of(opened.store),
-           let token = try? listeners.add(store: opened.store, soup: nil, owner: opened.handle, { pushes.heard($0) }) {
-            listener = (listeners, token)
-            pushes.start()
-        }
+        // Live sync pushes other processes' writes (an app, `upsert`) as this process's.
+        try manager.live.start(options, owner: opened.handle) { printer.event($0) }
         if mode == .json {
             let doc = JSONDocument.object()
             let live = JSONDocument.object()
@@ -82,8 +69,6 @@ struct LiveSyncSession {
         }
         printer.startTicking()
         stop.wait(timeoutSeconds: forSeconds)
-        if let listener { try? listener.0.remove(listener.1) }
-        pushes.stop()
         // Returns once the live sync thread has ended (its "stopped" event is held back); the
         // runs in progress are stopped as Ctrl-C stops `sync` (saved STOPPED, resumed by the next
         // run) and their last states printed, so "stopped" is the last event.
@@ -237,148 +222,3 @@ final class LivePrinter: @unchecked Sendable {
     static func clockSeconds() -> String { String(WatchPrinter.clock().prefix(8)) }
 }
 
-/// Pushes what other processes write: live sync runs a sync up after writes of this process
-/// only (its host writes), so a change listener of every soup hears the others' commits and runs
-/// the sync ups of the soups they touched, after the same debounce, retrying a failed run as
-/// live sync does (from retryMinMs, doubling up to retryMaxMs) unless live sync is offline
-/// (its own retry then pushes everything).
-final class OtherProcessPushes: @unchecked Sendable {
-    private let manager: SyncManager
-    private let owner: Int
-    private let ups: [(id: Int64, soup: String)]
-    private let callback: @Sendable (String) -> Void
-    private let debounceMs: Int64
-    private let retryMinMs: Int64
-    private let retryMaxMs: Int64
-    private let condition = NSCondition()
-    private var pending = Set<Int64>()
-    private var lastWrite: Int64 = 0
-    private var retryAt: Int64 = 0
-    private var attempt = 0
-    private var offline = false
-    private var stopping = false
-    private var started = false
-    private let ended = DispatchSemaphore(value: 0)
-
-    init(manager: SyncManager, owner: Int, ups: [(Int64, String)], options: String, callback: @escaping @Sendable (String) -> Void) {
-        self.manager = manager
-        self.owner = owner
-        self.ups = ups.map { (id: $0.0, soup: $0.1) }
-        self.callback = callback
-        let parsed = try? JSONDocument.parse(options)
-        debounceMs = parsed?.root["debounceMs"]?.int64 ?? 300
-        retryMinMs = parsed?.root["retryMinMs"]?.int64 ?? 1000
-        retryMaxMs = max(retryMinMs, parsed?.root["retryMaxMs"]?.int64 ?? 60_000)
-    }
-
-    var hasWork: Bool { !ups.isEmpty }
-
-    func start() {
-        condition.withLock { started = true }
-        Thread.detachNewThread { [self] in
-            loop()
-            ended.signal()
-        }
-    }
-
-    func stop() {
-        let wasStarted = condition.withLock {
-            stopping = true
-            condition.broadcast()
-            return started
-        }
-        if wasStarted { ended.wait() }
-    }
-
-    /// A change notice: another process's commit to a soup a sync up pushes.
-    func heard(_ notice: String) {
-        guard let doc = try? JSONDocument.parse(notice), doc.root["origin"]?["kind"]?.string == "otherProcess" else { return }
-        let soups = Set((doc.root["soups"]?.elements ?? []).compactMap { $0["soup"]?.string })
-        let ids = ups.filter { soups.contains($0.soup) }.map(\.id)
-        guard !ids.isEmpty else { return }
-        condition.withLock {
-            pending.formUnion(ids)
-            lastWrite = Clock.monotonicMillis()
-            condition.broadcast()
-        }
-    }
-
-    /// A live sync event: while it is offline, its retry pushes every sync up.
-    func liveEvent(_ text: String) {
-        guard let doc = try? JSONDocument.parse(text), doc.root["event"]?.string == "state" else { return }
-        let state = doc.root["state"]?.string
-        condition.withLock {
-            offline = state == "offline" || state == "connecting" || state == "catchingUp"
-            if state == "live" { attempt = 0; retryAt = 0 }
-            condition.broadcast()
-        }
-    }
-
-    private func loop() {
-        while true {
-            let batch: [Int64]? = condition.withLock {
-                while true {
-                    if stopping { return nil }
-                    let now = Clock.monotonicMillis()
-                    if !pending.isEmpty && !offline {
-                        let due = max(lastWrite + debounceMs, retryAt)
-                        if now >= due {
-                            let batch = ups.map(\.id).filter { pending.contains($0) }
-                            pending.removeAll()
-                            return batch
-                        }
-                        _ = condition.wait(until: Date(timeIntervalSinceNow: Double(due - now) / 1000))
-                    } else {
-                        condition.wait()
-                    }
-                }
-            }
-            guard let batch else { return }
-            var failed: [Int64] = []
-            for id in batch {
-                if let retryable = run(id), retryable { failed.append(id) }
-            }
-            condition.withLock {
-                if failed.isEmpty {
-                    attempt = 0
-                    retryAt = 0
-                } else {
-                    attempt += 1
-                    let base = min(retryMaxMs, retryMinMs << Int64(min(attempt - 1, 30)))
-                    retryAt = Clock.monotonicMillis() + base / 2 + Int64.random(in: 0...max(0, base / 2))
-                    pending.formUnion(failed)
-                }
-            }
-        }
-    }
-
-    private var isStopping: Bool { condition.withLock { stopping } }
-
-    /// Runs sync up `id` once and waits for it: nil when it ended DONE (or stopping), else
-    /// whether its failure is retryable. A run already going on (live sync's) is waited for first.
-    private func run(_ id: Int64) -> Bool? {
-        let callback = self.callback
-        while !isStopping {
-            do {
-                try manager.reSync(id: id, owner: owner) { text in callback("{\"event\":\"run\",\"sync\":" + text + "}") }
-            } catch let error as StoreError where error.code == .busy {
-                _ = try? manager.wait(id: id, timeoutMs: 200)
-                continue
-            } catch let error as StoreError {
-                return error.retryable
-            } catch {
-                return false
-            }
-            while !isStopping {
-                guard let state = try? manager.wait(id: id, timeoutMs: 200) else { continue }
-                switch state.status {
-                case .done: return nil
-                case .stopped: return true
-                case .running, .new: continue
-                default: return state.errorRetryable
-                }
-            }
-        }
-        return nil
-    }
-}
