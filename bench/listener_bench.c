@@ -218,6 +218,9 @@ static void query_change(int result, int samples) {
         OK(syncstore_upsert(s, "s", batch, NULL, NULL, E), "fill");
     }
     free(batch);
+    /* closed and opened again: the fill's WAL checkpointed, as a store at rest is */
+    OK(syncstore_close(s, E), "close");
+    s = open_store("query");
     const char *specs[2] = {
         "{\"soupName\":\"s\",\"queryType\":\"exact\",\"indexPath\":\"k\",\"matchKey\":\"big\",\"pageSize\":10}",
         "{\"soupName\":\"s\",\"queryType\":\"range\",\"indexPath\":\"n\",\"beginKey\":-1000000,\"endKey\":100000000,\"pageSize\":10}"};

@@ -469,9 +469,12 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             lastSequence = max(lastSequence, change.sequence)
             let index = logStart + Int64(log.count)
             var heard = false, marked = false
-            for (token, listener) in listeners where listener.hears(change) {
+            for (token, listener) in listeners {
+                // A listener with a notice pending hears this commit with it: it only matters
+                // whether someone hears it (the log then keeps it).
+                if heard && listener.from != nil { continue }
+                guard listener.hears(change) else { continue }
                 heard = true
-                // A listener with a notice pending already hears this commit with it.
                 guard listener.from == nil else { continue }
                 listener.from = index
                 enqueue(token, signal: false)

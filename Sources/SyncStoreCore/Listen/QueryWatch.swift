@@ -127,50 +127,64 @@ final class QueryWatch {
             return part.inserted.ids + part.updated.ids + part.deleted.ids
         }
         return try store.readers.withReader { db -> Outcome? in
-            try db.execute("BEGIN")
-            defer { _ = try? db.execute("COMMIT") }
-            var now: [Int64: Int64] = [:]
-            var diff = Diff()
             if let known {
+                let changed = Set(known)
                 var ids = "["
-                for (i, id) in Set(known).enumerated() { ids += (i == 0 ? "" : ",") + String(id) }
+                for (i, id) in changed.enumerated() { ids += (i == 0 ? "" : ",") + String(id) }
                 ids += "]"
                 // The changed ids drive the loop (CROSS JOIN keeps that order): an index of the
                 // condition would walk the whole result instead.
                 let table = info.table
                 let sql = "SELECT \(table).id, \(table).lastModified FROM (SELECT value AS changed FROM json_each(?)) AS changed_ids"
                     + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed" + (condition.isEmpty ? "" : " WHERE \(condition)")
+                // Most commits leave a result alone: one statement tells, with no transaction.
+                var now: [Int64: Int64] = [:]
                 try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
-                for id in Set(known).sorted() {
-                    switch (entries[id], now[id]) {
-                    case (nil, let modified?):
-                        diff.added.add(id)
-                        entries[id] = modified
-                    case (_?, nil):
-                        diff.removed.add(id)
-                        entries[id] = nil
-                    case (let before?, let modified?):
-                        if before != modified || updated.contains(id) { diff.changed.add(id) }
-                        entries[id] = modified
-                    case (nil, nil):
-                        break
-                    }
-                }
-            } else {
-                let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)")
-                try read(sql, bindings, db) { now[$0] = $1 }
-                for id in now.keys.sorted() {
-                    guard let before = entries[id] else { diff.added.add(id); continue }
-                    if before != now[id] || updated.contains(id) { diff.changed.add(id) }
-                }
-                for id in entries.keys.sorted() where now[id] == nil { diff.removed.add(id) }
-                entries = now
+                if diff(changed, now, updated).isEmpty && part != nil { return nil }
+                // It moved: read again with the first page, both in one snapshot.
+                try db.execute("BEGIN")
+                defer { _ = try? db.execute("COMMIT") }
+                now = [:]
+                try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
+                let moved = diff(changed, now, updated)
+                for id in changed { entries[id] = now[id] }
+                if moved.isEmpty && part != nil { return nil }
+                let page = try store.readPage(plan, pageSize: spec.pageSize, page: 0, on: db)
+                return Outcome(total: entries.count, page: page.string, diff: moved, isSmart: false)
             }
+            try db.execute("BEGIN")
+            defer { _ = try? db.execute("COMMIT") }
+            var now: [Int64: Int64] = [:]
+            var moved = Diff()
+            let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)")
+            try read(sql, bindings, db) { now[$0] = $1 }
+            for id in now.keys.sorted() {
+                guard let before = entries[id] else { moved.added.add(id); continue }
+                if before != now[id] || updated.contains(id) { moved.changed.add(id) }
+            }
+            for id in entries.keys.sorted() where now[id] == nil { moved.removed.add(id) }
+            entries = now
             // The first notice tells of the result even when it is empty.
-            if diff.isEmpty && part != nil { return nil }
+            if moved.isEmpty && part != nil { return nil }
             let page = try store.readPage(plan, pageSize: spec.pageSize, page: 0, on: db)
-            return Outcome(total: entries.count, page: page.string, diff: diff, isSmart: false)
+            return Outcome(total: entries.count, page: page.string, diff: moved, isSmart: false)
         }
+    }
+
+    /// How the entries `changed` moved the result, given which of them match now (`now`: id ->
+    /// lastModified) and which were written (`updated`).
+    private func diff(_ changed: Set<Int64>, _ now: [Int64: Int64], _ updated: Set<Int64>) -> Diff {
+        var diff = Diff()
+        for id in changed.sorted() {
+            switch (entries[id], now[id]) {
+            case (nil, _?): diff.added.add(id)
+            case (_?, nil): diff.removed.add(id)
+            case (let before?, let modified?):
+                if before != modified || updated.contains(id) { diff.changed.add(id) }
+            case (nil, nil): break
+            }
+        }
+        return diff
     }
 
     private func read(_ sql: String, _ bindings: [SQLValue], _ db: Connection, _ row: (Int64, Int64) -> Void) throws {
