@@ -294,7 +294,6 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 change = change.map { $0.merged(with: heard) } ?? heard
             }
             listener.from = nil
-            trimLog()
         }
         return Taken(listener: listener, change: change, initial: initial)
     }
@@ -372,6 +371,9 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                         }
                         if let taken = take(token, at: now) { return .tell(token, taken) }
                     }
+                    // The queue is empty: the commits every listener has heard go (once per round,
+                    // not per notice: finding them reads every listener).
+                    if log.count > 0 { trimLog() }
                     if !listeners.isEmpty && now >= nextPoll { return .poll }
                     let wake = [delayed.values.min(), listeners.isEmpty ? nil : nextPoll].compactMap { $0 }.min()
                     if let wake {
