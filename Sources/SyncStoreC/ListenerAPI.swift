@@ -11,30 +11,33 @@ private struct ListenerContext: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer?
 }
 
-@_cdecl("syncstore_add_soup_listener")
-public func syncstore_add_soup_listener(_ s: OpaquePointer?, _ soup: CString?, _ cb: CChangeCallback?,
-                                        _ context: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-                                        _ err: ErrorOut?) -> Int32 {
+/// The shared part of the add functions: checks the out pointer and the callback, and hands
+/// `add` the store, the handle and a deliver function calling `cb` with the host's context.
+private func addListener(_ s: OpaquePointer?, _ cb: CChangeCallback?, _ context: UnsafeMutableRawPointer?,
+                         _ out: UnsafeMutablePointer<OpaquePointer?>?, _ err: ErrorOut?,
+                         _ add: (SmartStore, Int, @escaping ChangeListeners.Deliver) throws -> Int64) -> Int32 {
     out?.pointee = nil
     return guarded(err) {
         let out = try requireOut(out, "out_token")
         guard let cb else { throw StoreError(.argument, "cb must not be NULL") }
-        let store = try store(s)
-        let soup = try optionalText(soup, "soup_or_NULL")
         let host = ListenerContext(pointer: context)
-        let token = try ChangeListeners.of(store).add(store: store, soup: soup, owner: handle(s)) { text in
-            text.withCString { cb($0, host.pointer) }
-        }
+        let token = try add(try store(s), handle(s)) { text in text.withCString { cb($0, host.pointer) } }
         out.pointee = OpaquePointer(bitPattern: Int(token))
     }
 }
 
-@_cdecl("syncstore_remove_listener")
-public func syncstore_remove_listener(_ s: OpaquePointer?, _ token: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
-    guarded(err) {
-        let store = try store(s)
-        guard let token else { throw StoreError(.argument, "token must not be NULL") }
-        try ChangeListeners.of(store).remove(Int64(Int(bitPattern: UnsafeRawPointer(token))))
+/// A token as the listener number it carries; ARGUMENT for NULL.
+private func tokenNumber(_ token: OpaquePointer?) throws -> Int64 {
+    guard let token else { throw StoreError(.argument, "token must not be NULL") }
+    return Int64(Int(bitPattern: UnsafeRawPointer(token)))
+}
+
+@_cdecl("syncstore_add_soup_listener")
+public func syncstore_add_soup_listener(_ s: OpaquePointer?, _ soup: CString?, _ cb: CChangeCallback?,
+                                        _ context: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                                        _ err: ErrorOut?) -> Int32 {
+    addListener(s, cb, context, out, err) { store, owner, deliver in
+        try ChangeListeners.of(store).add(store: store, soup: try optionalText(soup, "soup_or_NULL"), owner: owner, deliver)
     }
 }
 
@@ -42,17 +45,16 @@ public func syncstore_remove_listener(_ s: OpaquePointer?, _ token: OpaquePointe
 public func syncstore_add_query_listener(_ s: OpaquePointer?, _ spec: CString?, _ cb: CChangeCallback?,
                                          _ context: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
                                          _ err: ErrorOut?) -> Int32 {
-    out?.pointee = nil
-    return guarded(err) {
-        let out = try requireOut(out, "out_token")
-        guard let cb else { throw StoreError(.argument, "cb must not be NULL") }
+    addListener(s, cb, context, out, err) { store, owner, deliver in
+        try ChangeListeners.of(store).addQuery(store: store, specJSON: try text(spec, "query_spec_json"), owner: owner, deliver)
+    }
+}
+
+@_cdecl("syncstore_remove_listener")
+public func syncstore_remove_listener(_ s: OpaquePointer?, _ token: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
+    guarded(err) {
         let store = try store(s)
-        let specJSON = try text(spec, "query_spec_json")
-        let host = ListenerContext(pointer: context)
-        let token = try ChangeListeners.of(store).addQuery(store: store, specJSON: specJSON, owner: handle(s)) { text in
-            text.withCString { cb($0, host.pointer) }
-        }
-        out.pointee = OpaquePointer(bitPattern: Int(token))
+        try ChangeListeners.of(store).remove(try tokenNumber(token))
     }
 }
 
@@ -60,8 +62,7 @@ public func syncstore_add_query_listener(_ s: OpaquePointer?, _ spec: CString?, 
 public func syncstore_set_listener_interval(_ s: OpaquePointer?, _ token: OpaquePointer?, _ ms: Int64, _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let store = try store(s)
-        guard let token else { throw StoreError(.argument, "token must not be NULL") }
-        try ChangeListeners.of(store).setInterval(Int64(Int(bitPattern: UnsafeRawPointer(token))), milliseconds: ms)
+        try ChangeListeners.of(store).setInterval(try tokenNumber(token), milliseconds: ms)
     }
 }
 
