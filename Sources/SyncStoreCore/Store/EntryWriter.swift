@@ -171,21 +171,7 @@ package final class EntryWriter {
             let (existing, dirty) = try existingId(scanned: page.values[base + columns.count], page, bytes, index: k)
             if dirty && leaveIfChanged { return false }
             let id = existing ?? nextId
-            // The object without its closing brace, a comma unless it is empty, the added
-            // members, then the store's keys.
-            let start = Int(record.start), end = Int(record.end) - 1
-            var last = end - 1
-            while last > start, bytes[last] == 0x20 || bytes[last] == 0x0A || bytes[last] == 0x0D || bytes[last] == 0x09 { last -= 1 }
-            scratch.removeAll(keepingCapacity: true)
-            scratch.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
-            if last > start { scratch.append(UInt8(ascii: ",")) }
-            scratch.append(contentsOf: added.text)
-            scratch.append(contentsOf: EntryWriter.entryIdMember)
-            scratch.append(contentsOf: String(id).utf8)
-            scratch.append(contentsOf: EntryWriter.lastModifiedMember)
-            scratch.append(contentsOf: String(now).utf8)
-            scratch.append(UInt8(ascii: "}"))
-            let text = scratch
+            let text = withStoreKeys(bytes, record, added: added.text, id: id, now: now)
             try text.withUnsafeBufferPointer { t in
                 guard let p = t.baseAddress else { return }
                 try store(id: id, replacing: existing != nil, now: now, text: p, length: t.count) { statement, position, column in
@@ -229,16 +215,7 @@ package final class EntryWriter {
                 if existing != nil { return false }
             }
             let id = nextId
-            let start = Int(record.start), end = Int(record.end) - 1
-            scratch.removeAll(keepingCapacity: true)
-            scratch.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
-            if end - start > 1 { scratch.append(UInt8(ascii: ",")) }
-            scratch.append(contentsOf: EntryWriter.entryIdMember)
-            scratch.append(contentsOf: String(id).utf8)
-            scratch.append(contentsOf: EntryWriter.lastModifiedMember)
-            scratch.append(contentsOf: String(now).utf8)
-            scratch.append(UInt8(ascii: "}"))
-            let text = scratch
+            let text = withStoreKeys(bytes, record, added: [], id: id, now: now)
             try text.withUnsafeBufferPointer { t in
                 guard let p = t.baseAddress else { return }
                 try store(id: id, replacing: false, now: now, text: p, length: t.count) { statement, position, column in
@@ -252,6 +229,24 @@ package final class EntryWriter {
             }
             return true
         }
+    }
+
+    /// A scanned record's object text without its closing brace, a comma unless it is empty,
+    /// `added` members, then the store's keys: what both scanned paths store.
+    private func withStoreKeys(_ bytes: UnsafePointer<UInt8>, _ record: ScannedRecord, added: [UInt8], id: Int64, now: Int64) -> [UInt8] {
+        let start = Int(record.start), end = Int(record.end) - 1
+        var last = end - 1
+        while last > start, bytes[last] == 0x20 || bytes[last] == 0x0A || bytes[last] == 0x0D || bytes[last] == 0x09 { last -= 1 }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(start: bytes + start, count: end - start))
+        if last > start { scratch.append(UInt8(ascii: ",")) }
+        scratch.append(contentsOf: added)
+        scratch.append(contentsOf: EntryWriter.entryIdMember)
+        scratch.append(contentsOf: String(id).utf8)
+        scratch.append(contentsOf: EntryWriter.lastModifiedMember)
+        scratch.append(contentsOf: String(now).utf8)
+        scratch.append(UInt8(ascii: "}"))
+        return scratch
     }
 
     /// Where an index column's value comes from when it is not in the scanned record.
