@@ -336,6 +336,6 @@ final class InspectorLive: @unchecked Sendable {
     }
 
     func stateJSON(_ store: SmartStore) -> String {
-        lock.withLock { running[store.path]?.manager }?.live.stateJSON ?? #"{"event":"state","state":"stopped","syncs":[]}"#
+        lock.withLock { running[store.path]?.manager }?.live.stateJSON ?? LiveSync.stoppedStateJSON
     }
 }
