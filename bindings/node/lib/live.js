@@ -4,6 +4,7 @@
 // each of the library's events to the JS thread, this file turns them into 'state' and 'run'
 // events, a last known state and async iteration.
 const { EventEmitter } = require('node:events');
+const { eventIterator } = require('./iterator');
 const { addon, OP, STATUS, syncStoreError, call } = require('./native');
 
 const STATES = new Set(['connecting', 'catchingUp', 'live', 'offline', 'stopped']);
@@ -135,46 +136,9 @@ class LiveSync extends EventEmitter {
   _ended() { return this.#ended; }
 
   [Symbol.asyncIterator]() {
-    const queue = this.#last ? [this.#last] : [];
-    const waiting = [];
-    let finished = false, failure = null;
-    const iterators = this.#iterators;
-    const it = {
-      push: (event) => {
-        if (waiting.length) {
-          this.#await(-1);
-          waiting.shift().resolve({ value: event, done: false });
-        } else queue.push(event);
-      },
-      finish: (error) => {
-        finished = true;
-        failure = error;
-        iterators.delete(it);
-        for (const w of waiting.splice(0)) {
-          this.#await(-1);
-          if (failure) { w.reject(failure); failure = null; } else w.resolve({ value: undefined, done: true });
-        }
-      },
-      next: () => {
-        if (queue.length) return Promise.resolve({ value: queue.shift(), done: false });
-        if (failure) {
-          const error = failure;
-          failure = null;
-          return Promise.reject(error);
-        }
-        if (finished) return Promise.resolve({ value: undefined, done: true });
-        this.#await(1); // someone waits for the next state: the process stays until it comes
-        return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
-      },
-      return: async () => {
-        it.finish(null);
-        queue.length = 0;
-        return { value: undefined, done: true };
-      },
-      [Symbol.asyncIterator]() { return it; },
-    };
+    const it = eventIterator({ initial: this.#last ? [this.#last] : [], iterators: this.#iterators, await: (d) => this.#await(d) });
     if (this.#stopped) it.finish(this.#startError);
-    else iterators.add(it);
+    else this.#iterators.add(it);
     return it;
   }
 

@@ -3,6 +3,7 @@
 // library's listeners (include/syncstore.h, "Listeners"). The addon (src/watch.c) brings each
 // notice to the JS thread; this file turns it into 'change' events and async iteration.
 const { EventEmitter } = require('node:events');
+const { eventIterator } = require('./iterator');
 const { addon, STATUS, syncStoreError } = require('./native');
 
 const MAX_INTERVAL_MS = 3600000; // syncstore_set_listener_interval's limit
@@ -125,48 +126,10 @@ class Watch extends EventEmitter {
   }
 
   [Symbol.asyncIterator]() {
-    const queue = [];
-    const waiting = [];
-    let finished = false, failure = null;
-    const iterators = this.#iterators;
-    const it = {
-      push: (notice) => {
-        if (waiting.length) {
-          this.#await(-1);
-          waiting.shift().resolve({ value: notice, done: false });
-        } else queue.push(notice);
-      },
-      finish: (error) => {
-        finished = true;
-        failure = error;
-        iterators.delete(it);
-        for (const w of waiting.splice(0)) {
-          this.#await(-1);
-          if (failure) { w.reject(failure); failure = null; } else w.resolve({ value: undefined, done: true });
-        }
-      },
-      next: () => {
-        if (queue.length) return Promise.resolve({ value: queue.shift(), done: false });
-        if (failure) {
-          const error = failure;
-          failure = null;
-          return Promise.reject(error);
-        }
-        if (finished) return Promise.resolve({ value: undefined, done: true });
-        this.#await(1); // someone waits for a notice: the process stays until it comes
-        return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
-      },
-      return: async () => {
-        it.finish(null);
-        queue.length = 0;
-        await this.close();
-        return { value: undefined, done: true };
-      },
-      [Symbol.asyncIterator]() { return it; },
-    };
+    const it = eventIterator({ iterators: this.#iterators, await: (d) => this.#await(d), onReturn: () => this.close() });
     if (this.#closed) it.finish(this.#error);
     else {
-      iterators.add(it);
+      this.#iterators.add(it);
       this.#maybeRelease(); // the notices kept for the first consumer go to its queue
     }
     return it;
