@@ -22,8 +22,10 @@ package final class LiveSync: @unchecked Sendable {
         var retryMaxMs: Int64 = 60_000
         /// 0: sync downs run only when catching up.
         var pullIntervalMs: Int64 = 0
+        /// SOQL sync downs are kept current by Change Data Capture events (docs/sync.md#change-events).
+        var changeEvents = true
 
-        private static let keys: Set<String> = ["syncs", "debounceMs", "retryMinMs", "retryMaxMs", "pullIntervalMs"]
+        private static let keys: Set<String> = ["syncs", "debounceMs", "retryMinMs", "retryMaxMs", "pullIntervalMs", "changeEvents"]
 
         package static func parse(_ json: String?) throws -> Options {
             var options = Options()
@@ -50,6 +52,10 @@ package final class LiveSync: @unchecked Sendable {
             options.retryMinMs = try milliseconds("retryMinMs", 10...3_600_000) ?? options.retryMinMs
             options.retryMaxMs = try milliseconds("retryMaxMs", 10...86_400_000) ?? options.retryMaxMs
             options.pullIntervalMs = try milliseconds("pullIntervalMs", 0...86_400_000) ?? options.pullIntervalMs
+            if let value = doc.root["changeEvents"], !value.isNull {
+                guard let flag = value.bool else { throw StoreError.argument("\"changeEvents\" must be true or false") }
+                options.changeEvents = flag
+            }
             if options.retryMaxMs < options.retryMinMs { options.retryMaxMs = options.retryMinMs }
             return options
         }
@@ -75,6 +81,10 @@ package final class LiveSync: @unchecked Sendable {
     /// When the first host write not yet pushed came (monotonic ms), and the last one.
     private var firstChange: Int64?
     private var lastChange: Int64 = 0
+    /// Change Data Capture for the SOQL sync downs, when on.
+    private var stream: ChangeStream?
+    /// The stream has news: changes to apply, or a state of its own to report.
+    private var streamNews = false
 
     init(manager: SyncManager) { self.manager = manager }
 
@@ -95,6 +105,7 @@ package final class LiveSync: @unchecked Sendable {
             throw StoreError.argument("Live sync has no sync to run: name the syncs (\"syncs\") or create named syncs first")
         }
         reapEnded()
+        let stream = try options.changeEvents ? changeStream(chosen.filter { $0.kind == .syncDown }, options) : nil
         try lock.withLock {
             if thread != nil && stopping {
                 throw StoreError(.busy, "Live sync is stopping; start it again once the stop has returned", retryable: true)
@@ -111,6 +122,8 @@ package final class LiveSync: @unchecked Sendable {
             nextRetryAt = nil
             lastError = nil
             phase = .connecting
+            self.stream = stream
+            streamNews = false
             guard let started = startThread({ [self] in loop() }) else {
                 phase = .stopped
                 throw StoreError(.busy, "The live sync thread could not be started (the system refused a new thread); retry later", retryable: true)
@@ -127,6 +140,32 @@ package final class LiveSync: @unchecked Sendable {
         } catch {
             stop()
             throw error
+        }
+    }
+
+    /// The change stream of the SOQL sync downs among `downs` (nil: none, or no remote). A sync
+    /// whose query cannot judge a record alone, or whose records are not keyed by `Id`, catches
+    /// up on any event of its object instead of applying the ids.
+    private func changeStream(_ downs: [SyncState], _ options: Options) throws -> ChangeStream? {
+        var routes: [ChangeStream.Route] = []
+        for state in downs {
+            guard case .down(.builtIn(let target as SoqlTarget))? = try? state.target.parsed.get(),
+                  let object = target.rewriter.object else { continue }
+            let exact = target.rewriter.judgesRecordsAlone && target.idFieldName == "Id"
+            routes.append(.init(syncId: state.id, object: object, exact: exact))
+        }
+        guard !routes.isEmpty, let client = manager.streamingClient() else { return nil }
+        let marks = ReplayMarks(store: manager.store, instance: client.instance)
+        return try ChangeStream(client: client, routes: routes, marks: marks, ownClient: manager.streamClientName,
+                                retryMinMs: options.retryMinMs, retryMaxMs: options.retryMaxMs) { [weak self] in
+            self?.streamChanged()
+        }
+    }
+
+    private func streamChanged() {
+        lock.withLock {
+            streamNews = true
+            lock.signal()
         }
     }
 
@@ -193,6 +232,7 @@ package final class LiveSync: @unchecked Sendable {
         let doc = JSONDocument.object()
         doc.root.set("event", owned: JSONMake.string("state"))
         doc.root.set("state", owned: JSONMake.string(phase.rawValue))
+        if let stream, phase != .stopped { doc.root.set("changeEvents", owned: stream.stateJSON().root.retained()) }
         if phase == .offline, let nextRetryAt {
             doc.root.set("nextRetryAt", owned: JSONMake.int(Clock.nowMillis() + max(0, nextRetryAt - Clock.monotonicMillis())))
         }
@@ -213,9 +253,13 @@ package final class LiveSync: @unchecked Sendable {
 
     // MARK: the loop
 
-    private enum Step { case catchUp, push, pull, stop }
+    private enum Step { case catchUp, push, pull, apply, report, stop }
 
     private func loop() {
+        let stream = lock.withLock { self.stream }
+        if let stream, !stream.start() {
+            lock.withLock { lastError = "The change stream's thread could not be started; the syncs run at catch-ups and pulls only" }
+        }
         report(.connecting)
         var catchingUp = true
         var attempt = 0
@@ -231,6 +275,11 @@ package final class LiveSync: @unchecked Sendable {
                         continue
                     }
                     if catchingUp { return .catchUp }
+                    if streamNews {
+                        streamNews = false
+                        if stream?.hasPending == true { return .apply }
+                        if phase != .connecting { return .report }
+                    }
                     var wake: Int64? = nil
                     if firstChange != nil {
                         let due = lastChange + options.debounceMs
@@ -250,13 +299,17 @@ package final class LiveSync: @unchecked Sendable {
             }
             let (pushes, pulls): ([Int64], [Int64]) = lock.withLock {
                 switch step {
-                case .stop: return ([], [])
+                case .stop, .apply, .report: return ([], [])
                 case .catchUp: return (ups.map(\.id), downs)
                 case .push: return (ups.map(\.id), [])
                 case .pull: return ([], downs)
                 }
             }
             if step == .stop { break }
+            if step == .report {
+                report(phaseNow)
+                continue
+            }
             if step == .catchUp && !(attempt == 0 && phaseIs(.connecting)) { report(.catchingUp) }
             if step == .push || step == .catchUp { lock.withLock { firstChange = nil } }
             var failure: (message: String, retryable: Bool)? = nil
@@ -264,6 +317,7 @@ package final class LiveSync: @unchecked Sendable {
                 guard failure?.retryable != true, !isStopping else { break }
                 if let failed = run(id) { failure = failure ?? failed; if failed.retryable { failure = failed } }
             }
+            if step == .apply, let stream { failure = apply(stream) }
             if isStopping { break }
             if let failure, failure.retryable {
                 attempt += 1
@@ -283,16 +337,97 @@ package final class LiveSync: @unchecked Sendable {
                 nextRetryAt = nil
                 lastError = failure?.message
             }
+            // Changes that arrived during the runs are applied next.
+            if stream?.hasPending == true { lock.withLock { streamNews = true } }
             if options.pullIntervalMs > 0 && (step == .catchUp || step == .pull) {
                 nextPull = Clock.monotonicMillis() + options.pullIntervalMs
             }
             report(.live)
         }
+        stream?.stop()
         report(.stopped)
         lock.withLock { loopEnded = true }
     }
 
     private var isStopping: Bool { lock.withLock { stopping } }
+    private var phaseNow: Phase { lock.withLock { phase } }
+
+    /// Applies what the change events asked, each sync as one run: a catch-up is the sync's
+    /// reSync then a ghost cleaning; ids are fetched or removed. The replay marks taken with the
+    /// changes are saved once all of them are done; what failed retryably is put back.
+    private func apply(_ stream: ChangeStream) -> (message: String, retryable: Bool)? {
+        let (changes, marks) = stream.take()
+        var failure: (message: String, retryable: Bool)? = nil
+        var left: [Int64: RecordChanges] = [:]
+        for (id, change) in changes.sorted(by: { $0.key < $1.key }) {
+            if failure?.retryable == true || isStopping {
+                left[id] = change
+                continue
+            }
+            var failed: (message: String, retryable: Bool)? = nil
+            if change.catchUp {
+                failed = run(id) ?? cleanGhosts(id)
+            } else {
+                let (owner, callback) = lock.withLock { (self.owner, self.callback) }
+                failed = run(id) { [manager] in
+                    try manager.applyChanges(id: id, fetch: change.fetch.sorted(), remove: change.remove.sorted(), owner: owner) { text in
+                        callback?("{\"event\":\"run\",\"sync\":" + text + "}")
+                    }
+                }
+            }
+            if let failed {
+                failure = failed.retryable ? failed : (failure ?? failed)
+                if failed.retryable { left[id] = change }
+            }
+        }
+        if left.isEmpty {
+            do { try stream.applied(marks) } catch let error as StoreError { return (error.message, error.retryable) } catch { return ("\(error)", false) }
+        } else {
+            stream.putBack(left)
+        }
+        return failure
+    }
+
+    /// A ghost cleaning of sync `id`, waited for; nil when it ended DONE.
+    private func cleanGhosts(_ id: Int64) -> (message: String, retryable: Bool)? {
+        let (owner, callback) = lock.withLock { (self.owner, self.callback) }
+        let ending = GhostEnding()
+        do {
+            try manager.cleanResyncGhosts(id: id, owner: owner) { text in
+                callback?("{\"event\":\"run\",\"sync\":" + text + "}")
+                ending.take(text)
+            }
+        } catch let error as StoreError {
+            return (error.message, error.retryable)
+        } catch {
+            return ("\(error)", false)
+        }
+        return ending.wait(id)
+    }
+
+    /// The terminal report of a ghost cleaning, handed from its callback to the loop.
+    private final class GhostEnding: @unchecked Sendable {
+        private let lock = ConditionLock()
+        private var result: (status: String, message: String, retryable: Bool)?
+
+        func take(_ text: String) {
+            guard let doc = try? JSONDocument.parse(text, what: "ghost report"),
+                  let status = doc.root["status"]?.string, status != "RUNNING" else { return }
+            lock.withLock {
+                result = (status, doc.root["error"]?.string ?? "", doc.root["errorRetryable"]?.bool ?? false)
+                lock.broadcast()
+            }
+        }
+
+        /// Exactly one terminal report comes (the manager's promise).
+        func wait(_ id: Int64) -> (message: String, retryable: Bool)? {
+            lock.withLock {
+                while result == nil { _ = lock.wait() }
+                guard let result, result.status != "DONE" else { return nil }
+                return (result.message.isEmpty ? "Cleaning the ghosts of sync \(id) ended \(result.status)" : result.message, result.retryable)
+            }
+        }
+    }
     private func phaseIs(_ p: Phase) -> Bool { lock.withLock { phase == p } }
 
     /// The wait before retry `attempt` (1, 2, ...): doubling from retryMinMs up to retryMaxMs,
@@ -305,12 +440,14 @@ package final class LiveSync: @unchecked Sendable {
 
     /// Runs sync `id` once and waits for it; nil when it ended DONE, else its failure. A sync
     /// already running (started by the host) is waited for, then run.
-    private func run(_ id: Int64) -> (message: String, retryable: Bool)? {
+    private func run(_ id: Int64, start: (() throws -> Void)? = nil) -> (message: String, retryable: Bool)? {
         let (owner, callback) = lock.withLock { (self.owner, self.callback) }
         while !isStopping {
             do {
-                try manager.reSync(id: id, owner: owner) { text in
-                    callback?("{\"event\":\"run\",\"sync\":" + text + "}")
+                if let start { try start() } else {
+                    try manager.reSync(id: id, owner: owner) { text in
+                        callback?("{\"event\":\"run\",\"sync\":" + text + "}")
+                    }
                 }
             } catch let error as StoreError where error.code == .busy {
                 _ = try? manager.wait(id: id, timeoutMs: 200)

@@ -109,11 +109,32 @@ package struct SoqlRewriter {
     /// of one object (no WHERE, WITH, GROUP BY, HAVING, LIMIT or OFFSET), nil otherwise (then a
     /// record can also leave the scope by an edit, and only a full comparison finds it).
     package var wholeObject: String? {
-        guard ["WHERE", "WITH", "GROUP", "HAVING", "LIMIT", "OFFSET"].allSatisfy({ clause($0) == nil }),
-              let from = clause("FROM") else { return nil }
+        guard ["WHERE", "WITH", "GROUP", "HAVING", "LIMIT", "OFFSET"].allSatisfy({ clause($0) == nil }) else { return nil }
+        return object
+    }
+
+    /// The object the query reads (its FROM), nil when that is not a plain name.
+    package var object: String? {
+        guard let from = clause("FROM") else { return nil }
         let name = text(from.end, from.bodyEnd)
         guard !name.isEmpty, name.utf8.allSatisfy({ SoqlRewriter.isWord($0) && $0 != UInt8(ascii: ".") }) else { return nil }
         return name
+    }
+
+    /// Whether a record's membership in the query's result depends on that record alone, so
+    /// that the records a change event names can be fetched on their own (docs/sync.md#change-events):
+    /// no GROUP BY, HAVING, LIMIT or OFFSET.
+    package var judgesRecordsAlone: Bool { ["GROUP", "HAVING", "LIMIT", "OFFSET"].allSatisfy { clause($0) == nil } }
+
+    /// The sync query restricted to records by Salesforce `Id` (letters and digits only, checked
+    /// by the caller): the records among them that are in the query's scope.
+    package func recordsQuery(ids: [String], idField: String, modificationField: String) -> String {
+        var selected = fields
+        for required in [idField, modificationField] where !selected.contains(where: { $0.caseInsensitiveEquals(required) }) {
+            selected.append(required)
+        }
+        let list = ids.map { "'\($0)'" }.joined(separator: ",")
+        return build(fields: selected, extraFilter: "Id IN (\(list))", defaultOrder: "ORDER BY \(modificationField)", keepOrder: true)
     }
 
     private func build(fields: [String], extraFilter: String?, defaultOrder: String?, keepOrder: Bool) -> String {

@@ -129,7 +129,7 @@ package struct SyncDownTask: SyncRun {
             }
         }
         for group in page.groups where !group.removedIds.isEmpty {
-            try DatasyncTable.remove(group.removedIds, db: db, store: ctx.store, info: try ctx.store.requireSoup(group.soupName), mergeMode: options.mergeMode)
+            try DatasyncTable.remove(group.removedIds, idFieldName: group.idFieldName, db: db, store: ctx.store, info: try ctx.store.requireSoup(group.soupName), mergeMode: options.mergeMode)
         }
         for group in page.groups where group.count > 0 {
             let info = try ctx.store.requireSoup(group.soupName)

@@ -35,7 +35,12 @@ package final class SyncManager: @unchecked Sendable {
 
     // MARK: configuration
 
+    /// This engine's name in the change events of its own writes (`Sforce-Call-Options`).
+    package let streamClientName = "syncstore-" + String(UInt64.random(in: 1...UInt64.max), radix: 16)
+
     package func setRemote(_ config: RemoteConfig) {
+        var config = config
+        config.callOptionsClient = streamClientName
         lock.withLock { rest = RestClient(config: config) }
     }
 
@@ -185,6 +190,29 @@ package final class SyncManager: @unchecked Sendable {
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
+    /// Whether a remote is set (live sync streams change events only then).
+    package var hasRemote: Bool { restClient() != nil }
+
+    /// A client for the Streaming API on the store's remote; nil when none is set.
+    package func streamingClient() -> BayeuxClient? { restClient().map { BayeuxClient(rest: $0) } }
+
+    /// Applies change events to SOQL sync down `id` as one run of it (docs/sync.md#change-events):
+    /// the records `fetch` names are fetched by id and merged, those `remove` names removed, with
+    /// the sync's merge mode; its state, callbacks and maxTimeStamp move as a sync down's run's.
+    /// BUSY when the sync has a run already.
+    package func applyChanges(id: Int64, fetch: [String], remove: [String], owner: Int, callback: SyncCallback?) throws {
+        let maker: TaskMaker = { [states] state, ctx, options, emit in
+            guard case .down(.builtIn(let target as SoqlTarget))? = try? state.target.parsed.get() else {
+                throw StoreError.argument("Change events apply to SOQL sync downs only")
+            }
+            let changed = ChangedRecordsTarget(base: target, fetch: fetch, remove: remove)
+            return SyncDownTask(ctx: ctx, target: changed, options: options, states: states, emit: emit)
+        }
+        try enqueue(id, owner: owner, saveRequested: true) { [self] cancel in
+            run(id, cancel: cancel, callback: callback, task: maker)
+        }
+    }
+
     /// Starts a run; with `unlessActive`, a sync that already has one is skipped (false)
     /// instead of BUSY. RUNNING is saved before the run is queued (`created`: the sync was
     /// created RUNNING): if the process ends before the run does, the next open makes it
@@ -254,13 +282,16 @@ package final class SyncManager: @unchecked Sendable {
         return true
     }
 
-    private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?) {
+    /// A task in place of the sync's own (change events applied to it).
+    private typealias TaskMaker = @Sendable (SyncState, SyncContext, SyncOptions, @escaping (SyncState) -> Void) throws -> any SyncRun
+
+    private func run(_ id: Int64, cancel: CancelFlag, callback: SyncCallback?, task: TaskMaker? = nil) {
         let loaded = (try? states.get(id: id)) ?? nil
         // The run's writes are told to listeners as this sync's.
-        WriteOrigin.with(.engine(run: id, name: loaded?.name)) { runTask(id, loaded, cancel: cancel, callback: callback) }
+        WriteOrigin.with(.engine(run: id, name: loaded?.name)) { runTask(id, loaded, cancel: cancel, callback: callback, task: task) }
     }
 
-    private func runTask(_ id: Int64, _ loaded: SyncState?, cancel: CancelFlag, callback: SyncCallback?) {
+    private func runTask(_ id: Int64, _ loaded: SyncState?, cancel: CancelFlag, callback: SyncCallback?, task: TaskMaker?) {
         let emit: (SyncState) -> Void = { state in callback?(state.jsonText) }
         guard var state = loaded else {
             tracker.deliverTerminal(id, cancel) {
@@ -277,7 +308,9 @@ package final class SyncManager: @unchecked Sendable {
             let (options, _) = try SyncOptions.parse(state.optionsJSON)
             // A sync up marks the creates it sends, in any soup of its target.
             if state.kind == .syncUp { try ctx.store.write { db in try CreateMarkLedger.forget(db) } }
-            try SyncTasks.make(state.target, ctx: ctx, options: options, states: states, customTargets: customTargets, emit: emit).run(&state)
+            let run = try task?(state, ctx, options, emit)
+                ?? SyncTasks.make(state.target, ctx: ctx, options: options, states: states, customTargets: customTargets, emit: emit)
+            try run.run(&state)
             state.status = .done
             state.progress = 100
             state.reportRecordProblems()

@@ -18,6 +18,8 @@ package struct HTTPResponse {
     package var date: Int64? = nil
     /// Its `Content-Type` header, when it sent one.
     package var contentType: String? = nil
+    /// The `name=value` part of each `Set-Cookie` header (the Streaming API needs its cookies back).
+    package var cookies: [String] = []
 
     package var text: String { String(decoding: body, as: UTF8.self) }
     package var isSuccess: Bool { status >= 200 && status < 300 }
@@ -132,7 +134,7 @@ package final class HTTPClient {
         }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPResponse(status: status, body: sink.bytes, date: sink.date, contentType: sink.contentType)
+        return HTTPResponse(status: status, body: sink.bytes, date: sink.date, contentType: sink.contentType, cookies: sink.cookies)
     }
 }
 
@@ -142,6 +144,7 @@ private final class ResponseSink {
     var bytes: [UInt8] = []
     var date: Int64? = nil
     var contentType: String? = nil
+    var cookies: [String] = []
     let body: [UInt8]
     var sent = 0
     let cancel: CancelFlag?
@@ -172,10 +175,14 @@ private let headerReader: ccurl_write_fn = { data, size, count, context in
     if line.hasPrefix("HTTP/") {
         sink.date = nil
         sink.contentType = nil
+        sink.cookies = []
     } else if line.count > 5, line.prefix(5).lowercased() == "date:" {
         sink.date = HTTPDate.parse(String(line.dropFirst(5)).trimmingSpaces())
     } else if line.count > 13, line.prefix(13).lowercased() == "content-type:" {
         sink.contentType = String(line.dropFirst(13)).trimmingSpaces()
+    } else if line.count > 11, line.prefix(11).lowercased() == "set-cookie:" {
+        let pair = String(line.dropFirst(11)).split(separator: ";", maxSplits: 1).first.map { String($0).trimmingSpaces() } ?? ""
+        if pair.contains("=") { sink.cookies.append(pair) }
     }
     return n
 }

@@ -19,6 +19,10 @@ package struct RemoteConfig: Sendable {
     /// that long after the attempt, a retry that does not find the record waits, then looks
     /// again, before it sends the create a second time.
     package var createSettleMs = 10_000
+    /// Sent as `Sforce-Call-Options: client=<this>` with every request, so the change events of
+    /// this engine's own writes can be told apart (their `changeOrigin` ends with it). Set by the
+    /// sync manager, not by the host.
+    package var callOptionsClient: String?
 
     package init(instanceURL: String, accessToken: String) {
         self.instanceURL = instanceURL

@@ -37,8 +37,9 @@ package final class RestClient: @unchecked Sendable {
     /// refused and cannot be refreshed, STATE when cancelled. Only idempotent requests (by
     /// default every method but POST; reads sent as POST say so) are sent again after a
     /// transport failure or a 5xx: a write whose answer was lost is the caller's to reconcile.
+    /// `stallTimeoutMs` replaces the config's for this request (a long poll is silent for minutes).
     package func send(_ method: String, _ path: String, body: [UInt8]? = nil, headers extra: [String] = [],
-              idempotent: Bool? = nil, cancel: CancelFlag? = nil) throws -> HTTPResponse {
+              idempotent: Bool? = nil, stallTimeoutMs: Int? = nil, cancel: CancelFlag? = nil) throws -> HTTPResponse {
         let idempotent = idempotent ?? (method != "POST")
         var refreshed = false
         var attempt = 0
@@ -47,11 +48,15 @@ package final class RestClient: @unchecked Sendable {
             let c = current
             var request = HTTPRequest(method: method, url: url(path))
             request.headers = [c.authHeader.map { "\($0): \(c.accessToken)" } ?? "Authorization: Bearer \(c.accessToken)", "Accept: application/json"] + extra
+            // Names this client in the change events its writes cause (their changeOrigin).
+            if let client = c.callOptionsClient { request.headers.append("Sforce-Call-Options: client=\(client)") }
             if body != nil { request.headers.append("Content-Type: application/json") }
             request.body = body
+            var settings = c.http
+            if let stallTimeoutMs { settings.stallTimeoutMs = stallTimeoutMs }
             let response: HTTPResponse
             do {
-                response = try withClient { try $0.perform(request, settings: c.http, cancel: cancel) }
+                response = try withClient { try $0.perform(request, settings: settings, cancel: cancel) }
                 if let date = response.date { lock.withLock { clockOffset = date - Clock.nowMillis() } }
             } catch let error as StoreError where error.code == .network && idempotent && attempt < c.maxAttempts {
                 try backoff(attempt, c, cancel)

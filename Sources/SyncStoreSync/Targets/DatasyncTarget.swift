@@ -82,12 +82,13 @@ package struct DatasyncTable {
         return (doc, live, deleted, doc.root["count"]?.int64, next)
     }
 
-    /// Soft-deleted entities: their local entries go, except dirty ones under LEAVE_IF_CHANGED.
-    /// Runs inside the page's transaction.
-    package static func remove(_ ids: [String], db: Connection, store: SmartStore, info: SoupInfo, mergeMode: SyncOptions.MergeMode) throws {
+    /// Records the server deleted (soft-deleted entities, deleted records' change events): their
+    /// local entries go, except dirty ones under LEAVE_IF_CHANGED. Runs inside the page's transaction.
+    package static func remove(_ ids: [String], idFieldName: String = idField, db: Connection, store: SmartStore, info: SoupInfo,
+                               mergeMode: SyncOptions.MergeMode) throws {
         var rows: [Int64] = []
         for id in ids {
-            for holder in try LostCreateFinder.holders(id, idFieldName: idField, info: info, db: db)
+            for holder in try LostCreateFinder.holders(id, idFieldName: idFieldName, info: info, db: db)
             where !holder.dirty || mergeMode == .overwrite { rows.append(holder.entryId) }
         }
         try store.deleteRows(db, info, ids: rows)

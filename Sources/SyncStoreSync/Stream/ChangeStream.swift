@@ -1,0 +1,273 @@
+import Glibc
+import SyncStoreSupport
+import SyncStoreCore
+
+/// Change Data Capture for live sync (docs/sync.md#change-events): a thread of its own holds a
+/// Streaming API long poll on the change channels of the SOQL sync downs' objects and turns
+/// each event into `RecordChanges` of the syncs it concerns. It applies nothing itself: live
+/// sync's loop takes the changes (`take`), applies them as runs of those syncs, then saves the
+/// replay marks taken with them. Events of this engine's own writes (their `changeOrigin` names
+/// it) are skipped. Reconnects as the server advises, re-handshakes when it forgot the session,
+/// backs off with jitter while it cannot be reached, and never spins on a server that answers
+/// at once forever.
+package final class ChangeStream: @unchecked Sendable {
+    /// A sync down whose object's events it follows. `exact`: the ids an event names can be
+    /// applied alone (its query judges a record alone and is keyed by `Id`); else any event
+    /// of the object makes the sync catch up.
+    package struct Route {
+        package let syncId: Int64
+        package let object: String
+        package let exact: Bool
+    }
+
+    package enum Phase: String { case connecting, live, offline, unavailable, stopped }
+
+    private let client: BayeuxClient
+    private let routes: [Route]
+    package let channels: [String]
+    private let ownOrigin: String
+    private let marks: ReplayMarks
+    private let retryMinMs: Int64
+    private let retryMaxMs: Int64
+    /// Tells live sync there is something to apply, or that the stream's state changed (called
+    /// with no lock held).
+    private let wake: () -> Void
+
+    private let lock = ConditionLock()
+    private let cancel = CancelFlag()
+    private var thread: pthread_t?
+    private var stopping = false
+    private var pending: [Int64: RecordChanges] = [:]
+    /// The latest replay id received per channel (what a new subscription replays after).
+    private var received: [String: Int64] = [:]
+    /// Channels the server would not subscribe to (their syncs rely on pulls).
+    private var refused: Set<String> = []
+    private var phase = Phase.connecting
+    private var lastError: String?
+    private var nextRetryAt: Int64?
+    private var events = 0
+    private var skipped = 0
+    private var lastEventAt: Int64?
+
+    package init(client: BayeuxClient, routes: [Route], marks: ReplayMarks, ownClient: String,
+                 retryMinMs: Int64, retryMaxMs: Int64, wake: @escaping () -> Void) throws {
+        self.client = client
+        self.routes = routes
+        self.marks = marks
+        self.retryMinMs = retryMinMs
+        self.retryMaxMs = retryMaxMs
+        self.wake = wake
+        ownOrigin = ";client=" + ownClient
+        var seen = Set<String>()
+        channels = routes.map { ChangeEvent.channel(of: $0.object) }.filter { seen.insert($0.lowercased()).inserted }
+        received = try marks.load(channels)
+    }
+
+    package func start() -> Bool {
+        guard let started = startThread({ [self] in loop() }) else { return false }
+        lock.withLock { thread = started }
+        return true
+    }
+
+    /// Ends the long poll (within about a second: libcurl's progress check) and joins the thread.
+    package func stop() {
+        let joining: pthread_t? = lock.withLock {
+            stopping = true
+            lock.broadcast()
+            defer { thread = nil }
+            return thread
+        }
+        cancel.cancel()
+        if let joining { pthread_join(joining, nil) }
+    }
+
+    package var hasPending: Bool { lock.withLock { !pending.isEmpty } }
+
+    /// The changes to apply and the replay marks to save once they are applied.
+    package func take() -> (changes: [Int64: RecordChanges], marks: [String: Int64]) {
+        lock.withLock {
+            defer { pending = [:] }
+            return (pending, received)
+        }
+    }
+
+    /// Changes that could not be applied, kept for the next try under any received since.
+    package func putBack(_ changes: [Int64: RecordChanges]) {
+        lock.withLock {
+            for (id, older) in changes { pending[id, default: RecordChanges()].putBack(older) }
+        }
+    }
+
+    /// Saves marks after their changes were applied.
+    package func applied(_ saved: [String: Int64]) throws { try marks.save(saved) }
+
+    /// The stream's part of the live sync state.
+    package func stateJSON() -> JSONDocument {
+        lock.withLock {
+            let doc = JSONDocument.object()
+            doc.root.set("state", owned: JSONMake.string(phase.rawValue))
+            let list = JSONDocument.array()
+            for channel in channels where !refused.contains(channel) { list.root.append(owned: JSONMake.string(channel)) }
+            doc.root.set("channels", owned: list.root.retained())
+            doc.root.set("events", owned: JSONMake.int(Int64(events)))
+            if skipped > 0 { doc.root.set("skipped", owned: JSONMake.int(Int64(skipped))) }
+            if let lastEventAt { doc.root.set("lastEventAt", owned: JSONMake.int(lastEventAt)) }
+            if phase == .offline, let nextRetryAt {
+                doc.root.set("nextRetryAt", owned: JSONMake.int(Clock.nowMillis() + max(0, nextRetryAt - Clock.monotonicMillis())))
+            }
+            if let lastError { doc.root.set("error", owned: JSONMake.string(lastError)) }
+            return doc
+        }
+    }
+
+    // MARK: the loop
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func set(_ next: Phase, error: String? = nil, retryAt: Int64? = nil) {
+        let changed: Bool = lock.withLock {
+            let changed = phase != next || error != nil
+            phase = next
+            if let error { lastError = error } else if next == .live { lastError = nil }
+            nextRetryAt = retryAt
+            return changed
+        }
+        if changed { wake() }
+    }
+
+    private func loop() {
+        var failures = 0
+        var quickEmpty = 0
+        while !isStopping {
+            do {
+                if !client.isHandshaken {
+                    set(.connecting)
+                    try client.handshake(cancel: cancel)
+                    try subscribeAll()
+                }
+                let started = Clock.monotonicMillis()
+                let (_, deliveries) = try client.connect(cancel: cancel)
+                failures = 0
+                set(.live)
+                receive(deliveries)
+                // A connect held for nothing should have taken the server's hold time: one that
+                // keeps answering at once with nothing is slowed down, not followed in a loop.
+                quickEmpty = deliveries.isEmpty && Clock.monotonicMillis() - started < 50 ? quickEmpty + 1 : 0
+                let pause = quickEmpty > 1 ? backoff(quickEmpty - 1) : client.intervalMs
+                if pause > 0 { sleep(pause) }
+            } catch let gone as BayeuxClient.Rehandshake {
+                // Once at once; a server that keeps forgetting the session is backed off from.
+                failures += 1
+                if failures > 1 { offline(gone.message, attempt: failures - 1) }
+            } catch let error as StoreError {
+                if isStopping { break }
+                // No Streaming API at this server: nothing to retry.
+                if !client.isHandshaken, error.message.contains("HTTP 404") {
+                    set(.unavailable, error: "The server has no Streaming API (\(error.message)); the syncs run at catch-ups and pulls only")
+                    lock.withLock { while !stopping { _ = lock.wait() } }
+                    break
+                }
+                failures += 1
+                offline(error.message, attempt: failures)
+            } catch {
+                failures += 1
+                offline("\(error)", attempt: failures)
+            }
+        }
+        if client.isHandshaken { client.disconnect(cancel: nil) }
+        set(.stopped)
+    }
+
+    private func offline(_ message: String, attempt: Int) {
+        let delay = backoff(attempt)
+        set(.offline, error: message, retryAt: Clock.monotonicMillis() + delay)
+        sleep(delay)
+    }
+
+    /// Doubling from retryMinMs up to retryMaxMs, jitter on the upper half (as live sync's).
+    private func backoff(_ attempt: Int) -> Int64 {
+        let base = min(retryMaxMs, retryMinMs << Int64(min(max(attempt, 1) - 1, 30)))
+        return base / 2 + Int64.random(in: 0...max(0, base / 2))
+    }
+
+    /// Waits `ms` unless stopped first.
+    private func sleep(_ ms: Int64) {
+        let until = Clock.monotonicMillis() + ms
+        lock.withLock {
+            while !stopping {
+                let now = Clock.monotonicMillis()
+                if now >= until { return }
+                _ = lock.wait(deadline: ConditionLock.deadline(afterMs: until - now))
+            }
+        }
+    }
+
+    private func subscribeAll() throws {
+        for channel in channels {
+            let from = lock.withLock { received[channel] } ?? -1
+            switch try client.subscribe(channel, replayFrom: from, cancel: cancel) {
+            case .subscribed:
+                lock.withLock { _ = refused.remove(channel) }
+            case .replayInvalid(let message):
+                // The events after the mark are gone: the syncs catch up, the stream goes on from now.
+                lock.withLock {
+                    lastError = "\(channel): \(message); its syncs catch up with a reSync"
+                    received[channel] = -1
+                    for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp() }
+                }
+                wake()
+                if case .refused(let again) = try client.subscribe(channel, replayFrom: -1, cancel: cancel) {
+                    lock.withLock { refuse(channel, again) }
+                }
+            case .refused(let message):
+                lock.withLock { refuse(channel, message) }
+            }
+        }
+    }
+
+    private func refuse(_ channel: String, _ message: String) {
+        refused.insert(channel)
+        lastError = "\(channel): \(message); its syncs are not kept current by change events"
+    }
+
+    private func routes(of channel: String) -> [Route] {
+        if channel == "/data/ChangeEvents" { return routes }
+        return routes.filter { ChangeEvent.channel(of: $0.object).caseInsensitiveEquals(channel) }
+    }
+
+    private func receive(_ deliveries: [BayeuxClient.Delivery]) {
+        guard !deliveries.isEmpty else { return }
+        let now = Clock.nowMillis()
+        lock.withLock {
+            for delivery in deliveries {
+                let event: ChangeEvent
+                do {
+                    event = try ChangeEvent.parse(channel: delivery.channel, data: delivery.data)
+                } catch {
+                    // Which records it named is unknown: the syncs of its channel catch up.
+                    skipped += 1
+                    lastError = (error as? StoreError)?.message ?? "\(error)"
+                    for route in routes(of: delivery.channel) { pending[route.syncId, default: RecordChanges()].needCatchUp() }
+                    continue
+                }
+                events += 1
+                lastEventAt = now
+                if received[event.channel].map({ event.replayId > $0 }) ?? true { received[event.channel] = event.replayId }
+                if event.changeOrigin.hasSuffix(ownOrigin) || event.changeOrigin.contains(ownOrigin + ",") { continue }
+                for route in routes where route.object.caseInsensitiveEquals(event.entityName) {
+                    var changes = pending[route.syncId, default: RecordChanges()]
+                    // A gap event names its records but not their values: they are fetched as
+                    // any other; an overflow names none.
+                    switch event.kind {
+                    case _ where !route.exact || !event.idsAreExact: changes.needCatchUp()
+                    case .create, .update, .undelete, .gapCreate, .gapUpdate, .gapUndelete: changes.changed(event.recordIds)
+                    case .delete, .gapDelete: changes.deleted(event.recordIds)
+                    case .gapOverflow: changes.needCatchUp()
+                    }
+                    pending[route.syncId] = changes
+                }
+            }
+        }
+        wake()
+    }
+}

@@ -1,0 +1,190 @@
+// Change events (docs/sync.md#change-events): live sync keeps its SOQL sync downs current by
+// Change Data Capture over the dev server's Streaming API, with no pull: server creates,
+// updates and deletes reach the soup; a dirty entry keeps its edit; records outside a filter
+// stay out; the engine's own writes are not fetched back; a restart replays from the stored
+// mark; a mark the server no longer holds makes the syncs catch up.
+import Foundation
+import XCTest
+@testable import SyncStoreCore
+@testable import SyncStoreSync
+import SyncStoreSupport
+
+private final class Recorder: @unchecked Sendable {
+    private let lock = Lock()
+    private var list: [[String: Any]] = []
+    func take(_ text: String) {
+        let event = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsed": text]
+        lock.withLock { list.append(event) }
+    }
+    var all: [[String: Any]] { lock.withLock { list } }
+    var stream: [String: Any]? { all.last { $0["changeEvents"] != nil }?["changeEvents"] as? [String: Any] }
+    /// Runs of sync `id` that ended DONE.
+    func done(_ id: Int64) -> Int {
+        all.filter {
+            let sync = $0["sync"] as? [String: Any]
+            return (sync?["_soupEntryId"] as? NSNumber)?.int64Value == id && sync?["status"] as? String == "DONE"
+        }.count
+    }
+    func wait(_ seconds: Double = 20, _ done: () -> Bool) -> Bool {
+        let deadline = Clock.monotonicMillis() + Int64(seconds * 1000)
+        while Clock.monotonicMillis() < deadline {
+            if done() { return true }
+            usleep(10_000)
+        }
+        return done()
+    }
+}
+
+final class ChangeEventTests: StoreTestCase {
+    private static let serverFlags = ["--cometd-timeout-ms", "3000", "--admin"]
+
+    private func setUp(_ server: DevServerProcess, query: String = "SELECT LastName, FirstName FROM Contact",
+                       mergeMode: String = "LEAVE_IF_CHANGED") throws -> (SyncManager, Int64) {
+        let store = try self.store
+        if !store.soupExists("contacts") {
+            try store.registerSoup("contacts", specsJSON: #"[{"path":"Id","type":"string"},{"path":"LastName","type":"string"},{"path":"__local__","type":"string"}]"#)
+        }
+        let manager = try store.syncManager()
+        manager.setRemote(server.remote)
+        if try manager.status(name: "up") == nil {
+            _ = try manager.createSyncUp(targetJSON: nil, soupName: "contacts", optionsJSON: #"{"fieldlist":["LastName"]}"#, name: "up")
+        }
+        let down = try manager.status(name: "down")?.id ?? manager.createSyncDown(
+            targetJSON: #"{"type":"soql","query":"\#(query)"}"#, soupName: "contacts",
+            optionsJSON: #"{"mergeMode":"\#(mergeMode)"}"#, name: "down").id
+        return (manager, down)
+    }
+
+    private func startLive(_ manager: SyncManager) throws -> Recorder {
+        let events = Recorder()
+        try manager.live.start(try LiveSync.Options.parse(#"{"debounceMs":50,"retryMinMs":100,"retryMaxMs":500}"#), owner: 0) { events.take($0) }
+        XCTAssertTrue(events.wait { events.stream?["state"] as? String == "live" }, "\(events.all.suffix(3))")
+        return events
+    }
+
+    private func entry(_ lastName: String) throws -> [String: Any]? {
+        let page = try store.queryPage(soup: "contacts", specJSON: #"{"queryType":"exact","indexPath":"LastName","matchKey":"\#(lastName)","pageSize":10}"#, page: 0)
+        return (try parseJSON(page.string) as? [[String: Any]])?.first
+    }
+
+    private func created(_ server: DevServerProcess, _ lastName: String) throws -> String {
+        let answer = try server.call("POST", "sobjects/Contact", body: #"{"LastName":"\#(lastName)"}"#) as? [String: Any]
+        return try XCTUnwrap(answer?["id"] as? String)
+    }
+
+    func testServerCreatesUpdatesAndDeletesReachTheSoupWithoutAPull() throws {
+        let server = try DevServerProcess(["--seed", "Contact=3"] + Self.serverFlags)
+        let (manager, down) = try setUp(server)
+        let events = try startLive(manager)
+        let id = try created(server, "Streamed")
+        XCTAssertTrue(events.wait { (try? self.entry("Streamed")) != nil }, "\(events.all.suffix(4))")
+        XCTAssertEqual(try entry("Streamed")?["Id"] as? String, id)
+
+        _ = try server.call("PATCH", "sobjects/Contact/\(id)", body: #"{"FirstName":"Changed"}"#)
+        XCTAssertTrue(events.wait { ((try? self.entry("Streamed"))??["FirstName"] as? String) == "Changed" })
+
+        _ = try server.call("DELETE", "sobjects/Contact/\(id)")
+        XCTAssertTrue(events.wait { (try? self.entry("Streamed")) == nil })
+        XCTAssertGreaterThanOrEqual((events.stream?["events"] as? NSNumber)?.intValue ?? 0, 3)
+        XCTAssertGreaterThanOrEqual(events.done(down), 4, "the catch-up, then one run per event batch")
+        XCTAssertEqual(events.stream?["channels"] as? [String], ["/data/ContactChangeEvent"])
+        manager.live.stop()
+    }
+
+    func testADirtyEntryKeepsItsEditAndItsRecordUnderLeaveIfChanged() throws {
+        let server = try DevServerProcess(["--seed", "Contact=1"] + Self.serverFlags)
+        let id = try created(server, "Kept")
+        let (manager, _) = try setUp(server)
+        let events = try startLive(manager)
+        XCTAssertNotNil(try entry("Kept"))
+        // Stop pushing: the local edit stays dirty while the server changes the record.
+        manager.live.stop()
+        var local = try XCTUnwrap(try entry("Kept"))
+        local["FirstName"] = "Local"
+        local["__local__"] = true
+        local["__locally_updated__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: String(decoding: try JSONSerialization.data(withJSONObject: local), as: UTF8.self))
+        let again = try startLiveDownOnly(manager)
+        _ = try server.call("PATCH", "sobjects/Contact/\(id)", body: #"{"FirstName":"Server"}"#)
+        XCTAssertTrue(again.wait { (again.stream?["events"] as? NSNumber)?.intValue ?? 0 >= 1 })
+        usleep(500_000)
+        XCTAssertEqual(try entry("Kept")?["FirstName"] as? String, "Local")
+        _ = try server.call("DELETE", "sobjects/Contact/\(id)")
+        XCTAssertTrue(again.wait { (again.stream?["events"] as? NSNumber)?.intValue ?? 0 >= 2 })
+        usleep(500_000)
+        XCTAssertNotNil(try entry("Kept"), "a dirty entry is not removed under LEAVE_IF_CHANGED")
+        manager.live.stop()
+        _ = events
+    }
+
+    private func startLiveDownOnly(_ manager: SyncManager) throws -> Recorder {
+        let events = Recorder()
+        try manager.live.start(try LiveSync.Options.parse(#"{"syncs":["down"],"retryMinMs":100,"retryMaxMs":500}"#), owner: 0) { events.take($0) }
+        XCTAssertTrue(events.wait { events.stream?["state"] as? String == "live" })
+        return events
+    }
+
+    func testRecordsOutsideTheFilterStayOut() throws {
+        let server = try DevServerProcess(Self.serverFlags)
+        let (manager, _) = try setUp(server, query: "SELECT LastName FROM Contact WHERE LastName LIKE 'A%'")
+        let events = try startLive(manager)
+        _ = try created(server, "Bob")
+        _ = try created(server, "Alice")
+        XCTAssertTrue(events.wait { (try? self.entry("Alice")) != nil })
+        XCTAssertNil(try entry("Bob"))
+        manager.live.stop()
+    }
+
+    func testTheEnginesOwnWritesAreNotFetchedBack() throws {
+        let server = try DevServerProcess(Self.serverFlags)
+        let (manager, down) = try setUp(server)
+        let events = try startLive(manager)
+        let runsBefore = events.done(down)
+        _ = try store.upsert(soup: "contacts", entriesJSON: #"{"attributes":{"type":"Contact"},"LastName":"Mine","__local__":true,"__locally_created__":true}"#)
+        XCTAssertTrue(events.wait { ((try? server.count("SELECT Id FROM Contact WHERE LastName = 'Mine'")) ?? 0) == 1 })
+        XCTAssertTrue(events.wait { (events.stream?["events"] as? NSNumber)?.intValue ?? 0 >= 1 }, "the create's event came back")
+        usleep(500_000)
+        XCTAssertEqual(events.done(down), runsBefore, "its own create was not fetched again")
+        manager.live.stop()
+    }
+
+    func testARestartReplaysFromItsMarkAndAnExpiredMarkCatchesUp() throws {
+        let server = try DevServerProcess(["--seed", "Contact=2"] + Self.serverFlags)
+        let gone = try created(server, "Gone")
+        let purged = try created(server, "Purged")
+        let (manager, _) = try setUp(server)
+        let first = try startLive(manager)
+        XCTAssertNotNil(try entry("Gone"))
+        _ = try created(server, "Marker")
+        XCTAssertTrue(first.wait { (try? self.entry("Marker")) != nil })
+        manager.live.stop()
+
+        // Deleted while stopped: a reSync would not see it; the replay does.
+        _ = try server.call("DELETE", "sobjects/Contact/\(gone)")
+        let second = try startLive(manager)
+        XCTAssertTrue(second.wait { (try? self.entry("Gone")) == nil }, "\(second.all.suffix(3))")
+        manager.live.stop()
+
+        // Deleted, then the server forgets every event: the syncs catch up and clean ghosts.
+        _ = try server.call("DELETE", "sobjects/Contact/\(purged)")
+        _ = try server.call("POST", "/__devserver/events/purge")
+        let third = try startLive(manager)
+        XCTAssertTrue(third.wait { (try? self.entry("Purged")) == nil }, "\(third.all.suffix(3))")
+        XCTAssertNotNil(try entry("Marker"))
+        manager.live.stop()
+    }
+
+    func testAServerWithoutTheStreamingAPIIsUnavailableAndLiveSyncStillRuns() throws {
+        let server = try DevServerProcess(["--seed", "Contact=1"])
+        let (manager, _) = try setUp(server)
+        var config = server.remote
+        config.apiVersion = "v36.0" // the Streaming API needs 37.0 or later: /cometd/36.0 is 404
+        manager.setRemote(config)
+        let events = Recorder()
+        try manager.live.start(try LiveSync.Options.parse(#"{"debounceMs":50}"#), owner: 0) { events.take($0) }
+        XCTAssertTrue(events.wait { events.stream?["state"] as? String == "unavailable" }, "\(events.all.suffix(3))")
+        XCTAssertTrue(events.all.contains { $0["state"] as? String == "live" })
+        manager.live.stop()
+        XCTAssertThrowsError(try LiveSync.Options.parse(#"{"changeEvents":1}"#)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
+    }
+}
