@@ -806,18 +806,29 @@ int syncstore_restart_syncs(syncstore_store *store, int restart_stopped,
  * after each time the server was unreachable, every chosen sync up runs, then every sync down
  * ("catching up"); then each host write (of any handle or process) to a soup a chosen sync up
  * pushes runs that sync up once writes have paused for debounceMs; sync downs run again every
- * pullIntervalMs (0: only when catching up). A run failing with a retryable error makes live sync "offline" until a
+ * pullIntervalMs (0: only when catching up). With changeEvents (the default, and a remote set),
+ * SOQL sync downs are also kept current by Change Data Capture events over the Streaming API:
+ * a thread of the live sync holds a long poll on the change channels of their objects and each
+ * event's records are fetched by id (or removed) in a run of the sync, merge mode kept; the
+ * replay id applied is kept in the store, so a live sync started again resumes where it
+ * stopped (docs/sync.md#change-events). A run failing with a retryable error makes live sync "offline" until a
  * retry time that doubles from retryMinMs up to retryMaxMs, with jitter; other failures are
  * reported and wait for the next write. Runs are ordinary runs of those syncs (one at a time
  * per sync; their states and the sync's callbacks as syncstore_resync() gives them).
  * options_json_or_NULL: {"syncs": [names] (default: every named sync), "debounceMs": 300,
- *   "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}; any other key is ARGUMENT.
+ *   "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0, "changeEvents": true}; any
+ *   other key is ARGUMENT.
  * cb (may be NULL) receives events as JSON, valid during the call:
  *   {"event": "state", "state": "connecting" | "catchingUp" | "live" | "offline" | "stopped",
- *    "nextRetryAt"?: epoch ms (offline), "error"?: the last failure, "syncs": [ids]},
+ *    "nextRetryAt"?: epoch ms (offline), "error"?: the last failure, "syncs": [ids],
+ *    "changeEvents"?: (when streaming, until stopped) {"state": "connecting" | "live" |
+ *    "offline" | "unavailable" (the server has no Streaming API) | "stopped", "channels":
+ *    [subscribed channels], "events": received, "skipped"?: unreadable events, "lastEventAt"?:
+ *    epoch ms, "nextRetryAt"?: epoch ms (offline), "error"?}},
  *   called on the live sync's own thread (one per store, ended by stop or close), and
  *   {"event": "run", "sync": the sync state} for every state change of every run it starts,
- *   on the sync worker thread. A state may repeat ("live" after every round of runs). The
+ *   on the sync worker thread. A state may repeat ("live" after every round of runs, and at
+ *   each change of "changeEvents"). The
  *   rules of "Callbacks, threads and close" hold for both; a live sync callback may call
  *   syncstore_stop_live_sync(). context must stay valid until this handle is closed (a run
  *   live sync started just before a stop reports until it ends).

@@ -194,7 +194,10 @@ package final class SyncManager: @unchecked Sendable {
     package var hasRemote: Bool { restClient() != nil }
 
     /// A client for the Streaming API on the store's remote; nil when none is set.
-    package func streamingClient() -> BayeuxClient? { restClient().map { BayeuxClient(rest: $0) } }
+    package func streamingClient() -> BayeuxClient? {
+        guard hasRemote else { return nil }
+        return BayeuxClient { [weak self] in self?.restClient() }
+    }
 
     /// Applies change events to SOQL sync down `id` as one run of it (docs/sync.md#change-events):
     /// the records `fetch` names are fetched by id and merged, those `remove` names removed, with

@@ -15,6 +15,8 @@ struct LiveSyncSession {
     let retryMinMs: Int64?
     let retryMaxMs: Int64?
     let pullIntervalMs: Int64?
+    /// false: --no-change-events.
+    let changeEvents: Bool
     let forSeconds: Double?
     let json: Bool
     let storeName: String
@@ -31,6 +33,7 @@ struct LiveSyncSession {
                              ("pullIntervalMs", pullIntervalMs)] {
             if let value { doc.root.set(key, owned: JSONMake.int(value)) }
         }
+        if !changeEvents { doc.root.set("changeEvents", owned: JSONMake.bool(false)) }
         return doc.root.dump()
     }
 
@@ -88,6 +91,8 @@ final class LivePrinter: @unchecked Sendable {
     private var count = 0
     private var nextRetryAt: Int64?
     private var error: String?
+    /// The change stream's state and the events it received, when it streams.
+    private var changeEvents: (state: String, events: Int64)?
     /// Runs going on: sync id to percent.
     private var running: [Int64: Int] = [:]
     private var lastRun: String?
@@ -114,6 +119,7 @@ final class LivePrinter: @unchecked Sendable {
                 phase = root["state"]?.string ?? "?"
                 nextRetryAt = root["nextRetryAt"]?.int64
                 error = root["error"]?.string
+                changeEvents = root["changeEvents"].map { ($0["state"]?.string ?? "?", $0["events"]?.int64 ?? 0) }
                 if let ids = root["syncs"]?.elements, !ids.isEmpty { count = ids.count }
                 if phase == "stopped" { running.removeAll() }
                 if mode == .lines && !stopped { Console.out(WatchPrinter.clock() + "  " + statusText(now: Clock.nowMillis(), withRun: false)) }
@@ -154,6 +160,7 @@ final class LivePrinter: @unchecked Sendable {
         if phase == "offline", let nextRetryAt {
             parts.append("retry in " + LivePrinter.seconds(Double(max(0, nextRetryAt - now)) / 1000) + " s")
         }
+        if let changeEvents { parts.append("change events \(changeEvents.state) (\(changeEvents.events))") }
         if withRun {
             let going = running.sorted { $0.key < $1.key }.map { "\(syncs[$0.key]?.name ?? "sync \($0.key)") \($0.value)%" }
             if !going.isEmpty { parts.append("running " + going.joined(separator: ", ")) }

@@ -101,6 +101,8 @@ struct SyncCommand: ParsableCommand {
     @Option(help: ArgumentHelp("With --live: the longest retry delay, in ms (default 60000).", valueName: "ms")) var retryMax: Int64?
     @Option(help: ArgumentHelp("With --live: run the sync downs every this many ms (default 0: only when catching up).", valueName: "ms"))
     var pullInterval: Int64?
+    @Flag(help: "With --live: do not follow Change Data Capture events (SOQL sync downs then come down only when catching up and every --pull-interval).")
+    var noChangeEvents = false
     @Option(name: .customLong("for"), help: ArgumentHelp("With --live: stop after this many seconds (default: until Ctrl-C or SIGTERM).",
                                                        valueName: "seconds")) var forSeconds: Double?
 
@@ -115,7 +117,8 @@ struct SyncCommand: ParsableCommand {
             return
         }
         let liveOnly: [(String, Bool)] = [("--syncs", syncs != nil), ("--debounce", debounce != nil), ("--retry-min", retryMin != nil),
-                                         ("--retry-max", retryMax != nil), ("--pull-interval", pullInterval != nil), ("--for", forSeconds != nil)]
+                                         ("--retry-max", retryMax != nil), ("--pull-interval", pullInterval != nil), ("--for", forSeconds != nil),
+                                         ("--no-change-events", noChangeEvents)]
         if let option = liveOnly.first(where: { $0.1 })?.0 { throw ValidationError("\(option) goes with --live") }
         if soql != nil {
             guard soup != nil else { throw ValidationError("--soql needs --soup") }
@@ -259,7 +262,7 @@ extension SyncCommand {
             throw error
         }
         try LiveSyncSession(opened: opened, manager: manager, names: chosen, debounceMs: debounce, retryMinMs: retryMin,
-                            retryMaxMs: retryMax, pullIntervalMs: pullInterval, forSeconds: forSeconds, json: output.json,
+                            retryMaxMs: retryMax, pullIntervalMs: pullInterval, changeEvents: !noChangeEvents, forSeconds: forSeconds, json: output.json,
                             storeName: storeOptions.store).run()
     }
 }

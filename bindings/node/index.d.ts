@@ -169,6 +169,8 @@ export interface LiveSyncOptions {
   retryMaxMs?: number;
   /** The sync downs run again this often (default 0: only when catching up). */
   pullIntervalMs?: number;
+  /** SOQL sync downs kept current by Change Data Capture events (default true). */
+  changeEvents?: boolean;
 }
 export interface StartLiveSyncOptions extends LiveSyncOptions {
   /** Keep the process alive until it stops (default false: only while someone waits). */

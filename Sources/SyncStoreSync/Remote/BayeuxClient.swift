@@ -28,8 +28,8 @@ package final class BayeuxClient {
         package let data: JSON
     }
 
-    private let rest: RestClient
-    private let path: String
+    /// The store's REST client now (the host may set a new remote, or token, at any time).
+    private let rest: () -> RestClient?
     private var clientId: String?
     private var cookies: [(name: String, value: String)] = []
     private var messageId = 0
@@ -39,16 +39,12 @@ package final class BayeuxClient {
     /// How long the server may hold a connect (its advice, 110 s on Salesforce).
     package private(set) var holdMs: Int64 = 110_000
 
-    package init(rest: RestClient) {
-        self.rest = rest
-        let version = rest.current.apiVersion
-        path = "/cometd/" + (version.hasPrefix("v") ? String(version.dropFirst()) : version)
-    }
+    package init(rest: @escaping () -> RestClient?) { self.rest = rest }
 
     package var isHandshaken: Bool { clientId != nil }
 
     /// The server this client streams from (replay ids are its own).
-    package var instance: String { rest.current.instanceURL }
+    package var instance: String { rest()?.current.instanceURL ?? "" }
 
     /// A new session: the replay extension is asked for, the server's cookies kept.
     package func handshake(cancel: CancelFlag?) throws {
@@ -175,6 +171,9 @@ package final class BayeuxClient {
         body.root.append(owned: message.root.retained())
         var headers: [String] = []
         if !cookies.isEmpty { headers.append("Cookie: " + cookies.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")) }
+        guard let rest = rest() else { throw StoreError(.state, "No remote is configured for this store") }
+        let version = rest.current.apiVersion
+        let path = "/cometd/" + (version.hasPrefix("v") ? String(version.dropFirst()) : version)
         let response = try rest.send("POST", path, body: Array(body.root.dump().utf8), headers: headers,
                                      idempotent: false, stallTimeoutMs: stallTimeoutMs, cancel: cancel)
         for pair in response.cookies {

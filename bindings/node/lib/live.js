@@ -8,20 +8,16 @@ const { eventIterator } = require('./iterator');
 const { addon, OP, STATUS, syncStoreError, call } = require('./native');
 
 const STATES = new Set(['connecting', 'catchingUp', 'live', 'offline', 'stopped']);
-const OPTIONS = ['syncs', 'debounceMs', 'retryMinMs', 'retryMaxMs', 'pullIntervalMs'];
-
-/** The options the library reads ({syncs, debounceMs, retryMinMs, retryMaxMs, pullIntervalMs}),
- *  as JSON, and keepAlive (this package's own). The library checks the values. */
+/** The options as the library reads them (JSON; the library checks keys and values,
+ *  include/syncstore.h, syncstore_start_live_sync), and keepAlive (this package's own). */
 function liveOptions(options) {
   if (options === undefined || options === null) return { json: null, keepAlive: false };
   if (typeof options !== 'object' || Array.isArray(options)) {
-    throw syncStoreError(STATUS.ARGUMENT, 'live sync options must be an object {syncs?, debounceMs?, retryMinMs?, retryMaxMs?, pullIntervalMs?, keepAlive?}');
+    throw syncStoreError(STATUS.ARGUMENT, 'live sync options must be an object {syncs?, debounceMs?, retryMinMs?, retryMaxMs?, pullIntervalMs?, changeEvents?, keepAlive?}');
   }
   const engine = {};
   for (const key of Object.keys(options)) {
-    if (key === 'keepAlive') continue;
-    if (!OPTIONS.includes(key)) throw syncStoreError(STATUS.ARGUMENT, `unknown live sync option "${key}" (the options are ${OPTIONS.join(', ')}, keepAlive)`);
-    if (options[key] !== undefined) engine[key] = options[key];
+    if (key !== 'keepAlive' && options[key] !== undefined) engine[key] = options[key];
   }
   return { json: JSON.stringify(engine), keepAlive: Boolean(options.keepAlive) };
 }

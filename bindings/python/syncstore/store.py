@@ -556,9 +556,11 @@ class Store:
         """Starts live sync: the store's named syncs run by themselves (docs/sync.md, "Live
         sync"): catching up at once and whenever the server answers again (sync ups, then sync
         downs), a sync up after host writes pause for ``debounceMs``, sync downs every
-        ``pullIntervalMs`` (0: only when catching up), offline with a doubling, jittered retry
-        time. ``options``: ``{"syncs": [names] (default: every named sync), "debounceMs": 300,
-        "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0}``. ``callback(event)``
+        ``pullIntervalMs`` (0: only when catching up), SOQL sync downs kept current by Change
+        Data Capture events (``changeEvents``, docs/sync.md, "Change events"), offline with a
+        doubling, jittered retry time. ``options``: ``{"syncs": [names] (default: every named
+        sync), "debounceMs": 300, "retryMinMs": 1000, "retryMaxMs": 60000, "pullIntervalMs": 0,
+        "changeEvents": true}``. ``callback(event)``
         gets ``{"event": "state", "state": ...}`` on live sync's own thread and ``{"event":
         "run", "sync": state}`` on the sync worker thread (its exceptions are logged). It belongs
         to this store handle: :meth:`stop_live_sync` or the close stops it. :class:`StateError`
