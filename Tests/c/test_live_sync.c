@@ -1,7 +1,8 @@
 /* Live sync through the C header against a real syncstore-devserver process (docs/sync.md#live-sync):
  * catching up at start, a host write pushed after the debounce, an unreachable server reported
  * offline with a retry time and the write pushed once it answers, the state read at any time,
- * stop and close ending it, bad input codes. Usage: test_live_sync <work_dir> */
+ * stop and close ending it, bad input codes; a server write brought in by a change event
+ * (docs/sync.md#change-events), with no pull. Usage: test_live_sync <work_dir> */
 #define _DEFAULT_SOURCE
 #include "sync_support.h"
 #include <time.h>
@@ -142,11 +143,66 @@ static void test_live(void) {
     devserver_stop(&server);
 }
 
+/* The "changeEvents" state of the last state event that has one, into buf. */
+static void stream_state(heard_t *h, char *buf, size_t size, long long *events) {
+    buf[0] = 0;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < json_array_size(h->events); i++) {
+        json_t *stream = json_object_get(json_array_get(h->events, i), "changeEvents");
+        if (!stream) continue;
+        snprintf(buf, size, "%s", json_string_value(json_object_get(stream, "state")) ? json_string_value(json_object_get(stream, "state")) : "?");
+        if (events) *events = json_integer_value(json_object_get(stream, "events"));
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void test_change_events(void) {
+    devserver server;
+    const char *args[] = {"--seed", "Contact=2", "--cometd-timeout-ms", "3000", NULL};
+    devserver_start(&server, binary, args);
+    syncstore_store *store = open_sync_store(root, "events", INDEXES, &server, NULL);
+    syncstore_error err;
+    heard_t h = {PTHREAD_MUTEX_INITIALIZER, json_array()};
+    create_syncs(store);
+    EXPECT(syncstore_start_live_sync(store, "{\"changeEvents\":\"yes\"}", on_event, &h, &err), SYNCSTORE_ERR_ARGUMENT, &err);
+    EXPECT(syncstore_start_live_sync(store, "{\"debounceMs\":50}", on_event, &h, &err), SYNCSTORE_OK, &err);
+    char stream[32] = "";
+    for (int i = 0; i < 2000; i++) {
+        stream_state(&h, stream, sizeof stream, NULL);
+        if (strcmp(stream, "live") == 0) break;
+        usleep(10000);
+    }
+    CHECK(strcmp(stream, "live") == 0);
+    CHECK(soup_count(store, "contacts", NULL) == 2);
+    /* a write on the server, behind the engine's back: no pull is set, the event brings it */
+    long status = 0;
+    json_t *created = devserver_call(&server, "POST", "sobjects/Contact", "{\"LastName\":\"FromServer\"}", &status);
+    CHECK(status == 201);
+    json_decref(created);
+    json_t *entry = NULL;
+    for (int i = 0; i < 2000 && !(entry = find_entry(store, "contacts", "LastName", "FromServer")); i++) usleep(10000);
+    CHECK(entry != NULL);
+    json_decref(entry);
+    long long events = 0;
+    stream_state(&h, stream, sizeof stream, &events);
+    CHECK(events >= 1);
+    char *state = NULL;
+    EXPECT(syncstore_get_live_sync_state(store, &state, &err), SYNCSTORE_OK, &err);
+    json_t *parsed = check_parse(state);
+    json_t *channels = json_object_get(json_object_get(parsed, "changeEvents"), "channels");
+    CHECK(json_array_size(channels) == 1 && strcmp(json_string_value(json_array_get(channels, 0)), "/data/ContactChangeEvent") == 0);
+    json_decref(parsed);
+    EXPECT(syncstore_close(store, &err), SYNCSTORE_OK, &err);
+    json_decref(h.events);
+    devserver_stop(&server);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s work_dir\n", argv[0]); return 2; }
     root = argv[1];
     binary = devserver_binary();
     check_fresh_dir(root);
     test_live();
+    test_change_events();
     return check_finish();
 }

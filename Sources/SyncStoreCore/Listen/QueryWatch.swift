@@ -36,8 +36,8 @@ final class QueryWatch {
     private let subject: Subject
     /// The soups whose commits can change the result.
     let soups: Set<String>
-    /// Entries in the result: id -> lastModified.
-    private var entries: [Int64: Int64] = [:]
+    /// Entries in the result with their lastModified.
+    private var entries = ResultEntries()
     /// Smart SQL: the result's rows, in order (JSON text).
     private var rows: [String] = []
     /// The soup was removed: told once, then nothing.
@@ -71,7 +71,7 @@ final class QueryWatch {
 
     /// Reads the whole result: every row is "added".
     func load(_ store: SmartStore) throws -> Outcome {
-        entries = [:]
+        entries = ResultEntries()
         rows = []
         return try judge(nil, store) ?? Outcome(total: 0, page: "[]", diff: Diff(), isSmart: isSmart)
     }
@@ -111,8 +111,8 @@ final class QueryWatch {
     private func vanished() -> Outcome {
         gone = true
         var diff = Diff()
-        for id in entries.keys.sorted() { diff.removed.add(id) }
-        entries = [:]
+        for id in entries.ids { diff.removed.add(id) }
+        entries = ResultEntries()
         return Outcome(total: 0, page: "[]", diff: diff, isSmart: false)
     }
 
@@ -147,22 +147,25 @@ final class QueryWatch {
                 now = [:]
                 try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
                 let moved = diff(changed, now, updated)
-                for id in changed { entries[id] = now[id] }
+                for id in changed.sorted() { entries.set(id, now[id]) }
                 if moved.isEmpty && part != nil { return nil }
                 let page = try store.readPage(plan, pageSize: spec.pageSize, page: 0, on: db)
                 return Outcome(total: entries.count, page: page.string, diff: moved, isSmart: false)
             }
             try db.execute("BEGIN")
             defer { _ = try? db.execute("COMMIT") }
-            var now: [Int64: Int64] = [:]
+            var now = ResultEntries()
             var moved = Diff()
-            let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)")
-            try read(sql, bindings, db) { now[$0] = $1 }
-            for id in now.keys.sorted() {
-                guard let before = entries[id] else { moved.added.add(id); continue }
-                if before != now[id] || updated.contains(id) { moved.changed.add(id) }
+            let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)") + " ORDER BY id"
+            try read(sql, bindings, db) { now.append($0, $1) }
+            entries.merge(with: now) { id, before, after in
+                switch (before, after) {
+                case (nil, _?): moved.added.add(id)
+                case (_?, nil): moved.removed.add(id)
+                case (let b?, let a?): if b != a || updated.contains(id) { moved.changed.add(id) }
+                case (nil, nil): break
+                }
             }
-            for id in entries.keys.sorted() where now[id] == nil { moved.removed.add(id) }
             entries = now
             // The first notice tells of the result even when it is empty.
             if moved.isEmpty && part != nil { return nil }
@@ -176,7 +179,7 @@ final class QueryWatch {
     private func diff(_ changed: Set<Int64>, _ now: [Int64: Int64], _ updated: Set<Int64>) -> Diff {
         var diff = Diff()
         for id in changed.sorted() {
-            switch (entries[id], now[id]) {
+            switch (entries.stamp(id), now[id]) {
             case (nil, _?): diff.added.add(id)
             case (_?, nil): diff.removed.add(id)
             case (let before?, let modified?):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import List
+from typing import Callable, List
 
 import pytest
 
@@ -205,3 +205,37 @@ def test_live_sync_catches_up_pushes_a_write_and_stops(server: DevServer, tmp_pa
     with lock:
         runs = [e["sync"] for e in events if e.get("event") == "run"]
     assert {(r["name"], r["status"]) for r in runs} >= {("down", "DONE"), ("up", "DONE")}, runs
+
+
+def test_live_sync_brings_server_changes_in_through_change_events(tmp_path: Path) -> None:
+    """docs/sync.md, "Change events": with no pull set, a server create, update and delete reach
+    the soup through the Streaming API; the state tells of the stream."""
+    import time
+    server = DevServer("--seed", "Contact=3", "--cometd-timeout-ms", "3000")
+    try:
+        with syncstore.Store(tmp_path, {"storeName": "events"}) as store:
+            store.register_soup("contacts", INDEXES)
+            store.set_remote(server.remote)
+            store.create_sync_down({"type": "soql", "query": QUERY}, "contacts", name="down")
+            with pytest.raises(syncstore.ArgumentError):
+                store.start_live_sync({"changeEvents": "on"})
+            store.start_live_sync({"debounceMs": 50})
+
+            def wait(done: Callable[[], bool]) -> bool:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and not done():
+                    time.sleep(0.02)
+                return done()
+
+            assert wait(lambda: store.live_sync_state().get("changeEvents", {}).get("state") == "live"), store.live_sync_state()
+            assert store.live_sync_state()["changeEvents"]["channels"] == ["/data/ContactChangeEvent"]
+            created = server.request("POST", "sobjects/Contact", {"LastName": "Pushedin"})
+            assert wait(lambda: len(by_name(store, "Pushedin")) == 1)
+            server.request("PATCH", f"sobjects/Contact/{created['id']}", {"LastName": "Renamed"})
+            assert wait(lambda: len(by_name(store, "Renamed")) == 1 and not by_name(store, "Pushedin"))
+            server.request("DELETE", f"sobjects/Contact/{created['id']}")
+            assert wait(lambda: not by_name(store, "Renamed"))
+            assert store.live_sync_state()["changeEvents"]["events"] >= 3
+            store.stop_live_sync()
+    finally:
+        server.stop()
