@@ -254,8 +254,21 @@ public enum DevServer {
             onServerRunning: { listening($0.localAddress?.port ?? port) })
         app.logger.logLevel = o.verbose ? .info : .warning
         if o.verbose { for n in notes { app.logger.info("\(n)") } }
+        // A graceful shutdown waits for the requests in flight: held Streaming API long polls are
+        // answered at once instead of at their timeout.
+        let stopSignals = [SIGTERM, SIGINT].map { signal -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { streaming.shutdown() }
+            source.resume()
+            return source
+        }
+        defer { for source in stopSignals { source.cancel() } }
         do {
-            try await app.runService()
+            try await withTaskCancellationHandler {
+                try await app.runService()
+            } onCancel: {
+                streaming.shutdown()
+            }
         } catch let error as IOError {
             throw listenError(error, host: o.host, port: o.port)
         }

@@ -52,6 +52,9 @@ final class Streaming: @unchecked Sendable {
     private var sessions: [String: Session] = [:]
     private var rng = SplitMix64(seed: UInt64(bitPattern: Clock.nowMillis()) ^ 0x5eed_c0de)
     private var nextToken = 0
+    /// Set by `shutdown()`: connects are answered at once, so a graceful shutdown (which waits
+    /// for requests in flight) does not wait for long polls.
+    private var shuttingDown = false
 
     init(api: API, timeoutMillis: Int, sessionMillis: Int) {
         self.api = api
@@ -245,6 +248,21 @@ final class Streaming: @unchecked Sendable {
         waiter?.resume(returning: reason)
     }
 
+    /// The server is stopping (SIGTERM/SIGINT, its task cancelled): answers every held connect
+    /// now, and later ones at once.
+    func shutdown() {
+        let waiters: [CheckedContinuation<WakeReason, Never>] = lock.withLock {
+            shuttingDown = true
+            var out: [CheckedContinuation<WakeReason, Never>] = []
+            for s in sessions.values {
+                if let w = s.waiter { out.append(w.continuation) }
+                s.waiter = nil
+            }
+            return out
+        }
+        for w in waiters { w.resume(returning: .superseded) }
+    }
+
     /// After a commit (store lock held): wakes the held connects of subscribers of `entities`.
     private func published(_ entities: Set<String>) {
         let wake: [CheckedContinuation<WakeReason, Never>] = lock.withLock {
@@ -352,7 +370,7 @@ final class Streaming: @unchecked Sendable {
             let w = session.waiter?.continuation
             session.waiter = nil
             session.connectsHeld += 1
-            return (w, session.connectsAnswered == 0)
+            return (w, session.connectsAnswered == 0 || shuttingDown)
         }
         older?.resume(returning: .superseded)
         let deadline = Clock.monotonicMillis() + (first ? 0 : Int64(timeoutMillis))
@@ -384,11 +402,26 @@ final class Streaming: @unchecked Sendable {
         }
     }
 
-    /// Waits for an event for `session`, a newer connect, its end or `millis`.
+    /// Waits for an event for `session`, a newer connect, its end, the server's shutdown, the
+    /// request task's cancellation or `millis`.
     private func wait(_ session: Session, millis: Int64) async -> WakeReason {
+        await withTaskCancellationHandler {
+            await waitUncancelled(session, millis: millis)
+        } onCancel: { [self] in
+            let w: CheckedContinuation<WakeReason, Never>? = lock.withLock {
+                let w = session.waiter?.continuation
+                session.waiter = nil
+                return w
+            }
+            w?.resume(returning: .superseded)
+        }
+    }
+
+    private func waitUncancelled(_ session: Session, millis: Int64) async -> WakeReason {
         await withCheckedContinuation { (c: CheckedContinuation<WakeReason, Never>) in
             let (now, token): (WakeReason?, Int) = lock.withLock {
                 if let ended = session.ended { return (ended, 0) }
+                if shuttingDown || Task.isCancelled { return (.superseded, 0) }
                 if session.signalled {
                     session.signalled = false
                     return (.event, 0)
