@@ -161,7 +161,23 @@ final class API: @unchecked Sendable {
         if s.count == 2 { return APIResponse(status: 200, json: versionsJSON()) }
         guard let version = parseVersion(s[2]) else { throw APIError.notFound }
         guard auth.isAuthorized(req.headers["authorization"]) else { throw APIError.invalidSession }
-        return try store.locked { try dispatch(req, version: version) }
+        return try store.locked {
+            // Change events of this request's writes name it as their origin.
+            store.events.origin = API.changeOrigin(req.headers["sforce-call-options"], version: version)
+            defer { store.events.origin = "" }
+            return try dispatch(req, version: version)
+        }
+    }
+
+    /// A change event's `changeOrigin` for a REST request: `com/salesforce/api/rest/60.0`, with
+    /// `;client=<id>` when `Sforce-Call-Options` names a client (`client=<id>[, other=...]`).
+    static func changeOrigin(_ callOptions: String?, version: String) -> String {
+        let base = "com/salesforce/api/rest/\(version)"
+        for option in (callOptions ?? "").split(separator: ",") {
+            let kv = option.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if kv.count == 2, kv[0].lowercased() == "client", !kv[1].isEmpty { return "\(base);client=\(kv[1])" }
+        }
+        return base
     }
 
     /// Routes a request below `/services/data/vNN.N/`; the store lock must be held.

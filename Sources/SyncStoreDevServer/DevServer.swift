@@ -14,6 +14,9 @@ public struct DevServerOptions: ParsableArguments {
         API: /services/oauth2/token, /services/data/vNN.N/ (31.0 to 66.0): sobjects, \
         describe, query, queryAll, search, composite, composite/sobjects, \
         composite/batch, ui-api/layout, connect/briefcase/priming-records. \
+        Streaming API: POST /cometd/NN.N (37.0 to 66.0), CometD long-polling with \
+        the replay extension, Change Data Capture events of every committed record \
+        write on /data/ChangeEvents and /data/<Object>ChangeEvent. \
         With --twophase also GET /twophase/fetch and POST /twophase/synchronise. \
         Authenticate with --token, or POST /services/oauth2/token \
         (grant_type=password with --user, or grant_type=refresh_token). \
@@ -26,7 +29,7 @@ public struct DevServerOptions: ParsableArguments {
           SPEC := PART (';' PART)*      PART := seed=N | RULE
           RULE := [METHOD] [PATH-GLOB] ITEM...   (space separated)
           ITEM := latency=MS[-MS] | status=CODE | html=CODE | drop=before|after|mid
-                | unauthorized | expire-tokens | repeat-locator
+                | unauthorized | expire-tokens | repeat-locator | unknown-client
                 | rate=P | times=N | after=N
 
         '*' in PATH-GLOB matches anything, '/' included. drop=after handles \
@@ -36,7 +39,9 @@ public struct DevServerOptions: ParsableArguments {
         answers by sending the request again. drop=mid sends half the body. \
         repeat-locator (GET query/queryAll only, other requests pass it by): the \
         answer is not done and its nextRecordsUrl names the page just served, so a \
-        client that follows it blindly never ends.
+        client that follows it blindly never ends. unknown-client (/cometd/* requests \
+        naming a client only): its messages are answered 403::Unknown client and \
+        the client is forgotten, so it must handshake again.
 
         Fault examples:
           --faults 'latency=20ms'
@@ -44,6 +49,7 @@ public struct DevServerOptions: ParsableArguments {
           --faults 'seed=7; GET */query* status=503 rate=0.1'
           --faults '* unauthorized after=10 times=3'
           --faults 'GET */query* repeat-locator times=5'
+          --faults 'POST /cometd/* unknown-client times=1'
 
         CLOCK: --clock-offset SECONDS (negative = behind, |x| <= 86400), or PUT \
         /__devserver/clock with '-600' or {"offsetSeconds": -600} (GET shows it, \
@@ -77,7 +83,13 @@ public struct DevServerOptions: ParsableArguments {
     @Option(help: "Two-phase tables: NAME[:IDKEY[:datetime|iso8601]], comma separated.") public var twophaseTables = TwoPhase.defaultTables
     @Option(help: "Two-phase: N rows in each empty table at start.") public var twophaseSeed: Int?
     @Flag(help: "Two-phase: answer synchronise in the plain shape ({\"<table>\": [row]}, as the fetch) and refuse a call whose add names an id the server has (409, nothing applied), as a server written from the protocol's description; PUT /__devserver/twophase 'plain' or 'operations' switches at run time (--admin).") public var twophasePlain = false
-    @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time) and /__devserver/import.") public var admin = false
+    @Option(help: "Change events kept for Streaming API replay (the oldest are purged first; none is kept past 72 hours of the server clock).") public var eventRetention = ChangeEvents.defaultRetention
+    @Option(help: "Streaming API: how long a /meta/connect long poll is held without events, in ms (the advice timeout).") public var cometdTimeoutMs = 110_000
+    @Option(help: "Streaming API: a client that does not connect again within this many ms of a reply is forgotten (403::Unknown client).") public var cometdSessionMs = 40_000
+    /// Record changes in one transaction past which it publishes GAP_OVERFLOW events (an org's is
+    /// 100,000); hidden: tests lower it to keep seeding small.
+    @Option(help: .hidden) public var eventOverflowThreshold = ChangeEvents.defaultOverflowThreshold
+    @Flag(help: "Enable /__devserver/faults and /__devserver/clock (change faults and the clock offset at run time), /__devserver/import and /__devserver/events (change events: GET shows them, POST /__devserver/events/purge purges them).") public var admin = false
     @Flag(help: "Log every request (and injected fault) to stderr.") public var verbose = false
 
     public func validate() throws {
@@ -99,6 +111,10 @@ public struct DevServerOptions: ParsableArguments {
         }
         if let twophaseSeed, !(0...1_000_000).contains(twophaseSeed) { throw ValidationError("--twophase-seed must be 0...1000000") }
         if !twophase && (twophaseSeed != nil || twophaseTables != TwoPhase.defaultTables || twophasePlain) { throw ValidationError("--twophase-tables, --twophase-seed and --twophase-plain need --twophase") }
+        guard (1...10_000_000).contains(eventRetention) else { throw ValidationError("--event-retention must be 1...10000000") }
+        guard (1...10_000_000).contains(eventOverflowThreshold) else { throw ValidationError("--event-overflow-threshold must be 1...10000000") }
+        guard (1...600_000).contains(cometdTimeoutMs) else { throw ValidationError("--cometd-timeout-ms must be 1...600000") }
+        guard (1...3_600_000).contains(cometdSessionMs) else { throw ValidationError("--cometd-session-ms must be 1...3600000") }
         if let clockOffset, ClockOffset.parseSeconds(clockOffset) == nil {
             throw ValidationError("--clock-offset must be a number of seconds within one day (-86400...86400)")
         }
@@ -161,6 +177,10 @@ public enum DevServer {
         let store = try DevServerError.classify("--db \(o.db ?? ":memory:") (make its directory writable, or choose another file)", .storage) {
             try Store(schema: loadedSchema, path: o.db ?? ":memory:")
         }
+        // Before seeding and importing: both publish change events.
+        store.events.retention = o.eventRetention
+        store.events.overflowThreshold = o.eventOverflowThreshold
+        try DevServerError.classify("--db \(o.db ?? ":memory:") (change events)", .storage) { try store.events.enforceRetention() }
         if let importPath = o.importPath {
             let n = try DevServerError.classify("--import \(importPath)") {
                 try Seeder(store: store).importFile(try JSON.parse(Array(try Data(contentsOf: URL(fileURLWithPath: importPath)))))
@@ -210,7 +230,8 @@ public enum DevServer {
         }
         let scheme = tls == nil ? "http" : "https"
         let hostForURL = o.host.contains(":") ? "[\(o.host)]" : o.host
-        let responder = DevResponder(api: api, faults: faultState, adminEnabled: o.admin, logRequests: o.verbose)
+        let streaming = Streaming(api: api, timeoutMillis: o.cometdTimeoutMs, sessionMillis: o.cometdSessionMs)
+        let responder = DevResponder(api: api, streaming: streaming, faults: faultState, adminEnabled: o.admin, logRequests: o.verbose)
         let configuration = ApplicationConfiguration(address: .hostname(o.host, port: o.port), serverName: "syncstore-devserver")
         let port = o.port
         let listening: @Sendable (Int) -> Void = { boundPort in
@@ -233,8 +254,21 @@ public enum DevServer {
             onServerRunning: { listening($0.localAddress?.port ?? port) })
         app.logger.logLevel = o.verbose ? .info : .warning
         if o.verbose { for n in notes { app.logger.info("\(n)") } }
+        // A graceful shutdown waits for the requests in flight: held Streaming API long polls are
+        // answered at once instead of at their timeout.
+        let stopSignals = [SIGTERM, SIGINT].map { signal -> any DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { streaming.shutdown() }
+            source.resume()
+            return source
+        }
+        defer { for source in stopSignals { source.cancel() } }
         do {
-            try await app.runService()
+            try await withTaskCancellationHandler {
+                try await app.runService()
+            } onCancel: {
+                streaming.shutdown()
+            }
         } catch let error as IOError {
             throw listenError(error, host: o.host, port: o.port)
         }

@@ -6,7 +6,7 @@ import Foundation
 ///     PART   := 'seed=' INT | RULE
 ///     RULE   := [METHOD] [PATH-GLOB] ITEM+          (whitespace separated)
 ///     ITEM   := latency=MS[-MS] | status=CODE | html=CODE | drop=before|after|mid | unauthorized
-///             | expire-tokens | repeat-locator | rate=P | times=N | after=N
+///             | expire-tokens | repeat-locator | unknown-client | rate=P | times=N | after=N
 ///
 /// METHOD is GET/POST/PATCH/PUT/DELETE (default: any). PATH-GLOB starts with '/' or '*',
 /// '*' matches any run of characters including '/', matched against the path without query
@@ -16,6 +16,9 @@ import Foundation
 /// sequential client sees the same faults on every run. `html=CODE` answers CODE with a web
 /// server's HTML error page (about 3 KB, text/html), as a proxy or load balancer does. `repeat-locator` only applies to GET
 /// `query`/`queryAll` requests (first pages and locator pages); other requests pass it by.
+/// `unknown-client` only applies to Streaming API requests (`/cometd/...`) that name a client
+/// (not a bare handshake): their messages are answered `403::Unknown client` and the client's
+/// session is forgotten; other requests pass it by.
 struct FaultRule: CustomStringConvertible {
     enum Action: Equatable {
         case status(Int)
@@ -25,6 +28,8 @@ struct FaultRule: CustomStringConvertible {
         case expireTokens
         /// The query answer's `nextRecordsUrl` names the page just served (`done` false).
         case repeatLocator
+        /// A Streaming API request's client is forgotten: `403::Unknown client`.
+        case unknownClient
     }
 
     var method: String?
@@ -51,6 +56,7 @@ struct FaultRule: CustomStringConvertible {
         case .unauthorized?: parts.append("unauthorized")
         case .expireTokens?: parts.append("expire-tokens")
         case .repeatLocator?: parts.append("repeat-locator")
+        case .unknownClient?: parts.append("unknown-client")
         case nil: break
         }
         if rate != 1 { parts.append("rate=\(rate)") }
@@ -140,6 +146,9 @@ final class Faults: @unchecked Sendable {
                 case "repeat-locator":
                     guard value == nil else { throw bad() }
                     try setAction(.repeatLocator)
+                case "unknown-client":
+                    guard value == nil else { throw bad() }
+                    try setAction(.unknownClient)
                 case "rate":
                     guard let v = value, let p = Double(v), (0...1).contains(p) else { throw bad() }
                     rule.rate = p
@@ -161,7 +170,9 @@ final class Faults: @unchecked Sendable {
         return (rules, seed)
     }
 
-    func decide(method: String, path: String) -> FaultDecision {
+    /// `namesStreamingClient`: a `/cometd/` request with a message naming a clientId (where
+    /// `unknown-client` applies).
+    func decide(method: String, path: String, namesStreamingClient: Bool = false) -> FaultDecision {
         lock.withLock {
             var d = FaultDecision()
             for i in rules.indices {
@@ -169,6 +180,7 @@ final class Faults: @unchecked Sendable {
                 if let m = r.method, m != method { continue }
                 if !Faults.glob(r.glob, matches: path) { continue }
                 if r.action == .repeatLocator && !(method == "GET" && Faults.isQueryPath(path)) { continue }
+                if r.action == .unknownClient && !namesStreamingClient { continue }
                 if r.action != nil && d.action != nil { continue }
                 rules[i].seen += 1
                 if rules[i].seen <= r.after { continue }

@@ -47,14 +47,44 @@ final class SQLiteDB: SQLiteErrorReporter {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    private var savepointDepth = 0
+    var lastInsertRowid: Int64 { sqlite3_last_insert_rowid(handle) }
 
-    /// Runs `body` inside a (nestable) savepoint; rolls back on throw.
+    private(set) var savepointDepth = 0
+
+    /// Told when savepoints begin, are about to be released, were released or rolled back
+    /// (depth 1: the transaction itself), so change events follow exactly what commits.
+    weak var observer: (any SavepointObserver)?
+
+    /// Runs `body` inside a (nestable) savepoint; rolls back on throw. The outermost one is the
+    /// transaction: every write path of the store runs in one.
     func savepoint<T>(_ body: () throws -> T) throws -> T {
         savepointDepth += 1
-        let name = "sp\(savepointDepth)"
+        let depth = savepointDepth
+        let name = "sp\(depth)"
         defer { savepointDepth -= 1 }
-        return try sqliteTransaction(begin: { try exec("SAVEPOINT \(name)") }, commit: { try exec("RELEASE \(name)") },
-                                     rollback: { try? exec("ROLLBACK TO \(name)"); try? exec("RELEASE \(name)") }, body)
+        return try sqliteTransaction(
+            begin: {
+                try exec("SAVEPOINT \(name)")
+                observer?.savepointBegan(depth: depth)
+            },
+            commit: {
+                try observer?.savepointWillRelease(depth: depth)
+                try exec("RELEASE \(name)")
+                observer?.savepointReleased(depth: depth)
+            },
+            rollback: {
+                try? exec("ROLLBACK TO \(name)")
+                try? exec("RELEASE \(name)")
+                observer?.savepointRolledBack(depth: depth)
+            }, body)
     }
+}
+
+/// Follows `SQLiteDB.savepoint`: depth 1 is the transaction (released = committed).
+protocol SavepointObserver: AnyObject {
+    func savepointBegan(depth: Int)
+    /// Last writes of the savepoint (a throw rolls it back).
+    func savepointWillRelease(depth: Int) throws
+    func savepointReleased(depth: Int)
+    func savepointRolledBack(depth: Int)
 }

@@ -89,8 +89,10 @@ struct Seeder {
         // LastModifiedDate (as bulk-loaded rows do in real orgs); API writes never do.
         let base = Int64(CivilDate.days(year: 2025, month: 1, day: 1)) * 86_400_000 + Int64(fnv1a(obj.name) % 1000)
         var maxStamp: Int64 = 0
-        try store.db.exec("BEGIN")
-        do {
+        // One transaction, so one GAP_OVERFLOW event instead of `count` CREATE events past the
+        // events' overflow threshold (ChangeEvents).
+        try store.db.savepoint {
+            store.events.expectBulk([obj.name], count: count)
             for i in 0..<count {
                 var values: [(FieldDef, SQLValue)] = []
                 for (f, role) in roles { values.append((f, value(for: f, role: role, obj: obj, index: i, rng: &rng, parents: parentIds[f.name] ?? []))) }
@@ -100,10 +102,6 @@ struct Seeder {
                 try store.create(obj, values: values, created: SFTime.format(millis: created), modified: SFTime.format(millis: modified), track: false,
                                  sameColumnsAs: "seed:\(obj.name)")
             }
-            try store.db.exec("COMMIT")
-        } catch {
-            try? store.db.exec("ROLLBACK")
-            throw error
         }
         store.clock.advance(past: maxStamp)
         return count
@@ -188,8 +186,8 @@ struct Seeder {
     func importFile(_ json: JSON) throws -> Int {
         guard let pairs = json.objectValue else { throw SchemaError(description: "--import: expected an object of type -> [records]") }
         var n = 0
-        try store.db.exec("BEGIN")
-        do {
+        try store.db.savepoint {
+            store.events.expectBulk(pairs.compactMap { store.schema.object($0.0)?.name }, count: pairs.reduce(0) { $0 + ($1.1.arrayValue?.count ?? 0) })
             for (type, list) in pairs {
                 guard let obj = store.schema.object(type) else { throw SchemaError(description: "--import: unknown sObject type '\(type)'") }
                 for rec in list.arrayValue ?? [] {
@@ -211,10 +209,6 @@ struct Seeder {
                     n += 1
                 }
             }
-            try store.db.exec("COMMIT")
-        } catch {
-            try? store.db.exec("ROLLBACK")
-            throw error
         }
         return n
     }

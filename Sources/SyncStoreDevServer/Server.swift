@@ -29,6 +29,8 @@ final class Counter: @unchecked Sendable {
 struct DevResponder: HTTPResponder {
     typealias Context = DevContext
     let api: API
+    /// The Streaming API (`/cometd/<version>`) over the change events.
+    let streaming: Streaming
     let faults: Faults
     let adminEnabled: Bool
     /// `--verbose`: one stderr line per request (method, path, status, ms, injected fault).
@@ -63,9 +65,12 @@ struct DevResponder: HTTPResponder {
         if path.hasPrefix("/__devserver/") {
             return makeResponse(admin(method: method, path: path, body: bytes))
         }
-        let decision = faults.decide(method: method, path: path)
+        let isStreaming = Streaming.isPath(path)
+        let decision = faults.decide(method: method, path: path,
+                                     namesStreamingClient: isStreaming && String(decoding: bytes, as: UTF8.self).contains("\"clientId\""))
         if decision.latencyMillis > 0 { try await Task.sleep(nanoseconds: UInt64(decision.latencyMillis) * 1_000_000) }
-        if decision.action != nil, decision.action != .dropAfter, decision.action != .dropMid, decision.action != .repeatLocator {
+        if decision.action != nil, decision.action != .dropAfter, decision.action != .dropMid, decision.action != .repeatLocator,
+           decision.action != .unknownClient {
             log(method, path, "fault", started, decision.action)
         }
         switch decision.action {
@@ -87,7 +92,18 @@ struct DevResponder: HTTPResponder {
             break
         }
         var headers: [String: String] = [:]
-        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        for field in request.headers {
+            let name = field.name.canonicalName
+            // Several Cookie fields are one list (the Streaming API reads its session cookie).
+            if name == "cookie", let earlier = headers[name] { headers[name] = earlier + "; " + field.value } else { headers[name] = field.value }
+        }
+        if isStreaming {
+            // A long poll waits off the store queue; it is not an API call (no Sforce-Limit-Info).
+            let resp = await streaming.handle(method: method, path: path, headers: headers, body: bytes,
+                                              unknownClientFault: decision.action == .unknownClient)
+            log(method, path, String(resp.status), started, decision.action, body: bytes, answer: resp.body)
+            return try await finish(resp, decision, context)
+        }
         var apiRequest = APIRequest(method: method, rawPath: path, rawQuery: request.uri.query, headers: headers, body: bytes)
         apiRequest.repeatLocator = decision.action == .repeatLocator
         let handled = apiRequest
@@ -100,6 +116,11 @@ struct DevResponder: HTTPResponder {
         log(method, path, String(resp.status), started, decision.action, body: bytes, answer: Array(resp.body))
         // Clients (simple-salesforce's api_usage, the SDKs) read this header; counted per process.
         resp.headers.append(("Sforce-Limit-Info", "api-usage=\(DevResponder.apiCalls.next())/1000000"))
+        return try await finish(resp, decision, context)
+    }
+
+    /// The answer, or what an after-handling fault (drop=after, drop=mid) does instead.
+    private func finish(_ resp: APIResponse, _ decision: FaultDecision, _ context: DevContext) async throws -> Response {
         switch decision.action {
         case .dropAfter?:
             // The request was handled (and committed); the client never hears about it.
@@ -213,6 +234,42 @@ struct DevResponder: HTTPResponder {
         ]))
     }
 
+    /// `GET /__devserver/events`: the retained change events and the Streaming API's clients,
+    /// `{"count", "oldestReplayId", "newestReplayId", "purgedThroughReplayId", "retention",
+    /// "clients": [{"clientId", "connecting", "idleMillis", "subscriptions": {channel: cursor}}]}`.
+    /// `POST /__devserver/events/purge`: purges every retained event (replaying from an older id
+    /// then fails as an expired replay id does); answers `{"purged": N}` and the same fields.
+    private func eventsAdmin(method: String, path: String) -> APIResponse {
+        let purging = path.hasSuffix("/purge")
+        guard method == (purging ? "POST" : "GET") else { return APIResponse(error: APIError.methodNotAllowed(method, allowed: [purging ? "POST" : "GET"])) }
+        let store = api.store
+        do {
+            var pairs: [(String, JSON)] = try store.locked {
+                var pairs: [(String, JSON)] = []
+                if purging {
+                    pairs.append(("purged", .int(Int64(try store.events.purgeAll()))))
+                } else {
+                    try store.events.enforceRetention()
+                }
+                let e = store.events
+                pairs += [
+                    ("count", .int(Int64(e.retainedCount))),
+                    ("oldestReplayId", e.oldestRetainedReplayId.map { .int($0) } ?? .null),
+                    ("newestReplayId", .int(e.newestReplayId)),
+                    ("purgedThroughReplayId", .int(e.purgedThrough)),
+                    ("retention", .int(Int64(e.retention))),
+                ]
+                return pairs
+            }
+            let clients = streaming.describeClients()
+            pairs.append(("connectedClients", .int(Int64(clients.count))))
+            pairs.append(("clients", .array(clients)))
+            return APIResponse(status: 200, json: .object(pairs))
+        } catch {
+            return APIResponse(error: APIError(500, "UNKNOWN_EXCEPTION", "\(error)"))
+        }
+    }
+
     /// `/__devserver/faults`: GET shows the rules and counters, PUT replaces the spec, DELETE clears it.
     /// `POST /__devserver/import`: loads records as `--import` does (explicit ids and timestamps,
     /// e.g. to make LastModifiedDate ties mid-test); answers `{"imported": N}`.
@@ -231,6 +288,7 @@ struct DevResponder: HTTPResponder {
             }
         }
         if path == "/__devserver/clock" { return clock(method: method, body: body) }
+        if path == "/__devserver/events" || path == "/__devserver/events/purge" { return eventsAdmin(method: method, path: path) }
         if path == "/__devserver/twophase" { return twoPhase(method: method, body: body) }
         guard path == "/__devserver/faults" else { return APIResponse(error: .notFound) }
         let text: [(String, String)] = [("Content-Type", "text/plain; charset=utf-8")]

@@ -8,6 +8,8 @@ final class Store: @unchecked Sendable {
     let schema: Schema
     let db: SQLiteDB
     let clock = WriteClock()
+    /// Change events of every committed write (ChangeEvents.swift).
+    let events: ChangeEvents
     private let lock = NSLock()
     private var nextSeq: [String: Int64] = [:]
     private var insertSQL: [String: String] = [:]
@@ -18,6 +20,7 @@ final class Store: @unchecked Sendable {
         self.schema = schema
         db = try SQLiteDB(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY")
+        events = try ChangeEvents(db: db, schema: schema)
         for obj in schema.objects { try createTable(obj) }
         for obj in schema.objects {
             let s = try db.prepare("SELECT coalesce(max(seq), 0), max(SystemModstamp) FROM \(obj.tableName)")
@@ -248,7 +251,8 @@ final class Store: @unchecked Sendable {
         var seq = nextSeq[obj.name] ?? 1
         // Only API writes take a clock tick: seeded/imported rows bring their own stamps, and ticking
         // for each of them would push the clock ahead of real time.
-        let mod = modified ?? SFTime.format(millis: clock.next())
+        let tick: Int64? = modified == nil ? clock.next() : nil
+        let mod = modified ?? SFTime.format(millis: tick ?? 0)
         let sql: String
         if let cacheKey, let cached = insertSQL[cacheKey] {
             sql = cached // bulk loads insert the same columns row after row
@@ -267,6 +271,7 @@ final class Store: @unchecked Sendable {
                 try s.run()
                 nextSeq[obj.name] = seq + 1
                 if track { touch(obj.name, id) }
+                try events.recordCreate(obj, id: id, values: values, created: created ?? mod, modified: mod, stampMillis: tick)
                 return id
             } catch let e as SQLiteError where e.isConstraint && explicitId == nil && attempts < 10_000 {
                 // An imported record already holds this generated id (or seq): take the next one.
@@ -278,23 +283,37 @@ final class Store: @unchecked Sendable {
 
     func update(_ obj: SObjectDef, id: String, values: [(FieldDef, SQLValue)]) throws {
         try checkUnique(obj, values, excluding: id)
-        let stamp = SFTime.format(millis: clock.next())
+        // The change event carries the fields whose value changes.
+        var changed = values
+        if events.wantsDetail, !values.isEmpty {
+            let old = try db.prepare("SELECT \(values.map { "\"\($0.0.name)\"" }.joined(separator: ", ")) FROM \(obj.tableName) WHERE \"Id\" = ?1")
+            try old.bind([.text(id)])
+            if try old.step() {
+                changed = values.enumerated().filter { !old.value(Int32($0.offset)).same(as: $0.element.1) }.map(\.element)
+            }
+            old.reset()
+        }
+        let millis = clock.next()
+        let stamp = SFTime.format(millis: millis)
         var sets = ["\"LastModifiedDate\" = ?1", "\"SystemModstamp\" = ?1"]
         for (i, (f, _)) in values.enumerated() { sets.append("\"\(f.name)\" = ?\(i + 3)") }
         let s = try db.prepare("UPDATE \(obj.tableName) SET \(sets.joined(separator: ", ")) WHERE \"Id\" = ?2 AND \"IsDeleted\" = 0")
         try s.bind([.text(stamp), .text(id)] + values.map { $0.1 })
         try s.run()
         touch(obj.name, id)
+        try events.recordUpdate(obj, id: id, changed: changed, modified: stamp, stampMillis: millis)
     }
 
     /// Soft delete: the row stays for queryAll and `deleted`, with IsDeleted = true. Children on
     /// cascading lookups are deleted too; other lookups to the record are cleared.
     func delete(_ obj: SObjectDef, id: String, depth: Int = 0) throws {
-        let stamp = SFTime.format(millis: clock.next())
+        let millis = clock.next()
+        let stamp = SFTime.format(millis: millis)
         let s = try db.prepare("UPDATE \(obj.tableName) SET \"IsDeleted\" = 1, \"LastModifiedDate\" = ?1, \"SystemModstamp\" = ?1 WHERE \"Id\" = ?2")
         try s.bind([.text(stamp), .text(id)])
         try s.run()
         recent[obj.name]?.removeAll { $0 == id }
+        try events.recordDelete(obj, id: id, stampMillis: millis)
         guard depth < 8 else { return }
         for child in schema.objects {
             for f in child.fields where f.type == .reference && f.referenceTo?.lowercased() == obj.name.lowercased() {
@@ -307,8 +326,11 @@ final class Store: @unchecked Sendable {
                         try delete(child, id: c, depth: depth + 1)
                     } else {
                         let clear = try db.prepare("UPDATE \(child.tableName) SET \"\(f.name)\" = NULL, \"LastModifiedDate\" = ?1, \"SystemModstamp\" = ?1 WHERE \"Id\" = ?2")
-                        try clear.bind([.text(SFTime.format(millis: clock.next())), .text(c)])
+                        let clearMillis = clock.next()
+                        let clearStamp = SFTime.format(millis: clearMillis)
+                        try clear.bind([.text(clearStamp), .text(c)])
                         try clear.run()
+                        try events.recordUpdate(child, id: c, changed: [(f, .null)], modified: clearStamp, stampMillis: clearMillis)
                     }
                 }
             }
