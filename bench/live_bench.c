@@ -1,16 +1,20 @@
 /* Live sync benchmark (not part of the tests; docs/benchmarks.md, "Live sync"):
- *   SYNCSTORE_DEVSERVER=<syncstore-devserver> bench-live DIR [--writes N] [--debounce MS]
+ *   SYNCSTORE_DEVSERVER=<syncstore-devserver> bench-live DIR [--writes N] [--debounce MS] [--server-writes N]
  * A store in live sync with a sync up and a sync down against a dev server process on 127.0.0.1;
  * N host writes, each a new local record, 400 ms apart: the time from the write's return to the
  * record's arrival on the server (the server polled every 2 ms), p50 / p99 against the goal
  * (debounce + 100 ms). Then the server unreachable while 1000 records are written, and the time
  * from the server coming back (the remote set again) to all 1000 on the server, with the number
- * of sync up runs that took them. */
+ * of sync up runs that took them. Then change events (docs/sync.md#change-events): N writes on the
+ * server (REST, behind the engine's back), 200 ms apart, each timed from the server's answer to
+ * the record in the local soup (polled every 1 ms), p50 / p99 against the goals (300 ms / 1 s);
+ * and 5 s idle: the requests the server saw (its counter) and the CPU this process used. */
 #define _DEFAULT_SOURCE
 #include "../Tests/c/devserver.h"
 #include "bench_stats.h"
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +43,31 @@ static void on_event(const char *json, void *context) {
     pthread_mutex_lock(&lock);
     const char *state = json_string_value(json_object_get(e, "state"));
     if (state && strcmp(state, "live") == 0) live_events++;
+    const char *stream = json_string_value(json_object_get(json_object_get(e, "changeEvents"), "state"));
+    if (stream) streaming = strcmp(stream, "live") == 0;
     json_t *sync = json_object_get(e, "sync");
     const char *type = json_string_value(json_object_get(sync, "type")), *status = json_string_value(json_object_get(sync, "status"));
     if (type && status && strcmp(type, "syncUp") == 0 && strcmp(status, "DONE") == 0) up_runs++;
     pthread_mutex_unlock(&lock);
     json_decref(e);
+}
+
+static int streaming;
+static int stream_live(void) {
+    pthread_mutex_lock(&lock);
+    int n = streaming;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* Requests the server answered other than Streaming API long polls (its admin counter; the
+ * counter's own request is not counted). */
+static long requests_seen(const devserver *server) {
+    long status = 0;
+    json_t *answer = devserver_call(server, "GET", "/__devserver/requests", NULL, &status);
+    long n = (long)json_integer_value(json_object_get(answer, "requests"));
+    json_decref(answer);
+    return n;
 }
 
 static int counter(int *c) {
@@ -65,16 +89,17 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *dir = argv[1];
-    int writes = 50, debounce = 100;
+    int writes = 50, debounce = 100, server_writes = 50;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--writes")) writes = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--debounce")) debounce = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--server-writes")) server_writes = atoi(argv[i + 1]);
     }
     char command[1024];
     snprintf(command, sizeof command, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
     if (system(command) != 0) return 1;
     devserver server;
-    const char *args[] = {"--seed", "Contact=100", NULL};
+    const char *args[] = {"--seed", "Contact=100", "--admin", NULL};
     devserver_start(&server, devserver_binary(), args);
     syncstore_error err;
     syncstore_store *store = NULL;
@@ -127,6 +152,50 @@ int main(int argc, char **argv) {
     printf("offline while 1000 records were written, then back: all on the server %.0f ms after (retries were at most 1 s apart), "
            "in %d sync up run(s); records on the server: %ld (each once)\n",
            caught_up, counter(&up_runs) - runs_before, remote_count(&server, "LastName LIKE 'Away%'"));
+    /* change events: server writes to the local soup */
+    while (!stream_live()) usleep(5000);
+    double *in = malloc(sizeof *in * (size_t)server_writes);
+    for (int i = 0; i < server_writes; i++) {
+        char body[96], spec[160];
+        snprintf(body, sizeof body, "{\"LastName\":\"Remote%d\"}", i);
+        long status = 0;
+        json_t *created = devserver_call(&server, "POST", "sobjects/Contact", body, &status);
+        double t0 = now_ms();
+        const char *new_id = json_string_value(json_object_get(created, "id"));
+        if (status != 201 || !new_id) { fprintf(stderr, "server create failed: HTTP %ld\n", status); return 1; }
+        snprintf(spec, sizeof spec, "{\"queryType\":\"exact\",\"indexPath\":\"Id\",\"matchKey\":\"%s\",\"pageSize\":1}", new_id);
+        json_decref(created);
+        for (;;) {
+            char *page = NULL;
+            ok(syncstore_query_page(store, "contacts", spec, 0, &page, &err), "query", &err);
+            int found = strcmp(page, "[]") != 0;
+            syncstore_free(page);
+            if (found) break;
+            if (now_ms() - t0 > 30000) { fprintf(stderr, "Remote%d never arrived\n", i); return 1; }
+            usleep(1000);
+        }
+        in[i] = now_ms() - t0;
+        usleep(200000);
+    }
+    qsort(in, (size_t)server_writes, sizeof *in, cmp_double);
+    double i50 = in[server_writes / 2], i99 = in[(server_writes * 99) / 100];
+    printf("a server write to the local soup by change events (%d writes, 200 ms apart, no pull): p50 %.0f ms, p99 %.0f ms; "
+           "goals p50 <= 300 ms, p99 <= 1000 ms: %s\n", server_writes, i50, i99, i50 <= 300 && i99 <= 1000 ? "met" : "NOT met");
+    free(in);
+
+    /* idle: the server's request counter and this process's CPU over 5 s */
+    usleep(500000);
+    long before = requests_seen(&server);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    sleep(5);
+    getrusage(RUSAGE_SELF, &r1);
+    long after = requests_seen(&server);
+    double cpu = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) * 1e3 + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e3
+               + (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e3 + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e3;
+    printf("idle for 5 s in live sync: %ld requests other than long polls reached the server (goal 0), %.1f ms of CPU in this process\n",
+           after - before, cpu);
+
     ok(syncstore_stop_live_sync(store, &err), "stop", &err);
     ok(syncstore_close(store, &err), "close", &err);
     free(remote);

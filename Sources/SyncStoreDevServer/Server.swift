@@ -23,6 +23,7 @@ final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
     func next() -> Int { lock.withLock { value += 1; return value } }
+    var current: Int { lock.withLock { value } }
 }
 
 /// The HTTP front: admin endpoints, fault injection, then the API (synchronous, under the store lock).
@@ -38,6 +39,8 @@ struct DevResponder: HTTPResponder {
     static let maxBody = 64 << 20
     static let storeQueue = DispatchQueue(label: "syncstore-devserver.store")
     static let apiCalls = Counter()
+    /// Streaming API requests (handshakes, subscribes, long polls), not API calls.
+    static let streamingCalls = Counter()
 
     private func log(_ method: String, _ path: String, _ status: String, _ started: Int64, _ fault: FaultRule.Action?,
                      body: [UInt8] = [], answer: [UInt8] = []) {
@@ -98,6 +101,7 @@ struct DevResponder: HTTPResponder {
             if name == "cookie", let earlier = headers[name] { headers[name] = earlier + "; " + field.value } else { headers[name] = field.value }
         }
         if isStreaming {
+            _ = DevResponder.streamingCalls.next()
             // A long poll waits off the store queue; it is not an API call (no Sforce-Limit-Info).
             let resp = await streaming.handle(method: method, path: path, headers: headers, body: bytes,
                                               unknownClientFault: decision.action == .unknownClient)
@@ -288,6 +292,11 @@ struct DevResponder: HTTPResponder {
             }
         }
         if path == "/__devserver/clock" { return clock(method: method, body: body) }
+        if path == "/__devserver/requests" {
+            // What a client sent: an idle live client should send nothing but long polls.
+            return APIResponse(status: 200, json: .object([("requests", .int(Int64(DevResponder.apiCalls.current))),
+                                                           ("streaming", .int(Int64(DevResponder.streamingCalls.current)))]))
+        }
         if path == "/__devserver/events" || path == "/__devserver/events/purge" { return eventsAdmin(method: method, path: path) }
         if path == "/__devserver/twophase" { return twoPhase(method: method, body: body) }
         guard path == "/__devserver/faults" else { return APIResponse(error: .notFound) }
