@@ -510,7 +510,7 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * "ids", the first 1000), and a changed row is one removed and one added ("changed" is empty).
  * For exact, range, like and match specs the store judges a commit from the entries it changed
  * (work in proportion to the change, not to the result); Smart SQL, a cleared soup, a change of
- * more than 1000 entries or another process's change run the query again. A query listener whose
+ * more than 20,000 entries (merged commits included) or another process's change run the query again. A query listener whose
  * soup is removed hears once (every entry "removed", totalEntries 0), then nothing until it is
  * removed; one of a Smart SQL query hears every change of the soups it names.
  * Delivery. By default a listener's callbacks run on the store's notifier thread (above). A

@@ -95,13 +95,13 @@ final class StoreChangeTests: StoreTestCase {
     }
 
     func testABigWriteIsOneChangeWithBoundedIds() throws {
-        let entries = (0..<(StoreChange.idLimit + 500)).map { #"{"k":"\#($0)"}"# }.joined(separator: ",")
+        let entries = (0..<(StoreChange.keptLimit + 500)).map { #"{"k":"\#($0)"}"# }.joined(separator: ",")
         _ = try upsert("s", "[\(entries)]")
         let changes = log.all
         XCTAssertEqual(changes.count, 1)
         let inserted = try XCTUnwrap(changes[0].soups["s"]?.inserted)
-        XCTAssertEqual(inserted.count, StoreChange.idLimit + 500)
-        XCTAssertEqual(inserted.ids.count, StoreChange.idLimit)
+        XCTAssertEqual(inserted.count, StoreChange.keptLimit + 500)
+        XCTAssertEqual(inserted.ids.count, StoreChange.keptLimit)
         XCTAssertTrue(inserted.cut)
     }
 

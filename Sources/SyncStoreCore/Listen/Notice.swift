@@ -75,9 +75,9 @@ enum Notice {
         let kind = JSONDocument.object()
         kind.root.set("count", owned: JSONMake.int(Int64(ids.count)))
         let list = JSONDocument.array()
-        for id in ids.ids { list.root.append(owned: JSONMake.int(id)) }
+        for id in ids.ids.prefix(StoreChange.idLimit) { list.root.append(owned: JSONMake.int(id)) }
         kind.root.set("ids", owned: list.root.retained())
-        kind.root.set("cut", owned: JSONMake.bool(ids.cut))
+        kind.root.set("cut", owned: JSONMake.bool(ids.count > StoreChange.idLimit))
         return kind.root.retained()
     }
 

@@ -38,7 +38,7 @@ package struct StoreChange: Sendable {
         }
     }
 
-    /// A count and the first `StoreChange.idLimit` ids.
+    /// A count and the first `StoreChange.keptLimit` ids (a notice shows the first `idLimit`).
     package struct Ids: Sendable, Equatable {
         package private(set) var count = 0
         package private(set) var ids: [Int64] = []
@@ -47,16 +47,20 @@ package struct StoreChange: Sendable {
 
         mutating func add(_ id: Int64) {
             count += 1
-            if ids.count < StoreChange.idLimit { ids.append(id) }
+            if ids.count < StoreChange.keptLimit { ids.append(id) }
         }
 
         mutating func add(_ other: Ids) {
             count += other.count
-            ids.append(contentsOf: other.ids.prefix(StoreChange.idLimit - ids.count))
+            ids.append(contentsOf: other.ids.prefix(StoreChange.keptLimit - ids.count))
         }
     }
 
+    /// The most ids a notice lists.
     package static let idLimit = 1000
+    /// The most ids a change keeps: a query listener judges a commit of up to this many entries
+    /// from those entries alone (a sync down commits up to 10,000 records a transaction).
+    package static let keptLimit = 20_000
 
     /// Commits of this store in this process, in order (a companion told of two commits on two
     /// threads can order them).
