@@ -187,4 +187,49 @@ final class ChangeEventTests: StoreTestCase {
         manager.live.stop()
         XCTAssertThrowsError(try LiveSync.Options.parse(#"{"changeEvents":1}"#)) { XCTAssertEqual(($0 as? StoreError)?.code, .argument) }
     }
+
+    func testPendingChangesCoalesceAndStayBounded() {
+        var changes = RecordChanges()
+        changes.changed(["a", "b"])
+        changes.deleted(["b"])
+        changes.changed(["c"])
+        XCTAssertEqual(changes.fetch, ["a", "c"])
+        XCTAssertEqual(changes.remove, ["b"], "a later delete wins over an update")
+        changes.changed(["b"])
+        XCTAssertEqual(changes.remove, [], "an undelete undoes the delete")
+        // Put back after a failed apply: under the newer changes.
+        var newer = RecordChanges()
+        newer.deleted(["a"])
+        newer.putBack(changes)
+        XCTAssertEqual(newer.remove, ["a"])
+        XCTAssertEqual(newer.fetch, ["b", "c"])
+        // A flood: past the bound the sync catches up instead of holding ids.
+        var flood = RecordChanges()
+        flood.changed((0...RecordChanges.maxIds).map { "id\($0)" })
+        XCTAssertTrue(flood.catchUp)
+        XCTAssertTrue(flood.fetch.isEmpty && flood.remove.isEmpty)
+        flood.changed(["more"])
+        XCTAssertTrue(flood.fetch.isEmpty, "a catch-up finds every change")
+    }
+
+    func testEventsAreReadOrRefusedWithAReason() throws {
+        func data(_ text: String) throws -> JSONDocument { try JSONDocument.parse(text) }
+        let good = try data(#"{"event":{"replayId":7},"payload":{"ChangeEventHeader":{"entityName":"Widget__c","changeType":"GAP_DELETE","recordIds":["a0X000000000001AAA"],"changeOrigin":"x;client=me"}}}"#)
+        let event = try ChangeEvent.parse(channel: "/data/Widget__ChangeEvent", data: good.root)
+        XCTAssertEqual(event.kind, .gapDelete)
+        XCTAssertEqual(event.replayId, 7)
+        XCTAssertTrue(event.idsAreExact)
+        XCTAssertEqual(ChangeEvent.channel(of: "Widget__c"), "/data/Widget__ChangeEvent")
+        XCTAssertEqual(ChangeEvent.channel(of: "Contact"), "/data/ContactChangeEvent")
+        for bad in [#"{"payload":{}}"#, #"{"event":{"replayId":1},"payload":{}}"#,
+                    #"{"event":{"replayId":1},"payload":{"ChangeEventHeader":{"entityName":"X","changeType":"NOPE","recordIds":[]}}}"#,
+                    #"{"event":{"replayId":1},"payload":{"ChangeEventHeader":{"entityName":"X","changeType":"CREATE","recordIds":[1]}}}"#] {
+            XCTAssertThrowsError(try ChangeEvent.parse(channel: "/data/X", data: try data(bad).root), bad) {
+                XCTAssertEqual(($0 as? StoreError)?.code, .server)
+            }
+        }
+        let wildcard = try data(#"{"event":{"replayId":1},"payload":{"ChangeEventHeader":{"entityName":"Contact","changeType":"UPDATE","recordIds":["003*"]}}}"#)
+        XCTAssertFalse(try ChangeEvent.parse(channel: "/data/ContactChangeEvent", data: wildcard.root).idsAreExact)
+    }
+
 }

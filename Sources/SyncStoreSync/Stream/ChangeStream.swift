@@ -137,7 +137,7 @@ package final class ChangeStream: @unchecked Sendable {
 
     private func loop() {
         var failures = 0
-        var quickEmpty = 0
+        var quick = 0
         while !isStopping {
             do {
                 if !client.isHandshaken {
@@ -149,11 +149,15 @@ package final class ChangeStream: @unchecked Sendable {
                 let (_, deliveries) = try client.connect(cancel: cancel)
                 failures = 0
                 set(.live)
-                receive(deliveries)
+                let readable = receive(deliveries)
                 // A connect held for nothing should have taken the server's hold time: one that
-                // keeps answering at once with nothing is slowed down, not followed in a loop.
-                quickEmpty = deliveries.isEmpty && Clock.monotonicMillis() - started < 50 ? quickEmpty + 1 : 0
-                let pause = quickEmpty > 1 ? backoff(quickEmpty - 1) : client.intervalMs
+                // keeps answering at once is slowed down, never followed in a loop. With nothing
+                // readable the pause grows as a failure's; with events (a flood) it stays short.
+                quick = Clock.monotonicMillis() - started < 50 ? quick + 1 : 0
+                var pause = client.intervalMs
+                if quick > 1 {
+                    pause = max(pause, readable == 0 ? backoff(quick - 1) : min(retryMinMs, 20 * Int64(quick)))
+                }
                 if pause > 0 { sleep(pause) }
             } catch let gone as BayeuxClient.Rehandshake {
                 // Once at once; a server that keeps forgetting the session is backed off from.
@@ -235,9 +239,11 @@ package final class ChangeStream: @unchecked Sendable {
         return routes.filter { ChangeEvent.channel(of: $0.object).caseInsensitiveEquals(channel) }
     }
 
-    private func receive(_ deliveries: [BayeuxClient.Delivery]) {
-        guard !deliveries.isEmpty else { return }
+    /// Routes the events; how many could be read.
+    private func receive(_ deliveries: [BayeuxClient.Delivery]) -> Int {
+        guard !deliveries.isEmpty else { return 0 }
         let now = Clock.nowMillis()
+        var readable = 0
         lock.withLock {
             for delivery in deliveries {
                 let event: ChangeEvent
@@ -251,6 +257,7 @@ package final class ChangeStream: @unchecked Sendable {
                     continue
                 }
                 events += 1
+                readable += 1
                 lastEventAt = now
                 if received[event.channel].map({ event.replayId > $0 }) ?? true { received[event.channel] = event.replayId }
                 if event.changeOrigin.hasSuffix(ownOrigin) || event.changeOrigin.contains(ownOrigin + ",") { continue }
@@ -269,5 +276,6 @@ package final class ChangeStream: @unchecked Sendable {
             }
         }
         wake()
+        return readable
     }
 }

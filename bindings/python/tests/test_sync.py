@@ -239,3 +239,81 @@ def test_live_sync_brings_server_changes_in_through_change_events(tmp_path: Path
             store.stop_live_sync()
     finally:
         server.stop()
+
+
+def test_a_hostile_streaming_api_never_spins_or_corrupts_the_soup(tmp_path: Path) -> None:
+    """docs/sync.md, "Change events": a server whose long polls answer at once, forever, with
+    unreadable events and events naming records it does not have. The stream backs off (a
+    bounded number of connects), counts what it skipped, and the soup is untouched."""
+    import http.server
+    import json as jsonlib
+    import time
+
+    connects = []
+    UNTOUCHED = {"Id": "003000000000000AAA", "LastName": "Untouched", "LastModifiedDate": "2026-01-01T00:00:00.000+0000"}
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def answer(self, body: object, status: int = 200) -> None:
+            data = jsonlib.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if "/deleted" in self.path:  # a ghost cleaning's window: nothing deleted
+                self.answer({"deletedRecords": [], "earliestDateAvailable": "2026-01-01T00:00:00.000+0000",
+                             "latestDateCovered": "2026-01-01T00:00:00.000+0000"})
+            else:  # a query: the one record, as the store has it
+                self.answer({"totalSize": 1, "done": True, "records": [dict(UNTOUCHED, attributes={"type": "Contact"})]})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            messages = jsonlib.loads(self.rfile.read(length) or b"[]")
+            if "/composite/sobjects/" in self.path:  # a retrieve: none of the ids exist
+                self.answer([None for _ in messages.get("ids", [])])
+                return
+            replies: list = []
+            for m in messages:
+                channel = m.get("channel")
+                if channel == "/meta/handshake":
+                    replies.append({"channel": channel, "clientId": "c1", "successful": True, "version": "1.0",
+                                    "ext": {"replay": True}, "advice": {"reconnect": "retry", "interval": 0, "timeout": 110000}})
+                elif channel == "/meta/subscribe":
+                    replies.append({"channel": channel, "subscription": m.get("subscription"), "successful": True})
+                elif channel == "/meta/connect":
+                    connects.append(time.monotonic())
+                    replies += [
+                        {"channel": "/data/ContactChangeEvent", "data": {"payload": {}, "event": {"replayId": len(connects)}}},
+                        {"channel": "/data/ContactChangeEvent", "data": {"event": {"replayId": 10_000 + len(connects)}, "payload": {
+                            "ChangeEventHeader": {"entityName": "Contact", "changeType": "UPDATE",
+                                                  "recordIds": ["003000000000000AAA"], "changeOrigin": ""}}}},
+                        {"channel": "/meta/connect", "successful": True, "advice": {"reconnect": "retry", "interval": 0}},
+                    ]
+            self.answer(replies)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with syncstore.Store(tmp_path, {"storeName": "hostile"}) as store:
+            store.register_soup("contacts", INDEXES)
+            store.upsert("contacts", [UNTOUCHED])
+            store.set_remote({"instanceUrl": f"http://127.0.0.1:{server.server_address[1]}", "accessToken": "t", "apiVersion": "v62.0"})
+            store.create_sync_down({"type": "soql", "query": QUERY}, "contacts", name="down")
+            store.start_live_sync({"retryMinMs": 100, "retryMaxMs": 400})
+            time.sleep(3)
+            state = store.live_sync_state()
+            store.stop_live_sync()
+        # Answered at once forever: backed off to one connect per 50-400 ms, not thousands.
+        assert 3 <= len(connects) <= 60, len(connects)
+        assert state["changeEvents"]["skipped"] >= 1, state
+        assert "ChangeEventHeader" in state["changeEvents"]["error"] or "replayId" in state["changeEvents"]["error"], state
+        with syncstore.Store(tmp_path) as store:
+            assert [e["LastName"] for e in store.query("contacts", {"queryType": "range", "indexPath": "Id", "pageSize": 10})] == ["Untouched"]
+    finally:
+        server.shutdown()
