@@ -232,4 +232,31 @@ final class ChangeEventTests: StoreTestCase {
         XCTAssertFalse(try ChangeEvent.parse(channel: "/data/ContactChangeEvent", data: wildcard.root).idsAreExact)
     }
 
+
+    func testAnExpiredTokenMidStreamIsRefreshedAndTheStreamGoesOn() throws {
+        let server = try DevServerProcess(["--seed", "Contact=1"] + Self.serverFlags)
+        // Tokens of the password grant, which the fault below expires (the fixed test token stays).
+        var request = HTTPRequest(method: "POST", url: server.url + "/services/oauth2/token")
+        request.headers = ["Content-Type: application/x-www-form-urlencoded"]
+        request.body = Array("grant_type=password&username=dev%40example.com&password=devpassword&client_id=test".utf8)
+        let body = Data(try HTTPClient().perform(request, settings: HTTPSettings(), cancel: nil).body)
+        let tokens = try XCTUnwrap(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        let (manager, _) = try setUp(server)
+        var remote = RemoteConfig(instanceURL: server.url, accessToken: try XCTUnwrap(tokens["access_token"] as? String))
+        remote.refreshToken = tokens["refresh_token"] as? String
+        remote.clientId = "test"
+        manager.setRemote(remote)
+        let events = try startLive(manager)
+        let admin = RestClient(config: server.remote)
+        XCTAssertEqual(try admin.send("PUT", "/__devserver/faults", body: Array("POST /cometd/* expire-tokens times=1".utf8)).status, 200)
+        _ = try created(server, "AfterRefresh")
+        XCTAssertTrue(events.wait(30) { (try? self.entry("AfterRefresh")) != nil }, "\(events.all.suffix(3))")
+        // The connect after that delivery met the expired token, refreshed it and went on.
+        XCTAssertTrue(events.wait { ((try? admin.send("GET", "/__devserver/faults").text) ?? "").contains("fired 1") })
+        _ = try created(server, "AfterThat")
+        XCTAssertTrue(events.wait(30) { (try? self.entry("AfterThat")) != nil }, "\(events.all.suffix(3))")
+        XCTAssertEqual(events.stream?["state"] as? String, "live")
+        manager.live.stop()
+    }
+
 }
