@@ -36,7 +36,7 @@ static void ok(int rc, const char *what, const syncstore_error *err) {
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int live_events, up_runs, offline_events;
+static int live_events, up_runs, offline_events, streaming;
 static void on_event(const char *json, void *context) {
     (void)context;
     json_t *e = json_loads(json, 0, NULL);
@@ -53,7 +53,6 @@ static void on_event(const char *json, void *context) {
     json_decref(e);
 }
 
-static int streaming;
 static int stream_live(void) {
     pthread_mutex_lock(&lock);
     int n = streaming;

@@ -20,6 +20,9 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
 
     /// How often other processes' commits are looked for while the store has listeners.
     package static let pollMs: Int64 = 10
+    /// The same when only the library's observers listen (live sync, whose debounce is longer):
+    /// an idle live store costs almost no CPU.
+    package static let observerPollMs: Int64 = 100
     /// The notifier thread's scheduling niceness (Linux sets it per thread).
     private static let niceness: Int32 = 10
     /// Commits the log keeps before its oldest half is merged into one (a listener far behind
@@ -67,7 +70,15 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     }
 
     private let lock = ConditionLock()
-    private var listeners: [Int64: Listener] = [:]
+    private var listeners: [Int64: Listener] = [:] { didSet { hostListening = nil } }
+    /// Whether a host listener (not an observer) is among `listeners`, when known.
+    private var hostListening: Bool?
+
+    /// The poll interval now (under the lock).
+    private var pollInterval: Int64 {
+        if hostListening == nil { hostListening = listeners.values.contains { $0.observe == nil } }
+        return hostListening == true ? ChangeListeners.pollMs : ChangeListeners.observerPollMs
+    }
     /// Listeners whose call is in progress, with the thread making it.
     private var running: [Int64: pthread_t] = [:]
     /// Handles whose listeners' notices wait for a send.
@@ -374,7 +385,10 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                     // The queue is empty: the commits every listener has heard go (once per round,
                     // not per notice: finding them reads every listener).
                     if log.count > 0 { trimLog() }
-                    if !listeners.isEmpty && now >= nextPoll { return .poll }
+                    if !listeners.isEmpty && now >= nextPoll {
+                        nextPoll = now + pollInterval
+                        return .poll
+                    }
                     let wake = [delayed.values.min(), listeners.isEmpty ? nil : nextPoll].compactMap { $0 }.min()
                     if let wake {
                         _ = lock.wait(deadline: ConditionLock.deadline(afterMs: max(1, wake - now)))
@@ -391,7 +405,6 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             case .ready(let ready):
                 asCallback { ready() }
             case .poll:
-                nextPoll = Clock.monotonicMillis() + ChangeListeners.pollMs
                 pollOthers()
             }
         }
