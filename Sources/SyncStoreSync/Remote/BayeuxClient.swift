@@ -87,7 +87,7 @@ package final class BayeuxClient {
         if reply["successful"]?.bool == true { return .subscribed }
         let error = reply["error"]?.string ?? "no reason given"
         try checkSession(reply, error: error)
-        if error.hasPrefix("400::") && error.contains("replayId") { return .replayInvalid(error) }
+        if error.hasPrefix("400::") && error.includes("replayId") { return .replayInvalid(error) }
         return .refused(error)
     }
 
@@ -144,7 +144,7 @@ package final class BayeuxClient {
 
     /// `403::Unknown client` or an advice to handshake: the session is gone.
     private func checkSession(_ reply: JSON, error: String) throws {
-        if error.hasPrefix("403::") && error.lowercased().contains("unknown client")
+        if error.hasPrefix("403::") && error.lowercased().includes("unknown client")
             || reply["advice"]?["reconnect"]?.string == Reconnect.handshake.rawValue {
             clientId = nil
             throw Rehandshake(message: error)

@@ -166,7 +166,7 @@ package final class ChangeStream: @unchecked Sendable {
             } catch let error as StoreError {
                 if isStopping { break }
                 // No Streaming API at this server: nothing to retry.
-                if !client.isHandshaken, error.message.contains("HTTP 404") {
+                if !client.isHandshaken, error.message.includes("HTTP 404") {
                     set(.unavailable, error: "The server has no Streaming API (\(error.message)); the syncs run at catch-ups and pulls only")
                     lock.withLock { while !stopping { _ = lock.wait() } }
                     break
@@ -260,7 +260,7 @@ package final class ChangeStream: @unchecked Sendable {
                 readable += 1
                 lastEventAt = now
                 if received[event.channel].map({ event.replayId > $0 }) ?? true { received[event.channel] = event.replayId }
-                if event.changeOrigin.hasSuffix(ownOrigin) || event.changeOrigin.contains(ownOrigin + ",") { continue }
+                if event.changeOrigin.hasSuffix(ownOrigin) || event.changeOrigin.includes(ownOrigin + ",") { continue }
                 for route in routes where route.object.caseInsensitiveEquals(event.entityName) {
                     var changes = pending[route.syncId, default: RecordChanges()]
                     // A gap event names its records but not their values: they are fetched as

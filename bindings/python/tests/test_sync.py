@@ -313,7 +313,7 @@ def test_a_hostile_streaming_api_never_spins_or_corrupts_the_soup(tmp_path: Path
         assert 3 <= len(connects) <= 60, len(connects)
         assert state["changeEvents"]["skipped"] >= 1, state
         assert "ChangeEventHeader" in state["changeEvents"]["error"] or "replayId" in state["changeEvents"]["error"], state
-        with syncstore.Store(tmp_path) as store:
+        with syncstore.Store(tmp_path, {"storeName": "hostile"}) as store:
             assert [e["LastName"] for e in store.query("contacts", {"queryType": "range", "indexPath": "Id", "pageSize": 10})] == ["Untouched"]
     finally:
         server.shutdown()
