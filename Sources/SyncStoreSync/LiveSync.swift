@@ -85,6 +85,8 @@ package final class LiveSync: @unchecked Sendable {
     private var stream: ChangeStream?
     /// The stream has news: changes to apply, or a state of its own to report.
     private var streamNews = false
+    /// The last state event told.
+    private var lastReported: String?
 
     init(manager: SyncManager) { self.manager = manager }
 
@@ -243,12 +245,17 @@ package final class LiveSync: @unchecked Sendable {
         return doc.root.dump()
     }
 
-    private func report(_ next: Phase) {
-        let (text, callback): (String, SyncCallback?) = lock.withLock {
+    /// Reports state `next`; `unlessTold`: not when the last report said exactly this (the
+    /// stream's state changed back, or was told already with a round's "live").
+    private func report(_ next: Phase, unlessTold: Bool = false) {
+        let (text, callback): (String?, SyncCallback?) = lock.withLock {
             phase = next
-            return (event(next), self.callback)
+            let text = event(next)
+            if unlessTold && text == lastReported { return (nil, nil) }
+            lastReported = text
+            return (text, self.callback)
         }
-        callback?(text)
+        if let text { callback?(text) }
     }
 
     // MARK: the loop
@@ -307,7 +314,7 @@ package final class LiveSync: @unchecked Sendable {
             }
             if step == .stop { break }
             if step == .report {
-                report(phaseNow)
+                report(phaseNow, unlessTold: true)
                 continue
             }
             if step == .catchUp && !(attempt == 0 && phaseIs(.connecting)) { report(.catchingUp) }

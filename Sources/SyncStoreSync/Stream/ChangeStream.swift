@@ -244,7 +244,8 @@ package final class ChangeStream: @unchecked Sendable {
         guard !deliveries.isEmpty else { return 0 }
         let now = Clock.nowMillis()
         var readable = 0
-        lock.withLock {
+        // Live sync is woken for changes to apply, not for each event (its count is in the state).
+        let asked: Bool = lock.withLock {
             for delivery in deliveries {
                 let event: ChangeEvent
                 do {
@@ -274,8 +275,9 @@ package final class ChangeStream: @unchecked Sendable {
                     pending[route.syncId] = changes
                 }
             }
+            return !pending.isEmpty
         }
-        wake()
+        if asked { wake() }
         return readable
     }
 }
