@@ -154,10 +154,14 @@ final class QueryWatch {
             }
             try db.execute("BEGIN")
             defer { _ = try? db.execute("COMMIT") }
-            var now = ResultEntries()
             var moved = Diff()
-            let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)") + " ORDER BY id"
-            try read(sql, bindings, db) { now.append($0, $1) }
+            // Sorted here, not by ORDER BY id: SQLite would walk the whole table in id order
+            // (and a reader that did so was measured 3x slower at the next small judgement).
+            let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)")
+            var rows: [(id: Int64, stamp: Int64)] = []
+            try read(sql, bindings, db) { rows.append(($0, $1)) }
+            let now = ResultEntries(rows)
+            rows = []
             entries.merge(with: now) { id, before, after in
                 switch (before, after) {
                 case (nil, _?): moved.added.add(id)

@@ -10,10 +10,12 @@ struct ResultEntries {
 
     init() {}
 
-    /// Adds an entry with a higher id than any before (rows read in id order).
-    mutating func append(_ id: Int64, _ stamp: Int64) {
-        ids.append(id)
-        stamps.append(stamp)
+    /// From rows in any order (an exact query's come in id order already: no sort then).
+    init(_ rows: [(id: Int64, stamp: Int64)]) {
+        var rows = rows
+        if !zip(rows, rows.dropFirst()).allSatisfy({ $0.id < $1.id }) { rows.sort { $0.id < $1.id } }
+        ids = rows.map(\.id)
+        stamps = rows.map(\.stamp)
     }
 
     /// The last modification of entry `id`, nil when it is not in the result.
