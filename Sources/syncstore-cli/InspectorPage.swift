@@ -492,6 +492,8 @@ function liveDetail() {
     const left = Math.max(0, live.nextRetryAt - (Date.now() - state.live.skew));
     parts.push("retry in " + (left / 1000).toFixed(1) + " s");
   }
+  const events = live.changeEvents;
+  if (events) parts.push("change events " + events.state + " (" + events.events + ")" + (events.error ? ": " + events.error : ""));
   if (live.error) parts.push(live.error);
   $("live-sync-detail").textContent = parts.join(" · ");
 }
