@@ -153,8 +153,8 @@ package final class LiveSync: @unchecked Sendable {
         for state in downs {
             guard case .down(.builtIn(let target as SoqlTarget))? = try? state.target.parsed.get(),
                   let object = target.rewriter.object else { continue }
-            let exact = target.rewriter.judgesRecordsAlone && target.idFieldName == "Id"
-            routes.append(.init(syncId: state.id, object: object, exact: exact))
+            routes.append(.init(syncId: state.id, object: object, byId: target.idFieldName == "Id",
+                                judgesAlone: target.rewriter.judgesRecordsAlone))
         }
         guard !routes.isEmpty, let client = manager.streamingClient() else { return nil }
         let marks = ReplayMarks(store: manager.store, instance: client.instance)
@@ -372,9 +372,9 @@ package final class LiveSync: @unchecked Sendable {
                 continue
             }
             var failed: (message: String, retryable: Bool)? = nil
-            if change.catchUp {
-                failed = run(id) ?? cleanGhosts(id)
-            } else {
+            if change.reSync { failed = run(id) }
+            if failed == nil && change.cleanGhosts { failed = cleanGhosts(id) }
+            if failed == nil && !(change.fetch.isEmpty && change.remove.isEmpty) {
                 let (owner, callback) = lock.withLock { (self.owner, self.callback) }
                 failed = run(id) { [manager] in
                     try manager.applyChanges(id: id, fetch: change.fetch.sorted(), remove: change.remove.sorted(), owner: owner) { text in

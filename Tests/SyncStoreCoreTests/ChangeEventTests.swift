@@ -206,10 +206,19 @@ final class ChangeEventTests: StoreTestCase {
         // A flood: past the bound the sync catches up instead of holding ids.
         var flood = RecordChanges()
         flood.changed((0...RecordChanges.maxIds).map { "id\($0)" })
-        XCTAssertTrue(flood.catchUp)
+        XCTAssertTrue(flood.reSync && flood.cleanGhosts)
         XCTAssertTrue(flood.fetch.isEmpty && flood.remove.isEmpty)
         flood.changed(["more"])
-        XCTAssertTrue(flood.fetch.isEmpty, "a catch-up finds every change")
+        flood.deleted(["gone"])
+        XCTAssertTrue(flood.fetch.isEmpty && flood.remove.isEmpty, "a reSync and a ghost cleaning find every change")
+        // A reSync without ghosts (a query that cannot be run on ids): deletions still go by id.
+        var partial = RecordChanges()
+        partial.needCatchUp(ghosts: false)
+        partial.changed(["a"])
+        partial.deleted(["b"])
+        XCTAssertEqual(partial.fetch, [])
+        XCTAssertEqual(partial.remove, ["b"])
+        XCTAssertFalse(partial.cleanGhosts)
     }
 
     func testEventsAreReadOrRefusedWithAReason() throws {
@@ -256,6 +265,21 @@ final class ChangeEventTests: StoreTestCase {
         _ = try created(server, "AfterThat")
         XCTAssertTrue(events.wait(30) { (try? self.entry("AfterThat")) != nil }, "\(events.all.suffix(3))")
         XCTAssertEqual(events.stream?["state"] as? String, "live")
+        manager.live.stop()
+    }
+
+
+    func testAQueryThatCannotJudgeARecordAloneReSyncsOnItsEvents() throws {
+        let server = try DevServerProcess(["--seed", "Contact=2"] + Self.serverFlags)
+        let (manager, down) = try setUp(server, query: "SELECT LastName FROM Contact LIMIT 1000")
+        let events = try startLive(manager)
+        let runs = events.done(down)
+        let id = try created(server, "Limited")
+        XCTAssertTrue(events.wait { (try? self.entry("Limited")) != nil }, "\(events.all.suffix(3))")
+        XCTAssertGreaterThan(events.done(down), runs, "brought by a reSync of the sync")
+        // A delete is still applied by id.
+        _ = try server.call("DELETE", "sobjects/Contact/\(id)")
+        XCTAssertTrue(events.wait { (try? self.entry("Limited")) == nil })
         manager.live.stop()
     }
 

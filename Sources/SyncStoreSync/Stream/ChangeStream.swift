@@ -11,13 +11,14 @@ import SyncStoreCore
 /// backs off with jitter while it cannot be reached, and never spins on a server that answers
 /// at once forever.
 package final class ChangeStream: @unchecked Sendable {
-    /// A sync down whose object's events it follows. `exact`: the ids an event names can be
-    /// applied alone (its query judges a record alone and is keyed by `Id`); else any event
-    /// of the object makes the sync catch up.
+    /// A sync down whose object's events it follows. `byId`: its entries are keyed by `Id`, so
+    /// a deleted record's entry is found by its id; `judgesAlone`: its query can be run on the
+    /// ids an event names (else a create or update makes it reSync).
     package struct Route {
         package let syncId: Int64
         package let object: String
-        package let exact: Bool
+        package let byId: Bool
+        package let judgesAlone: Bool
     }
 
     package enum Phase: String { case connecting, live, offline, unavailable, stopped }
@@ -42,6 +43,8 @@ package final class ChangeStream: @unchecked Sendable {
     private var received: [String: Int64] = [:]
     /// Channels the server would not subscribe to (their syncs rely on pulls).
     private var refused: Set<String> = []
+    /// When a channel was last refused (a new session tries it again retryMaxMs later).
+    private var refusedAt: Int64?
     private var phase = Phase.connecting
     private var lastError: String?
     private var nextRetryAt: Int64?
@@ -144,8 +147,15 @@ package final class ChangeStream: @unchecked Sendable {
                     set(.connecting)
                     try client.handshake(cancel: cancel)
                     try subscribeAll()
+                    if hasPending { wake() }
                 }
                 let started = Clock.monotonicMillis()
+                if let at = lock.withLock({ refusedAt }), started - at >= retryMaxMs {
+                    // A new session subscribes to the refused channels again.
+                    client.disconnect(cancel: cancel)
+                    lock.withLock { refusedAt = nil }
+                    continue
+                }
                 let (_, deliveries) = try client.connect(cancel: cancel)
                 failures = 0
                 set(.live)
@@ -217,7 +227,7 @@ package final class ChangeStream: @unchecked Sendable {
                 lock.withLock {
                     lastError = "\(channel): \(message); its syncs catch up with a reSync"
                     received[channel] = -1
-                    for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp() }
+                    for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) }
                 }
                 wake()
                 if case .refused(let again) = try client.subscribe(channel, replayFrom: -1, cancel: cancel) {
@@ -229,9 +239,13 @@ package final class ChangeStream: @unchecked Sendable {
         }
     }
 
+    /// A channel the server would not subscribe to: its syncs catch up now, and again each time
+    /// the subscription is tried anew (every retryMaxMs), so they are polled meanwhile.
     private func refuse(_ channel: String, _ message: String) {
         refused.insert(channel)
-        lastError = "\(channel): \(message); its syncs are not kept current by change events"
+        refusedAt = Clock.monotonicMillis()
+        lastError = "\(channel): \(message); its syncs catch up every \(retryMaxMs / 1000) s instead"
+        for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) }
     }
 
     private func routes(of channel: String) -> [Route] {
@@ -254,7 +268,7 @@ package final class ChangeStream: @unchecked Sendable {
                     // Which records it named is unknown: the syncs of its channel catch up.
                     skipped += 1
                     lastError = (error as? StoreError)?.message ?? "\(error)"
-                    for route in routes(of: delivery.channel) { pending[route.syncId, default: RecordChanges()].needCatchUp() }
+                    for route in routes(of: delivery.channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) }
                     continue
                 }
                 events += 1
@@ -266,11 +280,14 @@ package final class ChangeStream: @unchecked Sendable {
                     var changes = pending[route.syncId, default: RecordChanges()]
                     // A gap event names its records but not their values: they are fetched as
                     // any other; an overflow names none.
+                    let known = route.byId && event.idsAreExact
                     switch event.kind {
-                    case _ where !route.exact || !event.idsAreExact: changes.needCatchUp()
-                    case .create, .update, .undelete, .gapCreate, .gapUpdate, .gapUndelete: changes.changed(event.recordIds)
-                    case .delete, .gapDelete: changes.deleted(event.recordIds)
-                    case .gapOverflow: changes.needCatchUp()
+                    case .create, .update, .undelete, .gapCreate, .gapUpdate, .gapUndelete:
+                        if known && route.judgesAlone { changes.changed(event.recordIds) } else { changes.needCatchUp(ghosts: false) }
+                    case .delete, .gapDelete:
+                        if known { changes.deleted(event.recordIds) } else { changes.needCatchUp(ghosts: true) }
+                    case .gapOverflow:
+                        changes.needCatchUp(ghosts: true)
                     }
                     pending[route.syncId] = changes
                 }
