@@ -290,7 +290,24 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         let listener: Listener
         let change: StoreChange?
         let initial: QueryWatch.Outcome?
+        /// Which commits of the log the change merges: soup listeners that took the same ones,
+        /// with the same filter and handle, share one notice text.
+        var span: NoticeSpan?
     }
+
+    private struct NoticeSpan: Equatable {
+        let from: Int64
+        let end: Int64
+        let folds: Int
+        let soup: String?
+        let owner: Int
+    }
+
+    /// The last soup notice built, for the soup listeners that took the same commits after it
+    /// (a commit heard by 100 soup listeners is made JSON once).
+    private var lastSoupNotice: (span: NoticeSpan, text: String)?
+    /// How many times the log's oldest half was merged (a span's positions then mean other commits).
+    private var logFolds = 0
 
     /// Takes listener `token`'s notice and marks it running (under the lock); nil when it has
     /// none due, is running, or is gone.
@@ -300,13 +317,17 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         let initial = listener.initial
         listener.initial = nil
         var change: StoreChange? = nil
+        var span: NoticeSpan? = nil
         if let from = listener.from {
             for heard in log[Int(from - logStart)...] where listener.hears(heard) {
                 change = change.map { $0.merged(with: heard) } ?? heard
             }
+            if listener.query == nil && listener.observe == nil {
+                span = NoticeSpan(from: from, end: logStart + Int64(log.count), folds: logFolds, soup: listener.soup, owner: listener.owner)
+            }
             listener.from = nil
         }
-        return Taken(listener: listener, change: change, initial: initial)
+        return Taken(listener: listener, change: change, initial: initial, span: span)
     }
 
     /// Tells one taken notice on this thread; returns how many callbacks were made (a query
@@ -331,7 +352,13 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             } else if let observe = work.listener.observe {
                 observe(change)
             } else if work.listener.query == nil {
-                text = Notice.soup(change, soup: work.listener.soup, owner: work.listener.owner)
+                if let span = work.span, let shared = lock.withLock({ lastSoupNotice?.span == span ? lastSoupNotice?.text : nil }) {
+                    text = shared
+                } else {
+                    let built = Notice.soup(change, soup: work.listener.soup, owner: work.listener.owner)
+                    if let span = work.span { lock.withLock { lastSoupNotice = (span, built) } }
+                    text = built
+                }
             }
         }
         if let text {
@@ -517,6 +544,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         let newStart = logStart + Int64(half - 1)
         for listener in listeners.values { if let from = listener.from, from < newStart { listener.from = newStart } }
         logStart = newStart
+        logFolds += 1
     }
 
     package func handleClosing(_ owner: Int, last: Bool) throws {
