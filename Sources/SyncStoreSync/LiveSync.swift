@@ -397,13 +397,11 @@ package final class LiveSync: @unchecked Sendable {
 
     /// A ghost cleaning of sync `id`, waited for; nil when it ended DONE.
     private func cleanGhosts(_ id: Int64) -> (message: String, retryable: Bool)? {
-        let (owner, callback) = lock.withLock { (self.owner, self.callback) }
+        let owner = lock.withLock { self.owner }
         let ending = GhostEnding()
         do {
-            try manager.cleanResyncGhosts(id: id, owner: owner) { text in
-                callback?("{\"event\":\"run\",\"sync\":" + text + "}")
-                ending.take(text)
-            }
+            // Its report is not a sync state: not told as a run (a failure is the state's error).
+            try manager.cleanResyncGhosts(id: id, owner: owner) { text in ending.take(text) }
         } catch let error as StoreError {
             return (error.message, error.retryable)
         } catch {

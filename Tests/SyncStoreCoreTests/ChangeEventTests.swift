@@ -135,16 +135,26 @@ final class ChangeEventTests: StoreTestCase {
         manager.live.stop()
     }
 
-    func testTheEnginesOwnWritesAreNotFetchedBack() throws {
+    func testTheEnginesOwnUpdatesAreNotFetchedBackItsCreatesJoinTheSyncDown() throws {
         let server = try DevServerProcess(Self.serverFlags)
         let (manager, down) = try setUp(server)
         let events = try startLive(manager)
-        let runsBefore = events.done(down)
         _ = try store.upsert(soup: "contacts", entriesJSON: #"{"attributes":{"type":"Contact"},"LastName":"Mine","__local__":true,"__locally_created__":true}"#)
         XCTAssertTrue(events.wait { ((try? server.count("SELECT Id FROM Contact WHERE LastName = 'Mine'")) ?? 0) == 1 })
-        XCTAssertTrue(events.wait { (events.stream?["events"] as? NSNumber)?.intValue ?? 0 >= 1 }, "the create's event came back")
+        // Its create's event is fetched once: the entry becomes the sync down's, as its next run would make it.
+        XCTAssertTrue(events.wait { ((try? self.entry("Mine"))??["__sync_id__"] as? NSNumber)?.int64Value == down },
+                      "\(String(describing: try? entry("Mine")))")
+        usleep(300_000)
+        let runsBefore = events.done(down), seen = (events.stream?["events"] as? NSNumber)?.intValue ?? 0
+        var mine = try XCTUnwrap(try entry("Mine"))
+        mine["LastName"] = "Edited"
+        mine["__local__"] = true
+        mine["__locally_updated__"] = true
+        _ = try store.upsert(soup: "contacts", entriesJSON: String(decoding: try JSONSerialization.data(withJSONObject: mine), as: UTF8.self))
+        XCTAssertTrue(events.wait { ((try? server.count("SELECT Id FROM Contact WHERE LastName = 'Edited'")) ?? 0) == 1 })
+        XCTAssertTrue(events.wait { (events.stream?["events"] as? NSNumber)?.intValue ?? 0 > seen }, "the update's event came back")
         usleep(500_000)
-        XCTAssertEqual(events.done(down), runsBefore, "its own create was not fetched again")
+        XCTAssertEqual(events.done(down), runsBefore, "its own update was not fetched again")
         manager.live.stop()
     }
 

@@ -43,6 +43,10 @@ package final class BayeuxClient {
 
     package var isHandshaken: Bool { clientId != nil }
 
+    /// Drops the session without telling the server (it forgets an idle client by itself):
+    /// the next call must handshake.
+    package func forget() { clientId = nil }
+
     /// The server this client streams from (replay ids are its own).
     package var instance: String { rest()?.current.instanceURL ?? "" }
 

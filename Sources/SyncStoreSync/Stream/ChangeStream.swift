@@ -142,10 +142,13 @@ package final class ChangeStream: @unchecked Sendable {
         var failures = 0
         var quick = 0
         while !isStopping {
+            var handshaking = false
             do {
                 if !client.isHandshaken {
                     set(.connecting)
+                    handshaking = true
                     try client.handshake(cancel: cancel)
+                    handshaking = false
                     try subscribeAll()
                     if hasPending { wake() }
                 }
@@ -175,8 +178,11 @@ package final class ChangeStream: @unchecked Sendable {
                 if failures > 1 { offline(gone.message, attempt: failures - 1) }
             } catch let error as StoreError {
                 if isStopping { break }
+                // A failed subscribe, or a connect whose answer was lost (with the events the
+                // server counts as delivered): a new session replays from the last event received.
+                client.forget()
                 // No Streaming API at this server: nothing to retry.
-                if !client.isHandshaken, error.message.includes("HTTP 404") {
+                if handshaking, error.message.includes("HTTP 404") {
                     set(.unavailable, error: "The server has no Streaming API (\(error.message)); the syncs run at catch-ups and pulls only")
                     lock.withLock { while !stopping { _ = lock.wait() } }
                     break
@@ -184,6 +190,7 @@ package final class ChangeStream: @unchecked Sendable {
                 failures += 1
                 offline(error.message, attempt: failures)
             } catch {
+                client.forget()
                 failures += 1
                 offline("\(error)", attempt: failures)
             }
@@ -219,6 +226,11 @@ package final class ChangeStream: @unchecked Sendable {
     private func subscribeAll() throws {
         for channel in channels {
             let from = lock.withLock { received[channel] } ?? -1
+            if from == -1 {
+                // No position to replay from (never an event, or the last one's expired): what
+                // changed before now, deletions included, is found by catching up.
+                lock.withLock { for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) } }
+            }
             switch try client.subscribe(channel, replayFrom: from, cancel: cancel) {
             case .subscribed:
                 lock.withLock { _ = refused.remove(channel) }
@@ -275,7 +287,11 @@ package final class ChangeStream: @unchecked Sendable {
                 readable += 1
                 lastEventAt = now
                 if received[event.channel].map({ event.replayId > $0 }) ?? true { received[event.channel] = event.replayId }
-                if event.changeOrigin.hasSuffix(ownOrigin) || event.changeOrigin.includes(ownOrigin + ",") { continue }
+                // This engine's own update or delete is not fetched back. Its creates are: the
+                // record then joins the sync down as the next run would bring it (a ghost
+                // cleaning, which looks at the sync's own entries, must see it).
+                if event.kind != .create && event.kind != .undelete,
+                   event.changeOrigin.hasSuffix(ownOrigin) || event.changeOrigin.includes(ownOrigin + ",") { continue }
                 for route in routes where route.object.caseInsensitiveEquals(event.entityName) {
                     var changes = pending[route.syncId, default: RecordChanges()]
                     // A gap event names its records but not their values: they are fetched as
