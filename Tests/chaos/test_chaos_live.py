@@ -35,7 +35,8 @@ CHAOS_SEED reproduces the rounds' faults, kills, purges, clock moves and every c
 (not the thread and process timing). CHAOS_LIVE_STREAM_FAULTS narrows the Streaming API faults
 drawn (default all: drop-before, drop-after, unknown-client, 503, latency). Client N speaks API
 version 6<2+N>.0, so with CHAOS_VERBOSE the dev server's log (<tmp>/server/devserver.stderr)
-shows each client's Streaming API exchanges (/cometd/6<2+N>.0).
+shows each client's Streaming API exchanges (/cometd/6<2+N>.0). After the chaos run, one
+deterministic test per way a server change was seen to get lost.
 """
 import json
 import os
@@ -49,6 +50,8 @@ import threading
 import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 import chaos_lib
 from chaos_lib import DevServer, Summary, compare_converged, duplicates, env_int, env_seed, flag, fmt_problems
@@ -719,3 +722,193 @@ def test_live_sync_chaos(tmp_path):
         (tmp_path / "problems.txt").write_text(message + "\n")
         raise AssertionError(message)
 
+
+# ---------------------------------------------------------------------------------------------
+# One deterministic repro per way the stream was seen to lose a server change (each fails while
+# its issue is open; the chaos run above meets them at random)
+
+
+def _wait(done, timeout_s=10.0):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if done():
+            return True
+        time.sleep(0.05)
+    return done()
+
+
+class _LiveStore:
+    """One store in this process: the chaos soup, its SOQL sync down (LEAVE_IF_CHANGED) and,
+    optionally, its sync up; live sync with change events."""
+
+    def __init__(self, root, server, up=False):
+        self.server = server
+        self.store = chaos_lib.open_store(root)
+        if not self.store.soup_exists(chaos_lib.SOUP):
+            self.store.register_soup(chaos_lib.SOUP, chaos_lib.SOUP_INDEXES)
+        self.store.set_remote(chaos_lib.remote_config(server.url))
+        if self.store.get_sync_status("down") is None:
+            self.store.create_sync_down({"type": "soql", "query": chaos_lib.DOWN_QUERY}, chaos_lib.SOUP,
+                                        {"mergeMode": "LEAVE_IF_CHANGED"}, "down")
+        if up and self.store.get_sync_status("up") is None:
+            self.store.create_sync_up(chaos_lib.SOUP, {"createFieldlist": ["Name", "Key__c", "Owner__c", "V0__c"],
+                                                       "updateFieldlist": ["V0__c"]}, {"mergeMode": "OVERWRITE"}, "up")
+
+    def start(self):
+        self.store.start_live_sync({"debounceMs": 20, "retryMinMs": 100, "retryMaxMs": 500})
+        assert _wait(lambda: self.stream().get("state") == "live" and self.store.live_sync_state()["state"] == "live"), \
+            self.store.live_sync_state()
+
+    def stream(self):
+        return self.store.live_sync_state().get("changeEvents") or {}
+
+    def keys(self):
+        return {e.get("Key__c"): e for e in chaos_lib.entries(self.store)}
+
+    def stop(self):
+        self.store.stop_live_sync()
+
+    def close(self):
+        self.store.close()
+
+
+def _server_write(server, method, path, body=None):
+    status, payload = server.request(method, server.url + TEST_API + "/" + path, body)
+    assert 200 <= status < 300, (method, path, status, payload)
+    return payload
+
+
+def _create(server, key):
+    return _server_write(server, "POST", "sobjects/Chaos__c", {"Name": f"n-{key}", "Key__c": key, "Owner__c": "srv"})["id"]
+
+
+def _sessions(server):
+    return server.request("GET", "/__devserver/events")[1]["clients"]
+
+
+def test_live_lost_connect_answer(tmp_path):
+    """A connect answered into a closed connection (`drop=after`: the answer is lost in transit)
+    takes its events with it; the server has delivered them to that session, so the client must
+    start a new session and replay from the last replay id it processed. Today the stream
+    retries the connect on the same session and the events are never applied."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "3000")
+    client = _LiveStore(tmp_path / "c", server)
+    try:
+        client.start()
+        _create(server, "first")
+        assert _wait(lambda: "first" in client.keys()), "the stream does not work at all"
+        server.set_faults("POST /cometd/* drop=after times=1")   # the next connect's answer is lost
+        for key in ("during-1", "during-2", "during-3"):
+            time.sleep(0.5)
+            _create(server, key)
+        fired = server.faults()
+        time.sleep(0.5)
+        _create(server, "after")
+        assert _wait(lambda: "after" in client.keys()), client.store.live_sync_state()
+        time.sleep(1.0)
+        have = client.keys()
+        missing = [k for k in ("during-1", "during-2", "during-3") if k not in have]
+        assert "fired 1" in fired, fired
+        assert not missing, (f"records created on the server never reached the soup: {missing} (their events were in the "
+                             f"connect answer that was lost; the stream went on with the same session). Live state: "
+                             f"{json.dumps(client.store.live_sync_state())}")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("fault", ["status=503", "drop=before"])
+def test_live_failed_subscribe(tmp_path, fault):
+    """A subscribe that fails (a 503, or lost before the server saw it) right after a good
+    handshake: the stream must subscribe again. Today it keeps the session and goes on with
+    connects that carry nothing: live, subscribed to no channel, no event ever."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
+    client = _LiveStore(tmp_path / "c", server)
+    try:
+        server.set_faults(f"POST /cometd/* {fault} after=1 times=1")   # request 1, the handshake, passes
+        client.start()
+        time.sleep(1.0)
+        _create(server, "x")
+        arrived = _wait(lambda: "x" in client.keys(), 8)
+        assert arrived, (f"a server create never reached the soup; the dev server's sessions: {json.dumps(_sessions(server))}; "
+                         f"live state: {json.dumps(client.store.live_sync_state())}; faults: {server.faults()}")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("start", ["first-start", "after-too-old"])
+def test_live_restart_without_replay_position(tmp_path, start):
+    """Live sync stopped while it had no replay position to resume from, then started again: the
+    deletes made meanwhile must reach the soup. `first-start`: the store's first live sync, stopped
+    before any event came (no replay mark saved). `after-too-old`: the saved mark was purged, the
+    stream caught up and resumed from new events (-1), and was stopped before the next event (the
+    mark saved is -1). Either way the next start subscribes with -1 (new events only) and its
+    catch-up is an incremental reSync, which sees creates and updates but not deletes: the
+    deleted record stays in the soup for good."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
+    gone_id = _create(server, "to-delete")
+    _create(server, "kept")
+    client = _LiveStore(tmp_path / "c", server)
+    try:
+        client.start()
+        assert _wait(lambda: {"to-delete", "kept"} <= set(client.keys())), client.keys().keys()
+        if start == "after-too-old":
+            _create(server, "event")
+            assert _wait(lambda: "event" in client.keys())
+            time.sleep(0.5)                  # the mark of that event is saved
+            client.stop()
+            _create(server, "while-away")    # an event after the saved mark, purged with it
+            server.request("POST", "/__devserver/events/purge")
+            client.start()                   # replayId too old: catch-up, then new events only
+            assert _wait(lambda: "while-away" in client.keys()), "the catch-up did not run"
+            time.sleep(1.5)
+        client.stop()
+        _server_write(server, "DELETE", f"sobjects/Chaos__c/{gone_id}")
+        _create(server, "while-stopped")
+        client.start()
+        assert _wait(lambda: "while-stopped" in client.keys()), "the catch-up did not run"
+        time.sleep(2.0)
+        assert "to-delete" not in client.keys(), (
+            f"a record deleted on the server while live sync was stopped is still in the soup after it started "
+            f"again; live state {json.dumps(client.store.live_sync_state())}")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()
+
+
+def test_live_catch_up_removes_own_creates(tmp_path):
+    """A record this store created (pushed by live sync's sync up) and another user deleted while
+    live sync was stopped, its replay mark purged meanwhile (72 hours): the catch-up (reSync, then
+    ghost cleaning) must remove it. Today the entry has no `__sync_id__` (no sync down ever wrote
+    it: its own change event is skipped as an echo), the ghost cleaning only looks at the sync's
+    own entries, and it stays in the soup for good."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
+    client = _LiveStore(tmp_path / "c", server, up=True)
+    try:
+        client.start()
+        client.store.upsert(chaos_lib.SOUP, [{"attributes": {"type": chaos_lib.TYPE}, "Name": "n-mine", "Key__c": "mine",
+                                              "Owner__c": "c0", "V0__c": "c0-1", "__local__": True,
+                                              "__locally_created__": True, "__locally_updated__": False,
+                                              "__locally_deleted__": False}])
+        assert _wait(lambda: client.keys().get("mine", {}).get("Id") and not flag(client.keys()["mine"].get("__local__"))), \
+            client.keys().get("mine")
+        _create(server, "other")            # an event that is not ours: its replay id is saved
+        assert _wait(lambda: "other" in client.keys())
+        time.sleep(0.5)
+        client.stop()
+        _server_write(server, "DELETE", f"sobjects/Chaos__c/{client.keys()['mine']['Id']}")
+        _create(server, "while-stopped")
+        server.request("POST", "/__devserver/events/purge")
+        client.start()                      # replay id too old: reSync + ghost cleaning
+        assert _wait(lambda: "while-stopped" in client.keys()), "the catch-up did not run"
+        ok = _wait(lambda: "mine" not in client.keys(), 5)
+        assert ok, (f"the record deleted on the server is still in the soup after the catch-up: "
+                    f"{ {k: v for k, v in client.keys()['mine'].items() if not k.startswith('_soup')} }")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()
