@@ -4,7 +4,7 @@ sync alone: a SOQL sync down (LEAVE_IF_CHANGED) kept current by Change Data Capt
 the Streaming API, and a sync up (OVERWRITE) run by the host's writes. No pull interval, and the
 test never asks a client for a sync.
 
-CHAOS_LIVE_ROUNDS (default 8) seeded rounds, in each of which the clients make local writes
+CHAOS_LIVE_ROUNDS (default 12) seeded rounds, in each of which the clients make local writes
 (creates, edits, bursts of edits of one record, deletes) while:
 - the Streaming API loses long polls (`drop=before`), loses their answers (`drop=after`), forgets
   sessions (`unknown-client`), answers 503 or slowly; the REST API answers 5xx, loses write
@@ -646,7 +646,7 @@ CONVERGE_S = env_int("CHAOS_LIVE_CONVERGE_S", 60)
 
 def test_live_sync_chaos(tmp_path):
     seed = env_seed()
-    rounds = env_int("CHAOS_LIVE_ROUNDS", 8)
+    rounds = env_int("CHAOS_LIVE_ROUNDS", 12)
     print(f"\n[chaos live] CHAOS_SEED={seed} CHAOS_LIVE_ROUNDS={rounds} lib={chaos_lib.library_path()} (logs in {tmp_path})")
     started = time.time()
     run = Run(tmp_path, seed)
@@ -669,6 +669,7 @@ def test_live_sync_chaos(tmp_path):
             run.offline_day(order)
         # Faults off, nothing written any more: live sync alone must bring every client to the server.
         run.server.clear_faults()
+        print(f"[chaos live] {rounds} rounds in {time.time() - started:.0f} s; waiting for the clients to converge")
         converge_s, final, dumps, recs = run.wait_equal(range(CLIENTS), CONVERGE_S)
         if final:
             run.problems.append(f"CONVERGE: {CONVERGE_S} s after the last write and fault, clients still differ from "
