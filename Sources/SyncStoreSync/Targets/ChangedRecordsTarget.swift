@@ -5,8 +5,9 @@ import SyncStoreCore
 /// that writes them as its pages are written (merge mode, maxTimeStamp). A query of every
 /// record of one object with plain fields fetches through sObject Collections retrieve, 2,000
 /// ids a request; any other query fetches through itself restricted to the ids, 200 a request,
-/// so a record outside its filter is not brought in.
-package struct ChangedRecordsTarget: SyncDownTarget {
+/// so a record outside its filter is not brought in. Its keys are the base target's, so a run
+/// adopts records whose creates this store sent without an answer, as any sync down does.
+package struct ChangedRecordsTarget: CommonKeysTarget {
     package let base: SoqlTarget
     package let fetch: [String]
     package let remove: [String]
@@ -29,8 +30,7 @@ package struct ChangedRecordsTarget: SyncDownTarget {
         chunks = stride(from: 0, to: fetch.count, by: size).map { fetch[$0..<min($0 + size, fetch.count)] }
     }
 
-    package var idFieldName: String { base.idFieldName }
-    package var modificationDateFieldName: String { base.modificationDateFieldName }
+    package var common: TargetCommon { base.common }
 
     package func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
         var page = chunks.isEmpty ? DownPage(owner: [], groups: [], totalSize: 0, next: nil) : try chunk(0, ctx)
