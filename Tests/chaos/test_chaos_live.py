@@ -758,9 +758,9 @@ class _LiveStore:
             self.store.create_sync_up(chaos_lib.SOUP, {"createFieldlist": ["Name", "Key__c", "Owner__c", "V0__c"],
                                                        "updateFieldlist": ["V0__c"]}, {"mergeMode": "OVERWRITE"}, "up")
 
-    def start(self):
+    def start(self, wait=True):
         self.store.start_live_sync({"debounceMs": 20, "retryMinMs": 100, "retryMaxMs": 500})
-        assert _wait(lambda: self.stream().get("state") == "live" and self.store.live_sync_state()["state"] == "live"), \
+        assert not wait or _wait(lambda: self.stream().get("state") == "live" and self.store.live_sync_state()["state"] == "live"), \
             self.store.live_sync_state()
 
     def stream(self):
@@ -912,6 +912,39 @@ def test_live_catch_up_removes_own_creates(tmp_path):
         ok = _wait(lambda: "mine" not in client.keys(), 5)
         assert ok, (f"the record deleted on the server is still in the soup after the catch-up: "
                     f"{ {k: v for k, v in client.keys()['mine'].items() if not k.startswith('_soup')} }")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()
+
+
+def test_live_catch_up_after_resubscribing(tmp_path):
+    """A replay id too old: the stream must subscribe again from new events (-1) and only then
+    catch up (reSync, ghost cleaning), so that every change is either before the catch-up's
+    queries or after the subscription. Today the catch-up is started before the new subscribe is
+    sent: a change committed between the two (here the subscribe answered 1.5 s late) is in
+    neither and never reaches the soup."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
+    rec_id = _create(server, "edited")
+    client = _LiveStore(tmp_path / "c", server)
+    try:
+        client.start()
+        assert _wait(lambda: "edited" in client.keys())
+        _create(server, "event")
+        assert _wait(lambda: "event" in client.keys())
+        time.sleep(0.5)                     # the mark of that event is saved
+        client.stop()
+        _create(server, "while-away")       # an event after the mark, purged with it
+        server.request("POST", "/__devserver/events/purge")
+        # requests: 1 handshake, 2 subscribe with the old mark (refused), 3 subscribe from -1: late
+        server.set_faults("POST /cometd/* latency=1500 after=2 times=1")
+        client.start(wait=False)
+        time.sleep(0.7)                     # the catch-up has run; the new subscription is not there yet
+        _server_write(server, "PATCH", f"sobjects/Chaos__c/{rec_id}", {"V3__c": "s-late"})
+        assert _wait(lambda: "while-away" in client.keys()), "the catch-up did not run"
+        ok = _wait(lambda: client.keys()["edited"].get("V3__c") == "s-late", 6)
+        assert ok, (f"an update committed while the stream subscribed again never reached the soup "
+                    f"(V3__c {client.keys()['edited'].get('V3__c')!r}); faults: {server.faults()}")
     finally:
         client.stop()
         client.close()
