@@ -949,3 +949,39 @@ def test_live_catch_up_after_resubscribing(tmp_path):
         client.stop()
         client.close()
         server.stop()
+
+
+def test_live_delete_while_create_settles(tmp_path):
+    """A create whose first attempt failed (500) is looked for again once `createSettleMs` has
+    passed and only then sent anew; an entry the host deleted during that wait must not be
+    created (its record was never made: it is dropped). Today the retry re-reads the entry
+    (now locally deleted) but still sends its create, then clears its flags: the record is on the
+    server and back in the soup, the host's delete lost. (Found by the live run: a catch-up's
+    sync up waiting while its host deleted the entry; the same runs as plain sync ups here.)"""
+    server = DevServer(tmp_path / "server")
+    store = chaos_lib.open_store(tmp_path / "c")
+    try:
+        store.register_soup(chaos_lib.SOUP, chaos_lib.SOUP_INDEXES)
+        store.set_remote(chaos_lib.remote_config(server.url))   # createSettleMs 1500
+        store.upsert(chaos_lib.SOUP, [{"attributes": {"type": chaos_lib.TYPE}, "Name": "n-x", "Key__c": "x", "Owner__c": "c0",
+                                       "V0__c": "c0-1", "__local__": True, "__locally_created__": True,
+                                       "__locally_updated__": False, "__locally_deleted__": False}])
+        target = {"createFieldlist": ["Name", "Key__c", "Owner__c", "V0__c"], "updateFieldlist": ["V0__c"]}
+        server.set_faults("POST */composite/sobjects status=500 times=1")
+        sid = store.sync_up(chaos_lib.SOUP, target, {"mergeMode": "OVERWRITE"}, "up").sync_id
+        assert store.wait_sync(sid, 30_000)["status"] == "FAILED"
+        store.resync(sid)                   # looks for the record, waits until the attempt has settled
+        time.sleep(0.5)
+        e = chaos_lib.entries(store)[0]
+        e.update({"__local__": True, "__locally_deleted__": True})
+        store.upsert(chaos_lib.SOUP, [e])   # deleted while the run waits
+        store.wait_sync(sid, 30_000)
+        store.resync(sid)
+        store.wait_sync(sid, 30_000)
+        local = [{k: v for k, v in x.items() if k.startswith("__locally") or k in ("Key__c", "Id", "__local__")}
+                 for x in chaos_lib.entries(store)]
+        on_server = [r["Id"] for r in server.records()]
+        assert not on_server and not local, f"deleted locally before its create was sent: server {on_server}, soup {local}"
+    finally:
+        store.close()
+        server.stop()
