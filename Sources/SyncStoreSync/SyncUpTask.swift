@@ -191,12 +191,19 @@ package struct SyncUpTask: SyncRun {
         }
         guard !marks.isEmpty else { return }
         let now = Clock.nowMillis()
+        var deletedMeanwhile: [Int] = []
         let marked: [Int: JSONDocument] = try ctx.store.write { db in
             try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
                 var sink: TextBuffer? = nil
                 var marked: [Int: JSONDocument] = [:]
                 for (i, entryMarks) in marks {
                     guard let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
+                    // Deleted by the host while the run waited for an earlier attempt to settle
+                    // (not found: its record was never made): dropped, never sent.
+                    if ext == nil, items[i].action == .create, LocalFlags.isSet(current.root[LocalFlags.deleted]), found[i] == nil {
+                        deletedMeanwhile.append(i)
+                        continue
+                    }
                     // In order: the "sent" mark holds the external id given just before it.
                     for (key, given) in entryMarks {
                         // A retried create may have made its record at the first attempt: the
@@ -214,6 +221,10 @@ package struct SyncUpTask: SyncRun {
             }
         }
         for (_, entryMarks) in marks { for (_, given) in entryMarks { if let v = given { cjansson_decref(v) } } }
+        for i in deletedMeanwhile {
+            items[i] = Item(entryId: items[i].entryId, entry: items[i].entry, action: .localDelete, type: items[i].type,
+                            serverId: nil, absorbs: items[i].absorbs, adopted: items[i].adopted)
+        }
         // Send what is stored now: it includes any edit made since the batch was read.
         for (i, entry) in marked {
             items[i] = Item(entryId: items[i].entryId, entry: entry, action: items[i].action, type: items[i].type,

@@ -226,24 +226,24 @@ package final class ChangeStream: @unchecked Sendable {
     private func subscribeAll() throws {
         for channel in channels {
             let from = lock.withLock { received[channel] } ?? -1
-            if from == -1 {
-                // No position to replay from (never an event, or the last one's expired): what
-                // changed before now, deletions included, is found by catching up.
-                lock.withLock { for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) } }
-            }
             switch try client.subscribe(channel, replayFrom: from, cancel: cancel) {
             case .subscribed:
-                lock.withLock { _ = refused.remove(channel) }
+                lock.withLock {
+                    _ = refused.remove(channel)
+                    // No position to replay from (never an event, or the last one's expired):
+                    // what changed before now, deletions included, is found by catching up, once
+                    // subscribed, so that every change is before the catch-up or after this.
+                    if from == -1 { catchUp(channel) }
+                }
             case .replayInvalid(let message):
-                // The events after the mark are gone: the syncs catch up, the stream goes on from now.
+                // The events after the mark are gone: subscribed from now, the syncs catch up.
                 lock.withLock {
                     lastError = "\(channel): \(message); its syncs catch up with a reSync"
                     received[channel] = -1
-                    for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) }
                 }
-                wake()
-                if case .refused(let again) = try client.subscribe(channel, replayFrom: -1, cancel: cancel) {
-                    lock.withLock { refuse(channel, again) }
+                switch try client.subscribe(channel, replayFrom: -1, cancel: cancel) {
+                case .subscribed: lock.withLock { catchUp(channel) }
+                case .refused(let again), .replayInvalid(let again): lock.withLock { refuse(channel, again) }
                 }
             case .refused(let message):
                 lock.withLock { refuse(channel, message) }
@@ -257,6 +257,11 @@ package final class ChangeStream: @unchecked Sendable {
         refused.insert(channel)
         refusedAt = Clock.monotonicMillis()
         lastError = "\(channel): \(message); its syncs catch up every \(retryMaxMs / 1000) s instead"
+        catchUp(channel)
+    }
+
+    /// The syncs of `channel` reSync and clean their ghosts (under the lock).
+    private func catchUp(_ channel: String) {
         for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: true) }
     }
 
