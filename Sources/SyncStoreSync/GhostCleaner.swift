@@ -29,7 +29,7 @@ package struct GhostCleaner {
             // A record deleted and undeleted since the mark is listed, yet exists.
             let back = deleted.ids.isEmpty ? [] : try window.stillThere(deleted.ids, of: sobject)
             return try removeDeleted(deleted.ids.filter { !back.contains($0) }, idFieldName: target.idFieldName,
-                                     window: window, coveredUntil: deleted.coveredUntil)
+                                     window: window, coveredUntil: deleted.coveredUntil, unowned: true)
         }
         let listingStarted = Clock.nowMillis()
         let scratch = try GhostScratch(file: ctx.store.file)
@@ -44,14 +44,15 @@ package struct GhostCleaner {
         var found: [(SoupInfo, [Int64])] = []
         for soupName in scratch.soups {
             let info = try ctx.store.requireSoup(soupName)
-            found.append((info, try scratch.ghosts(of: info, idFieldName: target.idFieldName, syncId: state.id)))
+            found.append((info, try scratch.ghosts(of: info, idFieldName: target.idFieldName, syncId: state.id,
+                                                   unowned: wholeObject != nil)))
         }
         // What the listing covered, on the server's clock (unknown when it sent no Date header).
         let listedFrom = ctx.rest.serverNow.map { listingStarted + $0 - Clock.nowMillis() }
         var removed = 0
         try ctx.store.write { db in
             for (info, candidates) in found where !candidates.isEmpty {
-                let ghosts = try stillGhosts(candidates, info: info, db: db)
+                let ghosts = try stillGhosts(candidates, info: info, idFieldName: target.idFieldName, unowned: wholeObject != nil, db: db)
                 try ctx.store.deleteRows(db, info, ids: ghosts)
                 removed += ghosts.count
             }
@@ -64,14 +65,24 @@ package struct GhostCleaner {
 
     /// Deletes this sync's clean entries whose ids the server listed as deleted, and moves the
     /// mark on, in one transaction.
-    private func removeDeleted(_ ids: [String], idFieldName: String, window: DeletedRecordsWindow, coveredUntil: Int64) throws -> Int {
+    /// Whether an entry is this sync's: it wrote it, or (`unowned`, a query of every record of
+    /// the object) no sync down did and it names a server record: one this store created and
+    /// pushed, whose record is in the query's scope as every record of the object is.
+    static func member(_ idExpr: String, soupColumn: String = "soup", unowned: Bool) -> String {
+        let owner = SoupPath.jsonExtract(LocalFlags.syncId, soupColumn: soupColumn)
+        return unowned ? "(\(owner) = ? OR (\(owner) IS NULL AND \(idExpr) IS NOT NULL))" : "\(owner) = ?"
+    }
+
+    private func removeDeleted(_ ids: [String], idFieldName: String, window: DeletedRecordsWindow, coveredUntil: Int64,
+                               unowned: Bool) throws -> Int {
         if ctx.cancel.isCancelled { throw StoreError(.state, "The ghost cleaning was stopped") }
         let info = try ctx.store.requireSoup(state.soupName)
         var removed = 0
         try ctx.store.write { db in
+            let idExpr = info.expression(for: idFieldName)
             let find = try db.prepare("""
-                SELECT id FROM \(info.table) WHERE \(info.expression(for: idFieldName)) = ? \
-                AND \(SoupPath.jsonExtract(LocalFlags.syncId)) = ? AND NOT \(LocalFlags.dirtyCondition)
+                SELECT id FROM \(info.table) WHERE \(idExpr) = ? \
+                AND \(GhostCleaner.member(idExpr, unowned: unowned)) AND NOT \(LocalFlags.dirtyCondition)
                 """)
             var ghosts: [Int64] = []
             for id in Set(ids) {
@@ -88,9 +99,9 @@ package struct GhostCleaner {
     }
 
     /// The candidates that are, inside the deleting transaction, still clean and this sync's.
-    private func stillGhosts(_ candidates: [Int64], info: SoupInfo, db: Connection) throws -> [Int64] {
+    private func stillGhosts(_ candidates: [Int64], info: SoupInfo, idFieldName: String, unowned: Bool, db: Connection) throws -> [Int64] {
         let check = try db.cached("""
-            SELECT 1 FROM \(info.table) WHERE id = ? AND \(SoupPath.jsonExtract(LocalFlags.syncId)) = ? \
+            SELECT 1 FROM \(info.table) WHERE id = ? AND \(GhostCleaner.member(info.expression(for: idFieldName), unowned: unowned)) \
             AND NOT \(LocalFlags.dirtyCondition)
             """)
         var ghosts: [Int64] = []
@@ -222,7 +233,7 @@ package final class GhostScratch: @unchecked Sendable {
     /// Entries of `info` this sync wrote, not dirty, whose id the server did not list. The
     /// entries whose id the server did not list come first, from the id alone (the soup's index
     /// on it, when it has one): only those few have their JSON read.
-    package func ghosts(of info: SoupInfo, idFieldName: String, syncId: Int64) throws -> [Int64] {
+    package func ghosts(of info: SoupInfo, idFieldName: String, syncId: Int64, unowned: Bool) throws -> [Int64] {
         let idExpr = info.expression(for: idFieldName, qualifier: "e")
         let statement = try connection.prepare("""
             WITH unlisted AS MATERIALIZED (
@@ -230,7 +241,7 @@ package final class GhostScratch: @unchecked Sendable {
                 WHERE \(idExpr) IS NULL OR NOT EXISTS (SELECT 1 FROM ghosts.remote_ids AS r
                                                     WHERE r.soup_name = ? AND r.remote_id = CAST(\(idExpr) AS TEXT)))
             SELECT e.id FROM unlisted JOIN main.\(info.table) AS e USING (id)
-            WHERE \(SoupPath.jsonExtract(LocalFlags.syncId, soupColumn: "e.soup")) = ? \
+            WHERE \(GhostCleaner.member(idExpr, soupColumn: "e.soup", unowned: unowned)) \
             AND NOT \(LocalFlags.dirtyCondition(soupColumn: "e.soup"))
             """)
         try statement.bind([.text(info.name), .int(syncId)])
