@@ -884,26 +884,34 @@ def test_live_restart_without_replay_position(tmp_path, start):
         server.stop()
 
 
-def test_live_catch_up_removes_own_creates(tmp_path):
+@pytest.mark.parametrize("echo", ["received", "missed"])
+def test_live_catch_up_removes_own_creates(tmp_path, echo):
     """A record this store created (pushed by live sync's sync up) and another user deleted while
     live sync was stopped, its replay mark purged meanwhile (72 hours): the catch-up (reSync, then
-    ghost cleaning) must remove it. Today the entry has no `__sync_id__` (no sync down ever wrote
+    ghost cleaning) must remove it. Seen: the entry has no `__sync_id__` (no sync down ever wrote
     it: its own change event is skipped as an echo), the ghost cleaning only looks at the sync's
-    own entries, and it stays in the soup for good."""
+    own entries, and it stays in the soup for good. `missed`: the create is pushed while the
+    stream has no session (its change event is never delivered to this store: purged before the
+    stream is back), so nothing that reads the echo can make the entry the sync's."""
     server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
     client = _LiveStore(tmp_path / "c", server, up=True)
     try:
         client.start()
+        _create(server, "other")            # an event that is not ours: its replay id is saved
+        assert _wait(lambda: "other" in client.keys())
+        time.sleep(0.5)
+        if echo == "missed":
+            server.set_faults("POST /cometd/* unknown-client")
+            assert _wait(lambda: not _sessions(server), 10), _sessions(server)
         client.store.upsert(chaos_lib.SOUP, [{"attributes": {"type": chaos_lib.TYPE}, "Name": "n-mine", "Key__c": "mine",
                                               "Owner__c": "c0", "V0__c": "c0-1", "__local__": True,
                                               "__locally_created__": True, "__locally_updated__": False,
                                               "__locally_deleted__": False}])
         assert _wait(lambda: client.keys().get("mine", {}).get("Id") and not flag(client.keys()["mine"].get("__local__"))), \
             client.keys().get("mine")
-        _create(server, "other")            # an event that is not ours: its replay id is saved
-        assert _wait(lambda: "other" in client.keys())
         time.sleep(0.5)
         client.stop()
+        server.clear_faults()
         _server_write(server, "DELETE", f"sobjects/Chaos__c/{client.keys()['mine']['Id']}")
         _create(server, "while-stopped")
         server.request("POST", "/__devserver/events/purge")
