@@ -190,12 +190,10 @@ package final class SyncManager: @unchecked Sendable {
 
     private func restClient() -> RestClient? { lock.withLock { rest } }
 
-    /// Whether a remote is set (live sync streams change events only then).
-    package var hasRemote: Bool { restClient() != nil }
-
-    /// A client for the Streaming API on the store's remote; nil when none is set.
+    /// A client for the Streaming API on the store's remote (whichever is set when it sends);
+    /// nil when none is set.
     package func streamingClient() -> BayeuxClient? {
-        guard hasRemote else { return nil }
+        guard restClient() != nil else { return nil }
         return BayeuxClient { [weak self] in self?.restClient() }
     }
 

@@ -97,7 +97,7 @@ package final class BayeuxClient {
 
     /// One long poll: the events it brought (maybe none when the server's hold time passed).
     /// Throws `Rehandshake` when the session is gone, StoreError for transport and server errors.
-    package func connect(cancel: CancelFlag?) throws -> (owner: JSONDocument, events: [Delivery]) {
+    package func connect(cancel: CancelFlag?) throws -> [Delivery] {
         let message = try sessionMessage("/meta/connect")
         message.root.set("connectionType", owned: JSONMake.string("long-polling"))
         // The transfer may be silent for the whole hold: the stall timeout must outlast it.
@@ -119,7 +119,7 @@ package final class BayeuxClient {
             }
         }
         if reconnect == .handshake { throw Rehandshake(message: "The Streaming API asked for a new handshake") }
-        return (owner, events)
+        return events
     }
 
     /// Ends the session (best effort: the server forgets an idle client by itself).

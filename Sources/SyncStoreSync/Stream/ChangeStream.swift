@@ -159,7 +159,7 @@ package final class ChangeStream: @unchecked Sendable {
                     lock.withLock { refusedAt = nil }
                     continue
                 }
-                let (_, deliveries) = try client.connect(cancel: cancel)
+                let deliveries = try client.connect(cancel: cancel)
                 failures = 0
                 set(.live)
                 let readable = receive(deliveries)
