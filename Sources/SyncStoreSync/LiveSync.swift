@@ -282,16 +282,17 @@ package final class LiveSync: @unchecked Sendable {
                         continue
                     }
                     if catchingUp { return .catchUp }
-                    if streamNews {
-                        streamNews = false
-                        if stream?.hasPending == true { return .apply }
-                        if phase != .connecting { return .report }
-                    }
+                    // Local edits due go out first: applying server changes never holds them back.
                     var wake: Int64? = nil
                     if firstChange != nil {
                         let due = lastChange + options.debounceMs
                         if now >= due { return .push }
                         wake = due
+                    }
+                    if streamNews {
+                        streamNews = false
+                        if stream?.hasPending == true { return .apply }
+                        if phase != .connecting { return .report }
                     }
                     if let pull = nextPull {
                         if now >= pull { return .pull }
@@ -407,7 +408,7 @@ package final class LiveSync: @unchecked Sendable {
         } catch {
             return ("\(error)", false)
         }
-        return ending.wait(id)
+        return ending.wait(id) { [weak self] in self?.isStopping ?? true }
     }
 
     /// The terminal report of a ghost cleaning, handed from its callback to the loop.
@@ -424,10 +425,14 @@ package final class LiveSync: @unchecked Sendable {
             }
         }
 
-        /// Exactly one terminal report comes (the manager's promise).
-        func wait(_ id: Int64) -> (message: String, retryable: Bool)? {
+        /// Exactly one terminal report comes (the manager's promise); a stop of live sync ends
+        /// the wait sooner (the cleaning goes on by itself and is told as stopped).
+        func wait(_ id: Int64, stopping: () -> Bool) -> (message: String, retryable: Bool)? {
             lock.withLock {
-                while result == nil { _ = lock.wait() }
+                while result == nil {
+                    if stopping() { return ("Live sync stopped while the ghosts of sync \(id) were being cleaned", true) }
+                    _ = lock.wait(deadline: ConditionLock.deadline(afterMs: 200))
+                }
                 guard let result, result.status != "DONE" else { return nil }
                 return (result.message.isEmpty ? "Cleaning the ghosts of sync \(id) ended \(result.status)" : result.message, result.retryable)
             }

@@ -198,7 +198,9 @@ def test_live_sync_catches_up_pushes_a_write_and_stops(server: DevServer, tmp_pa
         while time.monotonic() < deadline and by_name(store, "Livewire")[0]["__local__"]:
             time.sleep(0.05)
         pushed = by_name(store, "Livewire")[0]
-        assert not pushed["__local__"] and pushed["Id"], pushed
+        with lock:
+            recent = events[-12:]
+        assert not pushed["__local__"] and pushed["Id"], (pushed, store.live_sync_state(), recent)
         store.stop_live_sync()
         assert stopped.wait(10) and store.live_sync_state()["state"] == "stopped"
         store.stop_live_sync()  # off already: nothing
