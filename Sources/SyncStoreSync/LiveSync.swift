@@ -109,6 +109,11 @@ package final class LiveSync: @unchecked Sendable {
         reapEnded()
         let stream = try options.changeEvents ? changeStream(chosen.filter { $0.kind == .syncDown }, options) : nil
         try lock.withLock {
+            // The loop has ended and told "stopped": its joiner is finishing, in moments.
+            let deadline = ConditionLock.deadline(afterMs: 2000)
+            while thread != nil && stopping && loopEnded {
+                if !lock.wait(deadline: deadline) { break }
+            }
             if thread != nil && stopping {
                 throw StoreError(.busy, "Live sync is stopping; start it again once the stop has returned", retryable: true)
             }
@@ -190,6 +195,7 @@ package final class LiveSync: @unchecked Sendable {
         pthread_join(ended, nil)
         let token: Int64? = lock.withLock {
             if let thread, pthread_equal(thread, ended) != 0 { self.thread = nil }
+            lock.broadcast()
             defer { observer = nil }
             return observer
         }

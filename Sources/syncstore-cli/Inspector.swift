@@ -321,8 +321,12 @@ final class InspectorLive: @unchecked Sendable {
         if let previous { InspectorLive.end(previous, live: false) }
     }
 
+    /// Forgotten only once stopped: until then the page reads the live state, not "stopped" (a
+    /// start meanwhile would be refused as BUSY; the stop can take a moment, its long poll's).
     func stop(_ store: SmartStore) {
-        if let ended = lock.withLock({ running.removeValue(forKey: store.path) }) { InspectorLive.end(ended, live: true) }
+        guard let ended = lock.withLock({ running[store.path] }) else { return }
+        InspectorLive.end(ended, live: true)
+        lock.withLock { if running[store.path]?.manager === ended.manager { running[store.path] = nil } }
     }
 
     func stopAll() {
