@@ -841,7 +841,8 @@ int syncstore_start_live_sync(syncstore_store *store, const char *options_json_o
                               void *context, syncstore_error *err);
 
 /** Stops live sync (whichever handle started it) and returns when its thread has ended (at once
- *  from its own callback): it starts no run after that; a run it started ends as any run does,
+ *  from its own callback; with change events on, within about a second: the long poll sees the
+ *  stop at libcurl's next progress check): it starts no run after that; a run it started ends as any run does,
  *  reporting to its callback. The last state event is "stopped". A store without live sync:
  *  no-op. Errors: STATE (closed store). */
 int syncstore_stop_live_sync(syncstore_store *store, syncstore_error *err);
