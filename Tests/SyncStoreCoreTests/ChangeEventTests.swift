@@ -9,14 +9,10 @@ import XCTest
 @testable import SyncStoreSync
 import SyncStoreSupport
 
-private final class Recorder: @unchecked Sendable {
-    private let lock = Lock()
-    private var list: [[String: Any]] = []
-    func take(_ text: String) {
-        let event = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsed": text]
-        lock.withLock { list.append(event) }
-    }
-    var all: [[String: Any]] { lock.withLock { list } }
+private typealias Recorder = HeardEvents
+
+extension HeardEvents {
+    /// The stream's part of the last state event that has one.
     var stream: [String: Any]? { all.last { $0["changeEvents"] != nil }?["changeEvents"] as? [String: Any] }
     /// Runs of sync `id` that ended DONE.
     func done(_ id: Int64) -> Int {
@@ -24,14 +20,6 @@ private final class Recorder: @unchecked Sendable {
             let sync = $0["sync"] as? [String: Any]
             return (sync?["_soupEntryId"] as? NSNumber)?.int64Value == id && sync?["status"] as? String == "DONE"
         }.count
-    }
-    func wait(_ seconds: Double = 20, _ done: () -> Bool) -> Bool {
-        let deadline = Clock.monotonicMillis() + Int64(seconds * 1000)
-        while Clock.monotonicMillis() < deadline {
-            if done() { return true }
-            usleep(10_000)
-        }
-        return done()
     }
 }
 

@@ -41,15 +41,7 @@ final class HybridPluginLiveSyncTests: StoreTestCase {
         var states: [String] { live.compactMap { $0["state"] as? String } }
         var syncs: [[String: Any]] { all.filter { $0.0 == "sync" }.map(\.1) }
 
-        /// Waits (at most `seconds`) until `done` holds.
-        func wait(_ seconds: Double = 20, _ done: () -> Bool) -> Bool {
-            let deadline = Clock.monotonicMillis() + Int64(seconds * 1000)
-            while Clock.monotonicMillis() < deadline {
-                if done() { return true }
-                usleep(10_000)
-            }
-            return done()
-        }
+        func wait(_ seconds: Double = 20, _ done: () -> Bool) -> Bool { waitUntil(seconds, done) }
     }
 
     private func remoteJSON(_ url: String) -> String {

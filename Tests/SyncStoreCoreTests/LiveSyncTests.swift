@@ -7,25 +7,10 @@ import XCTest
 @testable import SyncStoreSync
 import SyncStoreSupport
 
-private final class Events: @unchecked Sendable {
-    private let lock = Lock()
-    private var list: [[String: Any]] = []
-    func take(_ text: String) {
-        let event = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsed": text]
-        lock.withLock { list.append(event) }
-    }
-    var all: [[String: Any]] { lock.withLock { list } }
-    var states: [String] { all.filter { $0["event"] as? String == "state" }.compactMap { $0["state"] as? String } }
+private typealias Events = HeardEvents
 
-    /// Waits (up to `seconds`) until `done` holds.
-    func wait(_ seconds: Double = 20, _ done: () -> Bool) -> Bool {
-        let deadline = Clock.monotonicMillis() + Int64(seconds * 1000)
-        while Clock.monotonicMillis() < deadline {
-            if done() { return true }
-            usleep(10_000)
-        }
-        return done()
-    }
+extension HeardEvents {
+    var states: [String] { all.filter { $0["event"] as? String == "state" }.compactMap { $0["state"] as? String } }
 }
 
 final class LiveSyncTests: StoreTestCase {

@@ -7,6 +7,7 @@ import CSQLite
 @testable import SyncStoreCore
 @testable import SyncStorePlugin
 @testable import SyncStoreSync
+import SyncStoreSupport
 
 /// Base class: a fresh temp directory per test and one store file in it.
 class StoreTestCase: XCTestCase {
@@ -266,3 +267,25 @@ func nowMillis() -> Int64 {
 }
 
 func sleepMillis(_ ms: Int) { usleep(useconds_t(ms * 1000)) }
+
+/// Waits (at most `seconds`, looking every 10 ms) until `done` holds; whether it did.
+func waitUntil(_ seconds: Double = 20, _ done: () -> Bool) -> Bool {
+    let deadline = SyncStoreSupport.Clock.monotonicMillis() + Int64(seconds * 1000)
+    while SyncStoreSupport.Clock.monotonicMillis() < deadline {
+        if done() { return true }
+        usleep(10_000)
+    }
+    return done()
+}
+
+/// JSON events a callback hears (live sync's, a run's), parsed, in order.
+final class HeardEvents: @unchecked Sendable {
+    private let lock = Lock()
+    private var list: [[String: Any]] = []
+    func take(_ text: String) {
+        let event = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsed": text]
+        lock.withLock { list.append(event) }
+    }
+    var all: [[String: Any]] { lock.withLock { list } }
+    func wait(_ seconds: Double = 20, _ done: () -> Bool) -> Bool { waitUntil(seconds, done) }
+}

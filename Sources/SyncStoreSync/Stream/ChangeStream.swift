@@ -63,6 +63,7 @@ package final class ChangeStream: @unchecked Sendable {
         ownOrigin = ";client=" + ownClient
         var seen = Set<String>()
         channels = routes.map { ChangeEvent.channel(of: $0.object) }.filter { seen.insert($0.lowercased()).inserted }
+        try marks.prepare()
         received = try marks.load(channels)
     }
 
@@ -225,15 +226,27 @@ package final class ChangeStream: @unchecked Sendable {
 
     private func subscribeAll() throws {
         for channel in channels {
-            let from = lock.withLock { received[channel] } ?? -1
+            let known = lock.withLock { received[channel] }
+            let from = known ?? -1
             switch try client.subscribe(channel, replayFrom: from, cancel: cancel) {
             case .subscribed:
                 lock.withLock {
                     _ = refused.remove(channel)
-                    // No position to replay from (never an event, or the last one's expired):
-                    // what changed before now, deletions included, is found by catching up, once
-                    // subscribed, so that every change is before the catch-up or after this.
-                    if from == -1 { catchUp(channel) }
+                    // No position to replay from: what changed before now is found by catching
+                    // up, once subscribed, so that every change is before the catch-up or after
+                    // this. A channel streamed before (its position lost: -1) may have missed
+                    // deletions too; one never streamed has nothing to miss but what live sync's
+                    // own catch-up at start may have read before this subscription.
+                    if from == -1 {
+                        if known == nil { for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: false) } }
+                        else { catchUp(channel) }
+                    }
+                }
+                // From now on the channel has been streamed: a restart before its first event
+                // knows it lost its position.
+                if known == nil {
+                    try? marks.save([channel: -1])
+                    lock.withLock { if received[channel] == nil { received[channel] = -1 } }
                 }
             case .replayInvalid(let message):
                 // The events after the mark are gone: subscribed from now, the syncs catch up.
