@@ -274,6 +274,13 @@ package final class LiveSync: @unchecked Sendable {
             lock.withLock { lastError = "The change stream's thread could not be started; the syncs run at catch-ups and pulls only" }
         }
         report(.connecting)
+        // The first catch-up reads what changed before the stream's first subscription (waited
+        // for at most 5 s, in slices: a stop is seen within one).
+        if let stream {
+            for _ in 0..<50 where !isStopping {
+                if stream.waitFirstSubscription(ms: 100) { break }
+            }
+        }
         var catchingUp = true
         var attempt = 0
         var nextPull: Int64? = nil

@@ -45,6 +45,8 @@ package final class ChangeStream: @unchecked Sendable {
     private var refused: Set<String> = []
     /// When a channel was last refused (a new session tries it again retryMaxMs later).
     private var refusedAt: Int64?
+    /// The first handshake and subscriptions were made, or failed.
+    private var firstAttemptDone = false
     private var phase = Phase.connecting
     private var lastError: String?
     private var nextRetryAt: Int64?
@@ -86,6 +88,16 @@ package final class ChangeStream: @unchecked Sendable {
     }
 
     package var hasPending: Bool { lock.withLock { !pending.isEmpty } }
+
+    /// Waits (at most `ms`) until the first session has subscribed, or failed to: live sync's
+    /// first catch-up then reads what changed before the subscription. Whether it has.
+    package func waitFirstSubscription(ms: Int64) -> Bool {
+        let deadline = ConditionLock.deadline(afterMs: ms)
+        return lock.withLock {
+            while !firstAttemptDone && !stopping { if !lock.wait(deadline: deadline) { break } }
+            return firstAttemptDone || stopping
+        }
+    }
 
     /// The changes to apply and the replay marks to save once they are applied.
     package func take() -> (changes: [Int64: RecordChanges], marks: [String: Int64]) {
@@ -151,6 +163,7 @@ package final class ChangeStream: @unchecked Sendable {
                     try client.handshake(cancel: cancel)
                     handshaking = false
                     try subscribeAll()
+                    lock.withLock { firstAttemptDone = true; lock.broadcast() }
                     if hasPending { wake() }
                 }
                 let started = Clock.monotonicMillis()
@@ -184,6 +197,7 @@ package final class ChangeStream: @unchecked Sendable {
                 client.forget()
                 // No Streaming API at this server: nothing to retry.
                 if handshaking, error.message.includes("HTTP 404") {
+                    lock.withLock { firstAttemptDone = true; lock.broadcast() }
                     set(.unavailable, error: "The server has no Streaming API (\(error.message)); the syncs run at catch-ups and pulls only")
                     lock.withLock { while !stopping { _ = lock.wait() } }
                     break
@@ -201,6 +215,7 @@ package final class ChangeStream: @unchecked Sendable {
     }
 
     private func offline(_ message: String, attempt: Int) {
+        lock.withLock { firstAttemptDone = true; lock.broadcast() }
         let delay = backoff(attempt)
         set(.offline, error: message, retryAt: Clock.monotonicMillis() + delay)
         sleep(delay)
@@ -232,15 +247,11 @@ package final class ChangeStream: @unchecked Sendable {
             case .subscribed:
                 lock.withLock {
                     _ = refused.remove(channel)
-                    // No position to replay from: what changed before now is found by catching
-                    // up, once subscribed, so that every change is before the catch-up or after
-                    // this. A channel streamed before (its position lost: -1) may have missed
-                    // deletions too; one never streamed has nothing to miss but what live sync's
-                    // own catch-up at start may have read before this subscription.
-                    if from == -1 {
-                        if known == nil { for route in routes(of: channel) { pending[route.syncId, default: RecordChanges()].needCatchUp(ghosts: false) } }
-                        else { catchUp(channel) }
-                    }
+                    // A channel streamed before whose position was lost (-1): what changed since,
+                    // deletions included, is found by catching up, once subscribed, so that every
+                    // change is before the catch-up or after this. One never streamed is caught
+                    // up by live sync's own catch-up, which waits for this first subscription.
+                    if from == -1 && known != nil { catchUp(channel) }
                 }
                 // From now on the channel has been streamed: a restart before its first event
                 // knows it lost its position.
