@@ -291,12 +291,9 @@ final class ChangeEvents: SavepointObserver, @unchecked Sendable {
         var w = JSONWriter(capacity: 512 + body.count)
         w.raw("{\"ChangeEventHeader\":{\"entityName\":")
         w.string(entity)
-        w.raw(",\"recordIds\":[")
-        for (i, r) in recordIds.enumerated() {
-            if i > 0 { w.raw(",") }
-            w.string(r)
-        }
-        w.raw("],\"changeType\":")
+        w.raw(",\"recordIds\":")
+        w.strings(recordIds)
+        w.raw(",\"changeType\":")
         w.string(type)
         w.raw(",\"changeOrigin\":")
         w.string(origin)
@@ -304,12 +301,9 @@ final class ChangeEvents: SavepointObserver, @unchecked Sendable {
         w.string(txn.key ?? "")
         w.raw(",\"sequenceNumber\":\(txn.sequence),\"commitTimestamp\":\(txn.commitMillis),\"commitNumber\":\(txn.commitNumber),\"commitUser\":")
         w.string(Auth.userId)
-        w.raw(",\"changedFields\":[")
-        for (i, f) in changedFields.enumerated() {
-            if i > 0 { w.raw(",") }
-            w.string(f)
-        }
-        w.raw("]}")
+        w.raw(",\"changedFields\":")
+        w.strings(changedFields)
+        w.raw("}")
         w.raw(body)
         w.raw("}")
         let s = try db.prepare("INSERT INTO devserver_events (entity, commit_ms, payload) VALUES (?1, ?2, ?3)")

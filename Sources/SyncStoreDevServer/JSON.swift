@@ -124,6 +124,16 @@ struct JSONWriter {
 
     init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
+    /// A JSON array of strings.
+    mutating func strings(_ list: [String]) {
+        raw("[")
+        for (i, item) in list.enumerated() {
+            if i > 0 { raw(",") }
+            string(item)
+        }
+        raw("]")
+    }
+
     mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
     mutating func raw(_ b: [UInt8]) { bytes.append(contentsOf: b) }
 
