@@ -1,4 +1,5 @@
 import CSyncStoreABI
+import Glibc
 import SyncStoreCore
 import SyncStorePlugin
 import SyncStoreSync
@@ -176,7 +177,7 @@ public func syncstore_query_soup(_ s: OpaquePointer?, _ soup: CString?, _ spec: 
     clear(out)
     return guarded(err) {
         let out = try requireOut(out, "out_cursor_json")
-        let cursor = try store(s).querySoup(try text(soup, "soup"), specJSON: try text(spec, "query_spec_json"), owner: handle(s))
+        let cursor = try store(s).querySoup(try text(soup, "soup"), spec: try querySpec(spec), owner: handle(s))
         try output(out, cursor)
     }
 }
@@ -196,8 +197,26 @@ public func syncstore_query_page(_ s: OpaquePointer?, _ soup: CString?, _ spec: 
     clear(out)
     return guarded(err) {
         let out = try requireOut(out, "out_entries_json")
-        try output(out, try store(s).queryPage(soup: try optionalText(soup, "soup"), specJSON: try text(spec, "query_spec_json"), page: page))
+        let store = try store(s)
+        let soup = try optionalText(soup, "soup")
+        if let spec, let page = try spec.withMemoryRebound(to: UInt8.self, capacity: 1, { bytes in
+            try store.queryPage(soup: soup, specUTF8: UnsafeBufferPointer(start: bytes, count: strlen(spec)), page: page)
+        }) {
+            return try output(out, page)
+        }
+        try output(out, try store.queryPage(soup: soup, spec: try QuerySpec.parse(text: try text(spec, "query_spec_json")), page: page))
     }
+}
+
+/// A query spec argument, read straight from its bytes when it is a flat object (a lookup's
+/// spec), else as text.
+private func querySpec(_ p: CString?) throws -> QuerySpec {
+    if let p, let spec = try p.withMemoryRebound(to: UInt8.self, capacity: 1, { bytes in
+        try QuerySpec.parse(flat: UnsafeBufferPointer(start: bytes, count: strlen(p)))
+    }) {
+        return spec
+    }
+    return try QuerySpec.parse(text: try text(p, "query_spec_json"))
 }
 
 @_cdecl("syncstore_cursor_move_to_page")

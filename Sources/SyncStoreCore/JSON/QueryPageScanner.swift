@@ -671,3 +671,88 @@ extension ScannedPage {
         }
     }
 }
+
+/// A scalar member's value of a flat object (see `FlatObject.read`).
+package enum FlatValue {
+    case null, bool(Bool), int(Int64), real(Double), string(String)
+}
+
+/// One member of a flat object, valid during the `FlatObject.read` call that passes it.
+package struct FlatMember {
+    /// The key's bytes (no escapes: an escaped key is left to jansson).
+    package let key: UnsafeBufferPointer<UInt8>
+    /// The value's JSON text.
+    package let raw: UnsafeBufferPointer<UInt8>
+    fileprivate let scanned: ScannedValue
+    fileprivate let escaped: Bool
+
+    /// The value, its string decoded (only when asked: a member the reader skips costs no copy).
+    package var value: FlatValue {
+        switch scanned {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .int(let v): return .int(v)
+        case .real(let v): return .real(v)
+        case .text, .decoded:
+            guard let base = raw.baseAddress else { return .string("") }
+            let inner = UnsafeBufferPointer(start: base + 1, count: raw.count - 2)
+            if !escaped { return .string(String(decoding: inner, as: UTF8.self)) }
+            let scanner = ByteScanner(p: base, n: raw.count)
+            return .string(scanner.decode(ByteScanner.StringRange(start: 1, end: raw.count - 1, escaped: true)))
+        }
+    }
+
+    /// The kind of value, for callers that keep only the kind.
+    package var kind: UInt8 {
+        switch scanned {
+        case .null: 1
+        case .bool: 2
+        case .int: 3
+        case .real: 4
+        case .text, .decoded: 5
+        }
+    }
+}
+
+/// Reads a JSON object whose members are all scalars (a query spec, as hosts send it) with no
+/// tree and no copy of the text: a lookup's spec cost more than its SQLite step through jansson.
+package enum FlatObject {
+    /// Calls `member` with each member in text order (a key given twice is seen twice; the
+    /// later wins, as in jansson). false when the text is not valid JSON or is anything the
+    /// caller must hand to jansson instead: not an object, a nested object or array, an escaped
+    /// key, a number jansson would judge (out of range, long exponent).
+    package static func read(_ text: UnsafeBufferPointer<UInt8>, _ member: (FlatMember) throws -> Void) rethrows -> Bool {
+        guard let base = text.baseAddress, text.count < Int(Int32.max) else { return false }
+        var s = ByteScanner(p: base, n: text.count)
+        s.skipSpace()
+        guard s.at(openBrace) else { return false }
+        s.i += 1
+        s.skipSpace()
+        if s.at(closeBrace) {
+            s.i += 1
+        } else {
+            var none: [String] = []
+            while true {
+                guard let key = s.memberKey(), !key.escaped, s.p[s.i] != openBrace, s.p[s.i] != openBracket else { return false }
+                let start = s.i
+                var escaped = false
+                let scanned: ScannedValue
+                if s.p[s.i] == quote {
+                    guard let range = s.string() else { return false }
+                    escaped = range.escaped
+                    scanned = .text(start: 0, count: 0)
+                } else {
+                    guard let value = s.scalar(strings: &none, wanted: true), !s.unsupported else { return false }
+                    scanned = value
+                }
+                try member(FlatMember(key: UnsafeBufferPointer(start: base + key.start, count: key.end - key.start),
+                                      raw: UnsafeBufferPointer(start: base + start, count: s.i - start),
+                                      scanned: scanned, escaped: escaped))
+                guard let more = s.separator(closeBrace) else { return false }
+                if !more { break }
+            }
+        }
+        s.skipSpace()
+        return s.i == s.n
+    }
+}

@@ -1,3 +1,4 @@
+import Glibc
 import SyncStoreSupport
 
 /// A parsed query spec (docs/queries.md#query-specs).
@@ -65,6 +66,47 @@ package struct QuerySpec {
         case queryType, indexPath, matchKey, beginKey, endKey, likeKey, smartSql, orderPath, order, pageSize, timeoutMs, selectPaths
         var name: String { Key.names[rawValue] }
         static let names = Key.allCases.map { String(describing: $0) }
+
+        /// The key spelled by `utf8`, if the spec reads it.
+        init?(utf8: UnsafeBufferPointer<UInt8>) {
+            func spells(_ name: StaticString) -> Bool {
+                guard let bytes = utf8.baseAddress, name.utf8CodeUnitCount == utf8.count else { return false }
+                return memcmp(name.utf8Start, bytes, utf8.count) == 0
+            }
+            let key: Key
+            switch utf8.first {
+            case UInt8(ascii: "q"): key = .queryType
+            case UInt8(ascii: "i"): key = .indexPath
+            case UInt8(ascii: "m"): key = .matchKey
+            case UInt8(ascii: "b"): key = .beginKey
+            case UInt8(ascii: "e"): key = .endKey
+            case UInt8(ascii: "l"): key = .likeKey
+            case UInt8(ascii: "s"): guard utf8.count > 1 else { return nil }; key = utf8[1] == UInt8(ascii: "m") ? .smartSql : .selectPaths
+            case UInt8(ascii: "o"): key = utf8.count == 5 ? .order : .orderPath
+            case UInt8(ascii: "p"): key = .pageSize
+            case UInt8(ascii: "t"): key = .timeoutMs
+            default: return nil
+            }
+            guard spells(key.staticName) else { return nil }
+            self = key
+        }
+
+        private var staticName: StaticString {
+            switch self {
+            case .queryType: "queryType"
+            case .indexPath: "indexPath"
+            case .matchKey: "matchKey"
+            case .beginKey: "beginKey"
+            case .endKey: "endKey"
+            case .likeKey: "likeKey"
+            case .smartSql: "smartSql"
+            case .orderPath: "orderPath"
+            case .order: "order"
+            case .pageSize: "pageSize"
+            case .timeoutMs: "timeoutMs"
+            case .selectPaths: "selectPaths"
+            }
+        }
     }
 
     package static func parse(_ json: JSON, dialect: Dialect = .library) throws -> QuerySpec {
@@ -83,31 +125,37 @@ package struct QuerySpec {
         }
     }
 
-    /// The spec keys read by the scanner (a flat object: a value that is an object or an array
-    /// sends the spec to jansson).
-    /// Never changed after it is made: read from any thread.
-    nonisolated(unsafe) private static let scanPlan = ScanPlan(paths: Key.allCases.map { [$0.name] }, reservedKeys: [])
-
-    /// Parses spec text: a flat object is read by the scanner, with no tree (a lookup's spec is
-    /// a third of its cost through jansson); anything else by jansson, as `parse(_:)`.
+    /// Parses spec text. A flat object (every member a scalar: what hosts send for a lookup) is
+    /// read in place by `FlatObject`; anything else (selectPaths, odd numbers) by jansson, as
+    /// `parse(_:)`.
     package static func parse(text: String, dialect: Dialect = .library) throws -> QuerySpec {
-        let bytes = Array(text.utf8)
-        if bytes.first == UInt8(ascii: "{"), let plan = scanPlan, let page = ScannedPage.scanEntries(bytes, plan: plan, canonical: false),
-           page.records.count == 1, !page.records[0].needsTree {
-            let members: [Member] = Key.allCases.map { key in
-                let value = page.value(record: 0, slot: key.rawValue)
-                switch value {
-                case .null: return .null  // absent and null read the same
-                case .bool(let b): return .bool(b)
-                case .int(let v): return .int(v)
-                case .real(let v): return .real(v)
-                case .text, .decoded: return .string(page.string(value) ?? "")
-                }
-            }
-            return try parse(dialect: dialect) { members[$0.rawValue] }
-        }
+        var text = text
+        if let spec = try text.withUTF8({ try parse(flat: $0, dialect: dialect) }) { return spec }
         let doc = try JSONDocument.parse(text, what: "query spec")
         return try parse(doc.root, dialect: dialect)
+    }
+
+    /// The spec in `utf8` (any bytes: the reader validates UTF-8 as jansson does) when it is a
+    /// flat object; nil when it is not valid JSON or not flat: parse it as text then, which
+    /// reads it with jansson and reports what is wrong.
+    package static func parse(flat utf8: UnsafeBufferPointer<UInt8>, dialect: Dialect = .library) throws -> QuerySpec? {
+        try withUnsafeTemporaryAllocation(of: Member.self, capacity: Key.allCases.count) { members in
+            guard let first = members.baseAddress else { return nil }
+            first.initialize(repeating: .absent, count: members.count)
+            defer { first.deinitialize(count: members.count) }
+            let flat = FlatObject.read(utf8) { member in
+                guard let key = Key(utf8: member.key) else { return }
+                switch member.value {
+                case .null: members[key.rawValue] = .null
+                case .bool(let b): members[key.rawValue] = .bool(b)
+                case .int(let v): members[key.rawValue] = .int(v)
+                case .real(let v): members[key.rawValue] = .real(v)
+                case .string(let s): members[key.rawValue] = .string(s)
+                }
+            }
+            guard flat else { return nil }
+            return try parse(dialect: dialect) { members[$0.rawValue] }
+        }
     }
 
     private static func parse(dialect: Dialect, member: (Key) -> Member) throws -> QuerySpec {
@@ -199,6 +247,86 @@ package struct QuerySpec {
         case .real(let v): return .real(v)
         case .bool(let b): return .bool(b)
         case .container(let text, _): return .text(text)
+        }
+    }
+}
+
+extension QuerySpec.SQLKey {
+    /// A key member's value (null: no key).
+    init?(_ value: FlatValue) {
+        switch value {
+        case .null: return nil
+        case .string(let s): self = .text(s)
+        case .int(let v): self = .int(v)
+        case .real(let v): self = .real(v)
+        case .bool(let b): self = .bool(b)
+        }
+    }
+}
+
+/// A flat spec's text without the values of its keys (matchKey, beginKey, endKey, likeKey),
+/// plus those values. Two specs with one template parse alike but for their keys (the
+/// template keeps each key's JSON type, which the checks and the SQL depend on), so a lookup
+/// repeated with new keys can reuse the first one's parse and plan (LookupCache).
+package struct SpecTemplate {
+    package let text: [UInt8]
+    package let matchKey: QuerySpec.SQLKey?
+    package let beginKey: QuerySpec.SQLKey?
+    package let endKey: QuerySpec.SQLKey?
+    package let likeKey: QuerySpec.SQLKey?
+
+    /// nil when `utf8` is not a flat object (see FlatObject).
+    package init?(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var text: [UInt8] = []
+        text.reserveCapacity(utf8.count + 8)
+        var match: QuerySpec.SQLKey?, begin: QuerySpec.SQLKey?, end: QuerySpec.SQLKey?, like: QuerySpec.SQLKey?
+        let flat = FlatObject.read(utf8) { member in
+            // NUL never occurs in JSON text, so it separates the parts unambiguously.
+            text.append(contentsOf: member.key)
+            text.append(0)
+            switch QuerySpec.keyMember(member.key) {
+            case .matchKey?: match = QuerySpec.SQLKey(member.value)
+            case .beginKey?: begin = QuerySpec.SQLKey(member.value)
+            case .endKey?: end = QuerySpec.SQLKey(member.value)
+            case .likeKey?: like = QuerySpec.SQLKey(member.value)
+            case nil:
+                text.append(contentsOf: member.raw)
+                text.append(0)
+                return
+            }
+            text.append(member.kind)
+            text.append(0)
+        }
+        guard flat else { return nil }
+        self.text = text
+        matchKey = match
+        beginKey = begin
+        endKey = end
+        likeKey = like
+    }
+
+    /// `spec` (parsed from a text with this template) with this text's keys.
+    package func keys(of spec: QuerySpec) -> QuerySpec {
+        var spec = spec
+        spec.matchKey = matchKey
+        spec.beginKey = beginKey
+        spec.endKey = endKey
+        spec.likeKey = likeKey
+        return spec
+    }
+}
+
+extension QuerySpec {
+    package enum KeyMember { case matchKey, beginKey, endKey, likeKey }
+
+    /// Which key member `name` spells, if any.
+    static func keyMember(_ name: UnsafeBufferPointer<UInt8>) -> KeyMember? {
+        switch Key(utf8: name) {
+        case .matchKey?: .matchKey
+        case .beginKey?: .beginKey
+        case .endKey?: .endKey
+        case .likeKey?: .likeKey
+        default: nil
         }
     }
 }

@@ -58,13 +58,63 @@ package final class PlanCache: @unchecked Sendable {
     package static let capacity = 64
     private let lock = Lock()
     private var texts: [Shape: Text] = [:]
+    /// The last shape asked for: a repeated lookup compares its shape instead of hashing it.
+    private var last: (shape: Shape, text: Text)?
 
-    package func text(_ shape: Shape) -> Text? { lock.withLock { texts[shape] } }
+    package func text(_ shape: Shape) -> Text? {
+        lock.withLock {
+            if let last, last.shape == shape { return last.text }
+            guard let text = texts[shape] else { return nil }
+            last = (shape, text)
+            return text
+        }
+    }
 
     package func store(_ text: Text, for shape: Shape) {
         lock.withLock {
             if texts.count >= PlanCache.capacity { texts.removeAll(keepingCapacity: true) }
             texts[shape] = text
+            last = (shape, text)
+        }
+    }
+}
+
+/// Recent lookups on one soup by their spec's template (SpecTemplate): a lookup repeated with
+/// new key values is neither parsed nor planned again, only bound (parse and plan were half of
+/// a lookup's own time).
+package final class LookupCache: @unchecked Sendable {
+    package final class Lookup: @unchecked Sendable {
+        package let spec: QuerySpec
+        package let plan: QueryPlan
+
+        package init(spec: QuerySpec, plan: QueryPlan) {
+            self.spec = spec
+            self.plan = plan
+        }
+    }
+
+    private let lock = Lock()
+    private var lookups: [[UInt8]: Lookup] = [:]
+    /// The last template asked for, compared before any hash.
+    private var lastTemplate: [UInt8] = []
+    private var lastLookup: Lookup?
+
+    package func lookup(_ template: [UInt8]) -> Lookup? {
+        lock.withLock {
+            if let lastLookup, lastTemplate == template { return lastLookup }
+            guard let found = lookups[template] else { return nil }
+            lastTemplate = template
+            lastLookup = found
+            return found
+        }
+    }
+
+    package func store(_ lookup: Lookup, for template: [UInt8]) {
+        lock.withLock {
+            if lookups.count >= PlanCache.capacity { lookups.removeAll(keepingCapacity: true) }
+            lookups[template] = lookup
+            lastTemplate = template
+            lastLookup = lookup
         }
     }
 }
@@ -82,6 +132,11 @@ package enum SoupQueryBuilder {
         }
         return QueryPlan(pageSQL: text.pageSQL, countSQL: text.countSQL, bindings: try whereBindings(spec, soup: soup),
                          rows: text.rows, isSmart: false, soupTable: soup.table)
+    }
+
+    /// What a cached lookup's plan binds for the keys of `template` (a spec with its template).
+    package static func bindings(_ lookup: LookupCache.Lookup, keys template: SpecTemplate, soup: SoupInfo) throws -> [SQLValue] {
+        try whereBindings(template.keys(of: lookup.spec), soup: soup)
     }
 
     private static func planText(_ spec: QuerySpec, soup: SoupInfo) throws -> PlanCache.Text {

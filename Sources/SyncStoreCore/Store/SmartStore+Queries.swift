@@ -37,14 +37,12 @@ extension SmartStore {
     /// One page of a query spec's results (any query type; `soup` is ignored for smart specs)
     /// as a JSON array, with no cursor and no count: a lookup costs one statement.
     package func queryPage(soup name: String?, specJSON: String, page: Int64) throws -> TextBuffer {
-        guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
-        let spec = try QuerySpec.parse(text: specJSON)
-        // A page past any possible row (its offset would not fit in 64 bits) is empty.
-        guard !page.multipliedReportingOverflow(by: Int64(spec.pageSize)).overflow else {
-            var empty = TextBuffer(capacity: 2)
-            empty.append("[]")
-            return empty
-        }
+        try queryPage(soup: name, spec: try QuerySpec.parse(text: specJSON), page: page)
+    }
+
+    package func queryPage(soup name: String?, spec: QuerySpec, page: Int64) throws -> TextBuffer {
+        try checkPage(page)
+        if let empty = pastEveryRow(page, pageSize: spec.pageSize) { return empty }
         if spec.queryType == .smart {
             guard let sql = spec.smartSql else { throw StoreError.argument("A smart query spec needs \"smartSql\"") }
             return try retryingOnCatalogChange {
@@ -57,6 +55,42 @@ extension SmartStore {
             let plan = try SoupQueryBuilder.plan(spec, soup: info)
             return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
         }
+    }
+
+    /// `queryPage` for a spec's bytes from a host (not yet known to be valid UTF-8). A flat
+    /// spec with a template this soup has seen (SpecTemplate: the same text but for its key
+    /// values) is bound to the plan made then. nil when the bytes are not a flat spec of a soup
+    /// query: the caller parses them as text.
+    package func queryPage(soup name: String?, specUTF8 utf8: UnsafeBufferPointer<UInt8>, page: Int64) throws -> TextBuffer? {
+        try checkPage(page)
+        guard let name, let template = SpecTemplate(utf8) else { return nil }
+        return try reading(name) { info -> TextBuffer? in
+            let lookup: LookupCache.Lookup
+            if let known = info.lookups.lookup(template.text) {
+                lookup = known
+            } else {
+                guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
+                lookup = LookupCache.Lookup(spec: spec, plan: try SoupQueryBuilder.plan(spec, soup: info))
+                info.lookups.store(lookup, for: template.text)
+            }
+            if let empty = pastEveryRow(page, pageSize: lookup.spec.pageSize) { return empty }
+            let bindings = try SoupQueryBuilder.bindings(lookup, keys: template, soup: info)
+            return try readers.withReader { db in
+                try readPage(lookup.plan, bindings: bindings, pageSize: lookup.spec.pageSize, page: page, on: db)
+            }
+        }
+    }
+
+    private func checkPage(_ page: Int64) throws {
+        guard page >= 0 else { throw StoreError.argument("page_index must be 0 or more (got \(page))") }
+    }
+
+    /// "[]" for a page past any possible row (its offset would not fit in 64 bits).
+    private func pastEveryRow(_ page: Int64, pageSize: Int) -> TextBuffer? {
+        guard page.multipliedReportingOverflow(by: Int64(pageSize)).overflow else { return nil }
+        var empty = TextBuffer(capacity: 2)
+        empty.append("[]")
+        return empty
     }
 
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
@@ -135,15 +169,25 @@ extension SmartStore {
         smart ? try SmartSqlGuard.prepare(sql, on: db) : try db.cached(sql)
     }
 
-    func readPage(_ plan: QueryPlan, pageSize: Int, page: Int64, on db: Connection) throws -> TextBuffer {
+    /// `bindings`: what to bind instead of the plan's own (a cached lookup's new keys).
+    func readPage(_ plan: QueryPlan, bindings: [SQLValue]? = nil, pageSize: Int, page: Int64, on db: Connection) throws -> TextBuffer {
         let statement = try statement(plan.pageSQL, smart: plan.isSmart, on: db)
-        defer { statement.reset() }
-        try statement.bind(plan.bindings)
-        let next = Int32(plan.bindings.count + 1)
-        try statement.bind(.int(Int64(pageSize)), at: next)
-        try statement.bind(.int(page * Int64(pageSize)), at: next + 1)
-        var out = TextBuffer(capacity: 256 * min(pageSize, 1000))
-        try plan.limited(on: db) { try ResultWriter.writeRows(statement, rows: plan.rows, into: &out) }
-        return out
+        let bindings = bindings ?? plan.bindings
+        // Stepped to its end, the statement has let go of its read transaction; only a failure
+        // midway needs the reset (the cache resets it again before its next use).
+        do {
+            try statement.bind(bindings)
+            let next = Int32(bindings.count + 1)
+            try statement.bind(.int(Int64(pageSize)), at: next)
+            try statement.bind(.int(page * Int64(pageSize)), at: next + 1)
+            // Room for one entry of a few hundred bytes: most lookups' pages hold one, and a
+            // small first block comes from malloc's per-thread cache.
+            var out = TextBuffer(capacity: 512)
+            try plan.limited(on: db) { try ResultWriter.writeRows(statement, rows: plan.rows, into: &out) }
+            return out
+        } catch {
+            statement.reset()
+            throw error
+        }
     }
 }

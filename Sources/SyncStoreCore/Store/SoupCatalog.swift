@@ -27,6 +27,8 @@ package struct SoupInfo {
     /// SQL of recent queries on this soup. A catalog change makes a new SoupInfo, and with it
     /// an empty cache, so a plan never outlives the indexes it was made for.
     package let plans = PlanCache()
+    /// Recent lookups' parsed specs and plans by template; dropped with the SoupInfo as `plans`.
+    package let lookups = LookupCache()
 
     package var specs: [IndexSpec] { indexes.map(\.spec) }
     package var columnIndexes: [IndexColumn] { indexes.filter(\.hasColumn) }

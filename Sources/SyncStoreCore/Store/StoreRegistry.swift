@@ -17,7 +17,8 @@ package final class StoreRegistry: @unchecked Sendable {
     /// Guards the tables; signalled when a closing store leaves them.
     private let lock = ConditionLock()
     private var byPath: [String: OpenStore] = [:]
-    private var handles: [Int: String] = [:]
+    /// Each handle's file and store (the store too, so a call finds it with one lookup).
+    private var handles: [Int: (path: String, store: SmartStore)] = [:]
     private var nextHandle = 1
 
     /// The process has one (`shared`); tests make others to play several processes.
@@ -63,7 +64,7 @@ package final class StoreRegistry: @unchecked Sendable {
             var entry = byPath[path] ?? OpenStore(store: store, handles: [])
             entry.handles.insert(handle)
             byPath[path] = entry
-            handles[handle] = path
+            handles[handle] = (path, store)
             store.ownerOpened(handle)
             return handle
         }
@@ -71,7 +72,7 @@ package final class StoreRegistry: @unchecked Sendable {
 
     package func store(_ handle: Int) throws -> SmartStore {
         try lock.withLock {
-            guard let path = handles[handle], let open = byPath[path] else {
+            guard let open = handles[handle] else {
                 throw StoreError(.state, "The store handle is closed or invalid; open the store again")
             }
             return open.store
@@ -88,7 +89,7 @@ package final class StoreRegistry: @unchecked Sendable {
             throw StoreError(.state, "A sync callback cannot close its own store (it would wait for itself)")
         }
         let (path, last): (String, Bool) = try lock.withLock {
-            guard let path = handles.removeValue(forKey: handle), var open = byPath[path] else {
+            guard let path = handles.removeValue(forKey: handle)?.path, var open = byPath[path] else {
                 throw StoreError(.state, "The store handle is already closed or invalid")
             }
             open.handles.remove(handle)
