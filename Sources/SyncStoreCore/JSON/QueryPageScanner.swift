@@ -716,43 +716,72 @@ package struct FlatMember {
 
 /// Reads a JSON object whose members are all scalars (a query spec, as hosts send it) with no
 /// tree and no copy of the text: a lookup's spec cost more than its SQLite step through jansson.
-package enum FlatObject {
-    /// Calls `member` with each member in text order (a key given twice is seen twice; the
-    /// later wins, as in jansson). false when the text is not valid JSON or is anything the
-    /// caller must hand to jansson instead: not an object, a nested object or array, an escaped
-    /// key, a number jansson would judge (out of range, long exponent).
-    package static func read(_ text: UnsafeBufferPointer<UInt8>, _ member: (FlatMember) throws -> Void) rethrows -> Bool {
-        guard let base = text.baseAddress, text.count < Int(Int32.max) else { return false }
-        var s = ByteScanner(p: base, n: text.count)
-        s.skipSpace()
-        guard s.at(openBrace) else { return false }
-        s.i += 1
-        s.skipSpace()
-        if s.at(closeBrace) {
+/// `next()` gives each member in text order (a key given twice is seen twice; the later wins,
+/// as in jansson), then nil; `isValid` then tells whether the whole text was such an object.
+/// Not valid: not JSON, or anything the caller must hand to jansson instead (not an object, a
+/// nested object or array, an escaped key, a number jansson would judge: out of range, long
+/// exponent).
+package struct FlatObject {
+    /// nil for text the reader never starts on (no bytes, or too many).
+    private var scanner: ByteScanner?
+    private var state = State.start
+    private enum State { case start, members, valid, invalid }
+
+    package init(_ text: UnsafeBufferPointer<UInt8>) {
+        if let base = text.baseAddress, text.count < Int(Int32.max) {
+            scanner = ByteScanner(p: base, n: text.count)
+        } else {
+            state = .invalid
+        }
+    }
+
+    package var isValid: Bool { state == .valid }
+
+    package mutating func next() -> FlatMember? {
+        guard var s = scanner else { return nil }
+        defer { scanner = s }
+        switch state {
+        case .valid, .invalid:
+            return nil
+        case .start:
+            s.skipSpace()
+            guard s.at(openBrace) else { return fail() }
             s.i += 1
+            s.skipSpace()
+            if s.at(closeBrace) {
+                s.i += 1
+                return end(&s)
+            }
+            state = .members
+        case .members:
+            guard let more = s.separator(closeBrace) else { return fail() }
+            if !more { return end(&s) }
+        }
+        guard let key = s.memberKey(), !key.escaped, s.p[s.i] != openBrace, s.p[s.i] != openBracket else { return fail() }
+        let start = s.i
+        var escaped = false
+        let scanned: ScannedValue
+        if s.p[s.i] == quote {
+            guard let range = s.string() else { return fail() }
+            escaped = range.escaped
+            scanned = .text(start: 0, count: 0)
         } else {
             var none: [String] = []
-            while true {
-                guard let key = s.memberKey(), !key.escaped, s.p[s.i] != openBrace, s.p[s.i] != openBracket else { return false }
-                let start = s.i
-                var escaped = false
-                let scanned: ScannedValue
-                if s.p[s.i] == quote {
-                    guard let range = s.string() else { return false }
-                    escaped = range.escaped
-                    scanned = .text(start: 0, count: 0)
-                } else {
-                    guard let value = s.scalar(strings: &none, wanted: true), !s.unsupported else { return false }
-                    scanned = value
-                }
-                try member(FlatMember(key: UnsafeBufferPointer(start: base + key.start, count: key.end - key.start),
-                                      raw: UnsafeBufferPointer(start: base + start, count: s.i - start),
-                                      scanned: scanned, escaped: escaped))
-                guard let more = s.separator(closeBrace) else { return false }
-                if !more { break }
-            }
+            guard let value = s.scalar(strings: &none, wanted: true), !s.unsupported else { return fail() }
+            scanned = value
         }
+        return FlatMember(key: UnsafeBufferPointer(start: s.p + key.start, count: key.end - key.start),
+                          raw: UnsafeBufferPointer(start: s.p + start, count: s.i - start), scanned: scanned, escaped: escaped)
+    }
+
+    private mutating func fail() -> FlatMember? {
+        state = .invalid
+        return nil
+    }
+
+    private mutating func end(_ s: inout ByteScanner) -> FlatMember? {
         s.skipSpace()
-        return s.i == s.n
+        state = s.i == s.n ? .valid : .invalid
+        return nil
     }
 }

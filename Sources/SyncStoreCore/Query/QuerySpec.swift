@@ -143,8 +143,9 @@ package struct QuerySpec {
             guard let first = members.baseAddress else { return nil }
             first.initialize(repeating: .absent, count: members.count)
             defer { first.deinitialize(count: members.count) }
-            let flat = FlatObject.read(utf8) { member in
-                guard let key = Key(utf8: member.key) else { return }
+            var reader = FlatObject(utf8)
+            while let member = reader.next() {
+                guard let key = Key(utf8: member.key) else { continue }
                 switch member.value {
                 case .null: members[key.rawValue] = .null
                 case .bool(let b): members[key.rawValue] = .bool(b)
@@ -153,7 +154,7 @@ package struct QuerySpec {
                 case .string(let s): members[key.rawValue] = .string(s)
                 }
             }
-            guard flat else { return nil }
+            guard reader.isValid else { return nil }
             return try parse(dialect: dialect) { members[$0.rawValue] }
         }
     }
@@ -269,40 +270,56 @@ extension QuerySpec.SQLKey {
 /// template keeps each key's JSON type, which the checks and the SQL depend on), so a lookup
 /// repeated with new keys can reuse the first one's parse and plan (LookupCache).
 package struct SpecTemplate {
-    package let text: [UInt8]
+    /// The template's bytes: valid only during the `read` call that passes this value.
+    package let text: UnsafeBufferPointer<UInt8>
     package let matchKey: QuerySpec.SQLKey?
     package let beginKey: QuerySpec.SQLKey?
     package let endKey: QuerySpec.SQLKey?
     package let likeKey: QuerySpec.SQLKey?
 
-    /// nil when `utf8` is not a flat object (see FlatObject).
-    package init?(_ utf8: UnsafeBufferPointer<UInt8>) {
-        var text: [UInt8] = []
-        text.reserveCapacity(utf8.count + 8)
-        var match: QuerySpec.SQLKey?, begin: QuerySpec.SQLKey?, end: QuerySpec.SQLKey?, like: QuerySpec.SQLKey?
-        let flat = FlatObject.read(utf8) { member in
-            // NUL never occurs in JSON text, so it separates the parts unambiguously.
-            text.append(contentsOf: member.key)
-            text.append(0)
-            switch QuerySpec.keyMember(member.key) {
-            case .matchKey?: match = QuerySpec.SQLKey(member.value)
-            case .beginKey?: begin = QuerySpec.SQLKey(member.value)
-            case .endKey?: end = QuerySpec.SQLKey(member.value)
-            case .likeKey?: like = QuerySpec.SQLKey(member.value)
-            case nil:
-                text.append(contentsOf: member.raw)
-                text.append(0)
-                return
+    /// Calls `body` with the template of `utf8`; nil when `utf8` is not a flat object (see
+    /// FlatObject). The template is built on the stack: a lookup allocates nothing for it.
+    package static func read<T>(_ utf8: UnsafeBufferPointer<UInt8>, _ body: (SpecTemplate) throws -> T?) rethrows -> T? {
+        // Each member's quotes and colon outweigh the template's two separators: the template
+        // is never longer than the text.
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(utf8.count, 1)) { buffer -> T? in
+            guard let base = buffer.baseAddress else { return nil }
+            var length = 0
+            var match: QuerySpec.SQLKey?, begin: QuerySpec.SQLKey?, end: QuerySpec.SQLKey?, like: QuerySpec.SQLKey?
+            var reader = FlatObject(utf8)
+            while let member = reader.next() {
+                // NUL never occurs in JSON text, so it separates the parts unambiguously.
+                length = SpecTemplate.append(member.key, to: base, at: length, capacity: buffer.count)
+                length = SpecTemplate.append(0, to: base, at: length, capacity: buffer.count)
+                switch QuerySpec.keyMember(member.key) {
+                case .matchKey?: match = QuerySpec.SQLKey(member.value)
+                case .beginKey?: begin = QuerySpec.SQLKey(member.value)
+                case .endKey?: end = QuerySpec.SQLKey(member.value)
+                case .likeKey?: like = QuerySpec.SQLKey(member.value)
+                case nil:
+                    length = SpecTemplate.append(member.raw, to: base, at: length, capacity: buffer.count)
+                    length = SpecTemplate.append(0, to: base, at: length, capacity: buffer.count)
+                    continue
+                }
+                length = SpecTemplate.append(member.kind, to: base, at: length, capacity: buffer.count)
+                length = SpecTemplate.append(0, to: base, at: length, capacity: buffer.count)
             }
-            text.append(member.kind)
-            text.append(0)
+            guard reader.isValid else { return nil }
+            return try body(SpecTemplate(text: UnsafeBufferPointer(start: base, count: length),
+                                         matchKey: match, beginKey: begin, endKey: end, likeKey: like))
         }
-        guard flat else { return nil }
-        self.text = text
-        matchKey = match
-        beginKey = begin
-        endKey = end
-        likeKey = like
+    }
+
+    private static func append(_ bytes: UnsafeBufferPointer<UInt8>, to base: UnsafeMutablePointer<UInt8>, at length: Int, capacity: Int) -> Int {
+        guard let from = bytes.baseAddress, length + bytes.count <= capacity else { return length }
+        (base + length).update(from: from, count: bytes.count)
+        return length + bytes.count
+    }
+
+    private static func append(_ byte: UInt8, to base: UnsafeMutablePointer<UInt8>, at length: Int, capacity: Int) -> Int {
+        guard length < capacity else { return length }
+        base[length] = byte
+        return length + 1
     }
 
     /// `spec` (parsed from a text with this template) with this text's keys.

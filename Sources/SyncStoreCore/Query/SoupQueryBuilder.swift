@@ -1,3 +1,4 @@
+import Glibc
 import SyncStoreSupport
 
 /// SQL for one page of a query spec, plus the SQL that counts all its rows.
@@ -99,21 +100,29 @@ package final class LookupCache: @unchecked Sendable {
     private var lastTemplate: [UInt8] = []
     private var lastLookup: Lookup?
 
-    package func lookup(_ template: [UInt8]) -> Lookup? {
+    package func lookup(_ template: UnsafeBufferPointer<UInt8>) -> Lookup? {
         lock.withLock {
-            if let lastLookup, lastTemplate == template { return lastLookup }
-            guard let found = lookups[template] else { return nil }
-            lastTemplate = template
+            if let lastLookup, lastTemplate.count == template.count,
+               lastTemplate.withUnsafeBufferPointer({ mine in
+                   guard let a = mine.baseAddress, let b = template.baseAddress else { return mine.isEmpty }
+                   return memcmp(a, b, template.count) == 0
+               }) {
+                return lastLookup
+            }
+            let key = Array(template)
+            guard let found = lookups[key] else { return nil }
+            lastTemplate = key
             lastLookup = found
             return found
         }
     }
 
-    package func store(_ lookup: Lookup, for template: [UInt8]) {
+    package func store(_ lookup: Lookup, for template: UnsafeBufferPointer<UInt8>) {
         lock.withLock {
             if lookups.count >= PlanCache.capacity { lookups.removeAll(keepingCapacity: true) }
-            lookups[template] = lookup
-            lastTemplate = template
+            let key = Array(template)
+            lookups[key] = lookup
+            lastTemplate = key
             lastLookup = lookup
         }
     }

@@ -63,20 +63,22 @@ extension SmartStore {
     /// query: the caller parses them as text.
     package func queryPage(soup name: String?, specUTF8 utf8: UnsafeBufferPointer<UInt8>, page: Int64) throws -> TextBuffer? {
         try checkPage(page)
-        guard let name, let template = SpecTemplate(utf8) else { return nil }
-        return try reading(name) { info -> TextBuffer? in
-            let lookup: LookupCache.Lookup
-            if let known = info.lookups.lookup(template.text) {
-                lookup = known
-            } else {
-                guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
-                lookup = LookupCache.Lookup(spec: spec, plan: try SoupQueryBuilder.plan(spec, soup: info))
-                info.lookups.store(lookup, for: template.text)
-            }
-            if let empty = pastEveryRow(page, pageSize: lookup.spec.pageSize) { return empty }
-            let bindings = try SoupQueryBuilder.bindings(lookup, keys: template, soup: info)
-            return try readers.withReader { db in
-                try readPage(lookup.plan, bindings: bindings, pageSize: lookup.spec.pageSize, page: page, on: db)
+        guard let name else { return nil }
+        return try SpecTemplate.read(utf8) { template in
+            try reading(name) { info -> TextBuffer? in
+                let lookup: LookupCache.Lookup
+                if let known = info.lookups.lookup(template.text) {
+                    lookup = known
+                } else {
+                    guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
+                    lookup = LookupCache.Lookup(spec: spec, plan: try SoupQueryBuilder.plan(spec, soup: info))
+                    info.lookups.store(lookup, for: template.text)
+                }
+                if let empty = pastEveryRow(page, pageSize: lookup.spec.pageSize) { return empty }
+                let bindings = try SoupQueryBuilder.bindings(lookup, keys: template, soup: info)
+                return try readers.withReader { db in
+                    try readPage(lookup.plan, bindings: bindings, pageSize: lookup.spec.pageSize, page: page, on: db)
+                }
             }
         }
     }
