@@ -184,12 +184,25 @@ def enc(value: Optional[str]) -> Optional[bytes]:
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False, separators=(",", ":"))
 
 
+def _unserializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The same encoder made once: JSONEncoder.encode makes it again on every call, which was half of
+# a small query spec's encoding. None where the interpreter has no C encoder.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_c_encode = (_c_make_encoder(None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+             if _c_make_encoder is not None else None)
+
+
 def dump(value: Any) -> bytes:
     """JSON text of a Python value (str/bytes are taken as JSON text already written)."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
         return value.encode("utf-8")
+    if _c_encode is not None and type(value) in (dict, list):
+        return "".join(_c_encode(value, 0)).encode("utf-8")
     return _encoder.encode(value).encode("utf-8")
 
 
@@ -225,7 +238,11 @@ def call(fn: Any, *args: Any) -> None:
 def call_json(fn: Any, *args: Any) -> Any:
     """Calls a C function ending in ``char **out, syncstore_error *err``; returns the decoded JSON."""
     out = ctypes.c_void_p()
-    call(fn, *args, ctypes.byref(out))
+    err = Error()
+    status = fn(*args, ctypes.byref(out), ctypes.byref(err))
+    if status != 0:
+        assert _raise_error is not None
+        raise _raise_error(status, err)
     ptr = out.value
     if not ptr:
         return None
