@@ -116,9 +116,42 @@ final class QueryWatch {
         return Outcome(total: 0, page: "[]", diff: diff, isSmart: false)
     }
 
-    private func judgeSoup(_ spec: QuerySpec, _ info: SoupInfo, _ part: StoreChange.SoupChange?, _ store: SmartStore) throws -> Outcome? {
+    /// The SQL a soup spec is judged with, for one catalog state of its soup.
+    private struct Judging {
+        /// The SoupInfo it was made for (a catalog change makes a new one).
+        let plans: PlanCache
+        let plan: QueryPlan
+        let bindings: [SQLValue]
+        /// The ids and modification times of the given changed entries (JSON array) in the result.
+        let changedSQL: String
+        /// Those of the whole result.
+        let resultSQL: String
+    }
+
+    /// Made once per catalog state: building the SQL was most of a quiet judgement's work.
+    private var judging: Judging?
+
+    private func judging(_ spec: QuerySpec, _ info: SoupInfo) throws -> Judging {
+        if let judging, judging.plans === info.plans { return judging }
         let (condition, bindings) = try SoupQueryBuilder.whereClause(spec, soup: info)
-        let plan = try SoupQueryBuilder.plan(spec, soup: info)
+        let table = info.table
+        // The changed ids drive the loop (CROSS JOIN keeps that order): an index of the
+        // condition would walk the whole result instead.
+        let made = Judging(
+            plans: info.plans, plan: try SoupQueryBuilder.plan(spec, soup: info), bindings: bindings,
+            changedSQL: "SELECT \(table).id, \(table).lastModified FROM (SELECT value AS changed FROM json_each(?)) AS changed_ids"
+                + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed" + (condition.isEmpty ? "" : " WHERE \(condition)"),
+            // Sorted here, not by ORDER BY id: SQLite would walk the whole table in id order
+            // (and a reader that did so was measured 3x slower at the next small judgement).
+            resultSQL: "SELECT id, lastModified FROM \(table)" + (condition.isEmpty ? "" : " WHERE \(condition)"))
+        judging = made
+        return made
+    }
+
+    private func judgeSoup(_ spec: QuerySpec, _ info: SoupInfo, _ part: StoreChange.SoupChange?, _ store: SmartStore) throws -> Outcome? {
+        let judging = try judging(spec, info)
+        let plan = judging.plan
+        let bindings = judging.bindings
         let updated = Set(part.map { $0.updated.ids + $0.inserted.ids } ?? [])
         // Known entries: only they are read. A cleared soup, another process's change or a
         // list cut short reads the whole result.
@@ -132,11 +165,7 @@ final class QueryWatch {
                 var ids = "["
                 for (i, id) in changed.enumerated() { ids += (i == 0 ? "" : ",") + String(id) }
                 ids += "]"
-                // The changed ids drive the loop (CROSS JOIN keeps that order): an index of the
-                // condition would walk the whole result instead.
-                let table = info.table
-                let sql = "SELECT \(table).id, \(table).lastModified FROM (SELECT value AS changed FROM json_each(?)) AS changed_ids"
-                    + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed" + (condition.isEmpty ? "" : " WHERE \(condition)")
+                let sql = judging.changedSQL
                 // Most commits leave a result alone: one statement tells, with no transaction.
                 var now: [Int64: Int64] = [:]
                 try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
@@ -155,9 +184,7 @@ final class QueryWatch {
             try db.execute("BEGIN")
             defer { _ = try? db.execute("COMMIT") }
             var moved = Diff()
-            // Sorted here, not by ORDER BY id: SQLite would walk the whole table in id order
-            // (and a reader that did so was measured 3x slower at the next small judgement).
-            let sql = "SELECT id, lastModified FROM \(info.table)" + (condition.isEmpty ? "" : " WHERE \(condition)")
+            let sql = judging.resultSQL
             var rows: [(id: Int64, stamp: Int64)] = []
             try read(sql, bindings, db) { rows.append(($0, $1)) }
             let now = ResultEntries(rows)
