@@ -65,7 +65,18 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             return soup.map { change.soups[$0] != nil } ?? true
         }
 
+        /// Which commits it hears, as a value: listeners with equal ones hear the same commits.
+        var hearing: Hearing {
+            if let query { return .soups(query.soups) }
+            return soup.map { .soups([$0]) } ?? .all
+        }
+
         func due(at now: Int64) -> Bool { hasNotice && now - lastSent >= intervalMs }
+    }
+
+    private enum Hearing: Equatable {
+        case all
+        case soups(Set<String>)
     }
 
     private struct Buffering {
@@ -319,6 +330,9 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     private var lastSoupNotice: (span: NoticeSpan, text: String)?
     /// How many times the log's oldest half was merged (a span's positions then mean other commits).
     private var logFolds = 0
+    /// The last span of the log merged for a listener, and what it heard there: the listeners
+    /// that hear alike and took the same commits (after a gathering, most of them) share it.
+    private var lastMerge: (from: Int64, end: Int64, folds: Int, hearing: Hearing, change: StoreChange?)?
 
     /// Takes listener `token`'s notice and marks it running (under the lock); nil when it has
     /// none due, is running, or is gone.
@@ -330,8 +344,15 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         var change: StoreChange? = nil
         var span: NoticeSpan? = nil
         if let from = listener.from {
-            for heard in log[Int(from - logStart)...] where listener.hears(heard) {
-                change = change.map { $0.merged(with: heard) } ?? heard
+            let end = logStart + Int64(log.count)
+            let hearing = listener.hearing
+            if !listener.gone, let last = lastMerge, last.from == from, last.end == end, last.folds == logFolds, last.hearing == hearing {
+                change = last.change
+            } else {
+                for heard in log[Int(from - logStart)...] where listener.hears(heard) {
+                    change = change.map { $0.merged(with: heard) } ?? heard
+                }
+                if !listener.gone { lastMerge = (from, end, logFolds, hearing, change) }
             }
             if listener.query == nil && listener.observe == nil {
                 span = NoticeSpan(from: from, end: logStart + Int64(log.count), folds: logFolds, soup: listener.soup, owner: listener.owner)
