@@ -513,6 +513,10 @@ int syncstore_cursor_close(syncstore_store *store, int64_t cursor_id, syncstore_
  * more than 20,000 entries (merged commits included) or another process's change run the query again. A query listener whose
  * soup is removed hears once (every entry "removed", totalEntries 0), then nothing until it is
  * removed; one of a Smart SQL query hears every change of the soups it names.
+ * Gathering. When commits come while the notifier is still telling earlier ones, it waits 1 ms
+ * for more before telling again, so a stream of small commits is told about once a millisecond
+ * per listener (merged as above), not once per commit; a commit made while the notifier is idle
+ * is told at once.
  * Delivery. By default a listener's callbacks run on the store's notifier thread (above). A
  * handle may instead buffer its listeners' notices (syncstore_buffer_notifications(), as
  * Couchbase Lite's buffered notifications): they are then called on the thread that calls
