@@ -26,9 +26,14 @@ package struct DeletedRecordsWindow {
         }
     }
 
+    /// Made when the sync engine's companion is (a store opened for writing): a table made by a
+    /// cleaning itself changed the schema under a sync up running beside it, which then failed.
+    package static func createTable(_ db: Connection) throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS \(table) (syncId INTEGER PRIMARY KEY, serverTime INTEGER NOT NULL)")
+    }
+
     /// Sets the mark inside the caller's write transaction.
     package func setMark(_ serverTime: Int64, db: Connection) throws {
-        try db.execute("CREATE TABLE IF NOT EXISTS \(Self.table) (syncId INTEGER PRIMARY KEY, serverTime INTEGER NOT NULL)")
         let statement = try db.prepare("INSERT OR REPLACE INTO \(Self.table) (syncId, serverTime) VALUES (?, ?)")
         try statement.bind([.int(syncId), .int(serverTime)])
         _ = try statement.step()

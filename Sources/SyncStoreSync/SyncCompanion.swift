@@ -24,7 +24,10 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
     private init(store: SmartStore) throws {
         self.store = store
         guard !store.readOnly else { return }
-        try store.write { db in try CreateMarkLedger.createTables(db) }
+        try store.write { db in
+            try CreateMarkLedger.createTables(db)
+            try DeletedRecordsWindow.createTable(db)
+        }
         // Best effort: the sync manager does it again when it starts.
         try? SyncStateStore.stopOrphansIfUnowned(store)
     }
