@@ -281,45 +281,37 @@ package struct SpecTemplate {
     /// FlatObject). The template is built on the stack: a lookup allocates nothing for it.
     package static func read<T>(_ utf8: UnsafeBufferPointer<UInt8>, _ body: (SpecTemplate) throws -> T?) rethrows -> T? {
         // Each member's quotes and colon outweigh the template's two separators: the template
-        // is never longer than the text.
+        // is never longer than the text (and a member that would not fit sends it to jansson).
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(utf8.count, 1)) { buffer -> T? in
             guard let base = buffer.baseAddress else { return nil }
             var length = 0
             var match: QuerySpec.SQLKey?, begin: QuerySpec.SQLKey?, end: QuerySpec.SQLKey?, like: QuerySpec.SQLKey?
             var reader = FlatObject(utf8)
             while let member = reader.next() {
+                let key = QuerySpec.keyMember(member.key)
+                let value = key == nil ? member.raw.count : 1
+                guard let name = member.key.baseAddress, length + member.key.count + value + 2 <= buffer.count else { return nil }
                 // NUL never occurs in JSON text, so it separates the parts unambiguously.
-                length = SpecTemplate.append(member.key, to: base, at: length, capacity: buffer.count)
-                length = SpecTemplate.append(0, to: base, at: length, capacity: buffer.count)
-                switch QuerySpec.keyMember(member.key) {
+                (base + length).update(from: name, count: member.key.count)
+                length += member.key.count
+                base[length] = 0
+                switch key {
                 case .matchKey?: match = QuerySpec.SQLKey(member.value)
                 case .beginKey?: begin = QuerySpec.SQLKey(member.value)
                 case .endKey?: end = QuerySpec.SQLKey(member.value)
                 case .likeKey?: like = QuerySpec.SQLKey(member.value)
                 case nil:
-                    length = SpecTemplate.append(member.raw, to: base, at: length, capacity: buffer.count)
-                    length = SpecTemplate.append(0, to: base, at: length, capacity: buffer.count)
-                    continue
+                    if let raw = member.raw.baseAddress { (base + length + 1).update(from: raw, count: member.raw.count) }
                 }
-                length = SpecTemplate.append(member.kind, to: base, at: length, capacity: buffer.count)
-                length = SpecTemplate.append(0, to: base, at: length, capacity: buffer.count)
+                // A key's value is left out; its JSON type stays.
+                if key == nil { length += 1 + member.raw.count } else { base[length + 1] = member.kind; length += 2 }
+                base[length] = 0
+                length += 1
             }
             guard reader.isValid else { return nil }
             return try body(SpecTemplate(text: UnsafeBufferPointer(start: base, count: length),
                                          matchKey: match, beginKey: begin, endKey: end, likeKey: like))
         }
-    }
-
-    private static func append(_ bytes: UnsafeBufferPointer<UInt8>, to base: UnsafeMutablePointer<UInt8>, at length: Int, capacity: Int) -> Int {
-        guard let from = bytes.baseAddress, length + bytes.count <= capacity else { return length }
-        (base + length).update(from: from, count: bytes.count)
-        return length + bytes.count
-    }
-
-    private static func append(_ byte: UInt8, to base: UnsafeMutablePointer<UInt8>, at length: Int, capacity: Int) -> Int {
-        guard length < capacity else { return length }
-        base[length] = byte
-        return length + 1
     }
 
     /// `spec` (parsed from a text with this template) with this text's keys.
