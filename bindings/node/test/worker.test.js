@@ -26,8 +26,11 @@ const { openStore } = require(workerData.module);
   const count = (await store.query('contacts', { queryType: 'range', indexPath: 'Id', pageSize: 1 })).totalEntries;
   if (workerData.hang) {
     store.registerTarget('hang', { fetchPage: () => new Promise(() => {}) });
-    store.syncDown({ type: 'hang' }, 'contacts');
-    store.syncDown({ type: 'soql', query: 'SELECT Id FROM Contact' }, 'contacts');
+    // Both made before the main thread hears from this worker (and may terminate it): a run
+    // starts after the call returns, and a slow worker (ASan) was terminated before sync 2 existed.
+    const hang = store.syncDown({ type: 'hang' }, 'contacts');
+    const queued = store.syncDown({ type: 'soql', query: 'SELECT Id FROM Contact' }, 'contacts');
+    await Promise.all([hang.started, queued.started]);
   }
   parentPort.postMessage({ status: final.status, count, events });
 })().catch((error) => parentPort.postMessage({ error: error.message }));
