@@ -27,6 +27,7 @@ package final class SyncCompanion: StoreCompanion, @unchecked Sendable {
         try store.write { db in
             try CreateMarkLedger.createTables(db)
             try DeletedRecordsWindow.createTable(db)
+            try ReplayMarks.createTable(db)
         }
         // Best effort: the sync manager does it again when it starts.
         try? SyncStateStore.stopOrphansIfUnowned(store)

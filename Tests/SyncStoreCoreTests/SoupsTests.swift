@@ -116,7 +116,7 @@ final class RegisterSoupTests: StoreTestCase {
         XCTAssertFalse(try reopenStore().soupExists("s"), "removal is persistent")
         // The soup's tables are gone from the file.
         let tables = try rawDump(dbPath).filter { $0.hasPrefix("schema t:table") }
-        XCTAssertEqual(tables.count, 8, "soup_attrs, soup_index_map, soup_versions, sqlite_sequence, sync_mark_generation, sync_clean_soups, sync_ghost_marks and the other soup's table: \(tables)")
+        XCTAssertEqual(tables.count, 9, "soup_attrs, soup_index_map, soup_versions, sqlite_sequence, sync_mark_generation, sync_clean_soups, sync_ghost_marks, sync_stream_replay and the other soup's table: \(tables)")
     }
 
     func testHostileSoupNamesWorkEndToEnd() throws {

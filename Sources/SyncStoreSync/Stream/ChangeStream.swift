@@ -65,7 +65,6 @@ package final class ChangeStream: @unchecked Sendable {
         ownOrigin = ";client=" + ownClient
         var seen = Set<String>()
         channels = routes.map { ChangeEvent.channel(of: $0.object) }.filter { seen.insert($0.lowercased()).inserted }
-        try marks.prepare()
         received = try marks.load(channels)
     }
 

@@ -11,20 +11,15 @@ package struct ReplayMarks {
     package let store: SmartStore
     package let instance: String
 
-    /// Creates the table (at live sync's start: a schema change while syncs run would make
-    /// their statements prepare again mid-run).
-    package func prepare() throws {
-        try store.write { db in try db.execute(Self.createSQL) }
+    /// Made with the sync engine's other tables when a store opens for writing (SyncCompanion):
+    /// a schema change while syncs run would make their statements prepare again mid-run.
+    package static func createTable(_ db: Connection) throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS \(table) (channel TEXT PRIMARY KEY, instance TEXT NOT NULL, replayId INTEGER NOT NULL)")
     }
-
-    private static let createSQL = "CREATE TABLE IF NOT EXISTS \(table) (channel TEXT PRIMARY KEY, instance TEXT NOT NULL, replayId INTEGER NOT NULL)"
 
     /// Each channel's mark; a channel without one is absent.
     package func load(_ channels: [String]) throws -> [String: Int64] {
         try store.readers.withReader { db in
-            guard try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(Self.table)]) == 1 else {
-                return [:]
-            }
             var marks: [String: Int64] = [:]
             for channel in channels {
                 if let id = try db.scalarInt("SELECT replayId FROM \(Self.table) WHERE channel = ? AND instance = ?",
@@ -39,7 +34,6 @@ package struct ReplayMarks {
     package func save(_ marks: [String: Int64]) throws {
         guard !marks.isEmpty else { return }
         try store.write { db in
-            try db.execute(Self.createSQL)
             let statement = try db.prepare("INSERT OR REPLACE INTO \(Self.table) (channel, instance, replayId) VALUES (?, ?, ?)")
             for (channel, id) in marks.sorted(by: { $0.key < $1.key }) {
                 statement.reset()
