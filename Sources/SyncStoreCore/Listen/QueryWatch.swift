@@ -119,7 +119,7 @@ final class QueryWatch {
     /// The SQL a soup spec is judged with, for one catalog state of its soup.
     private struct Judging {
         /// The SoupInfo it was made for (a catalog change makes a new one).
-        let plans: PlanCache
+        let plans: RecentCache<PlanCache.Shape, PlanCache.Text>
         let plan: QueryPlan
         let bindings: [SQLValue]
         /// The ids and modification times of the given changed entries (JSON array) in the result.

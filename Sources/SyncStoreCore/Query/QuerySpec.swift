@@ -268,7 +268,7 @@ extension QuerySpec.SQLKey {
 /// A flat spec's text without the values of its keys (matchKey, beginKey, endKey, likeKey),
 /// plus those values. Two specs with one template parse alike but for their keys (the
 /// template keeps each key's JSON type, which the checks and the SQL depend on), so a lookup
-/// repeated with new keys can reuse the first one's parse and plan (LookupCache).
+/// repeated with new keys can reuse the first one's parse and plan (`SoupInfo.lookups`).
 package struct SpecTemplate {
     /// The template's bytes: valid only during the `read` call that passes this value.
     package let text: UnsafeBufferPointer<UInt8>

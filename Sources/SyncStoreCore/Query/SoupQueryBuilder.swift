@@ -27,9 +27,45 @@ package struct QueryPlan {
     }
 }
 
+/// A few recent values by key, the last one compared before any hash (a repeated query asks
+/// for the same key again); past `capacity` keys it starts again. Thread-safe.
+package final class RecentCache<Key: Hashable, Value>: @unchecked Sendable {
+    private let capacity: Int
+    private let lock = Lock()
+    private var values: [Key: Value] = [:]
+    private var lastKey: Key?
+    private var lastValue: Value?
+
+    package init(capacity: Int = 64) { self.capacity = capacity }
+
+    package func value(for key: Key) -> Value? { value(isLast: { $0 == key }, key: { key }) }
+
+    /// `isLast` tells whether the last key asked for is this one without making it; `key`
+    /// makes it when the table must be asked.
+    package func value(isLast: (Key) -> Bool, key: () -> Key) -> Value? {
+        lock.withLock {
+            if let lastKey, let lastValue, isLast(lastKey) { return lastValue }
+            let key = key()
+            guard let found = values[key] else { return nil }
+            lastKey = key
+            lastValue = found
+            return found
+        }
+    }
+
+    package func store(_ value: Value, for key: Key) {
+        lock.withLock {
+            if values.count >= capacity { values.removeAll(keepingCapacity: true) }
+            values[key] = value
+            lastKey = key
+            lastValue = value
+        }
+    }
+}
+
 /// The SQL of recent query specs by their shape (all but the key values): a repeated lookup
 /// only binds new values (building the text was a third of an exact query's time).
-package final class PlanCache: @unchecked Sendable {
+package enum PlanCache {
     package struct Shape: Hashable {
         package let queryType: QuerySpec.QueryType
         package let indexPath: String?
@@ -55,76 +91,18 @@ package final class PlanCache: @unchecked Sendable {
         package let countSQL: String
         package let rows: QueryPlan.Rows
     }
-
-    package static let capacity = 64
-    private let lock = Lock()
-    private var texts: [Shape: Text] = [:]
-    /// The last shape asked for: a repeated lookup compares its shape instead of hashing it.
-    private var last: (shape: Shape, text: Text)?
-
-    package func text(_ shape: Shape) -> Text? {
-        lock.withLock {
-            if let last, last.shape == shape { return last.text }
-            guard let text = texts[shape] else { return nil }
-            last = (shape, text)
-            return text
-        }
-    }
-
-    package func store(_ text: Text, for shape: Shape) {
-        lock.withLock {
-            if texts.count >= PlanCache.capacity { texts.removeAll(keepingCapacity: true) }
-            texts[shape] = text
-            last = (shape, text)
-        }
-    }
 }
 
-/// Recent lookups on one soup by their spec's template (SpecTemplate): a lookup repeated with
-/// new key values is neither parsed nor planned again, only bound (parse and plan were half of
-/// a lookup's own time).
-package final class LookupCache: @unchecked Sendable {
-    package final class Lookup: @unchecked Sendable {
-        package let spec: QuerySpec
-        package let plan: QueryPlan
+/// A lookup on one soup by its spec's template (SpecTemplate), kept in the soup's
+/// `RecentCache`: a lookup repeated with new key values is neither parsed nor planned again,
+/// only bound (parse and plan were half of a lookup's own time).
+package final class CachedLookup: @unchecked Sendable {
+    package let spec: QuerySpec
+    package let plan: QueryPlan
 
-        package init(spec: QuerySpec, plan: QueryPlan) {
-            self.spec = spec
-            self.plan = plan
-        }
-    }
-
-    private let lock = Lock()
-    private var lookups: [[UInt8]: Lookup] = [:]
-    /// The last template asked for, compared before any hash.
-    private var lastTemplate: [UInt8] = []
-    private var lastLookup: Lookup?
-
-    package func lookup(_ template: UnsafeBufferPointer<UInt8>) -> Lookup? {
-        lock.withLock {
-            if let lastLookup, lastTemplate.count == template.count,
-               lastTemplate.withUnsafeBufferPointer({ mine in
-                   guard let a = mine.baseAddress, let b = template.baseAddress else { return mine.isEmpty }
-                   return memcmp(a, b, template.count) == 0
-               }) {
-                return lastLookup
-            }
-            let key = Array(template)
-            guard let found = lookups[key] else { return nil }
-            lastTemplate = key
-            lastLookup = found
-            return found
-        }
-    }
-
-    package func store(_ lookup: Lookup, for template: UnsafeBufferPointer<UInt8>) {
-        lock.withLock {
-            if lookups.count >= PlanCache.capacity { lookups.removeAll(keepingCapacity: true) }
-            let key = Array(template)
-            lookups[key] = lookup
-            lastTemplate = key
-            lastLookup = lookup
-        }
+    package init(spec: QuerySpec, plan: QueryPlan) {
+        self.spec = spec
+        self.plan = plan
     }
 }
 
@@ -133,7 +111,7 @@ package enum SoupQueryBuilder {
     package static func plan(_ spec: QuerySpec, soup: SoupInfo) throws -> QueryPlan {
         let shape = PlanCache.Shape(spec)
         let text: PlanCache.Text
-        if let cached = soup.plans.text(shape) {
+        if let cached = soup.plans.value(for: shape) {
             text = cached
         } else {
             text = try planText(spec, soup: soup)
@@ -144,7 +122,7 @@ package enum SoupQueryBuilder {
     }
 
     /// What a cached lookup's plan binds for the keys of `template` (a spec with its template).
-    package static func bindings(_ lookup: LookupCache.Lookup, keys template: SpecTemplate, soup: SoupInfo) throws -> [SQLValue] {
+    package static func bindings(_ lookup: CachedLookup, keys template: SpecTemplate, soup: SoupInfo) throws -> [SQLValue] {
         try whereBindings(template.keys(of: lookup.spec), soup: soup)
     }
 

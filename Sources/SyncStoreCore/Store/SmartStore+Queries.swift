@@ -66,13 +66,13 @@ extension SmartStore {
         guard let name else { return nil }
         return try SpecTemplate.read(utf8) { template in
             try reading(name) { info -> TextBuffer? in
-                let lookup: LookupCache.Lookup
-                if let known = info.lookups.lookup(template.text) {
+                let lookup: CachedLookup
+                if let known = info.lookups.value(isLast: { $0.elementsEqual(template.text) }, key: { Array(template.text) }) {
                     lookup = known
                 } else {
                     guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
-                    lookup = LookupCache.Lookup(spec: spec, plan: try SoupQueryBuilder.plan(spec, soup: info))
-                    info.lookups.store(lookup, for: template.text)
+                    lookup = CachedLookup(spec: spec, plan: try SoupQueryBuilder.plan(spec, soup: info))
+                    info.lookups.store(lookup, for: Array(template.text))
                 }
                 if let empty = pastEveryRow(page, pageSize: lookup.spec.pageSize) { return empty }
                 let bindings = try SoupQueryBuilder.bindings(lookup, keys: template, soup: info)

@@ -26,9 +26,9 @@ package struct SoupInfo {
     package let indexes: [IndexColumn]
     /// SQL of recent queries on this soup. A catalog change makes a new SoupInfo, and with it
     /// an empty cache, so a plan never outlives the indexes it was made for.
-    package let plans = PlanCache()
+    package let plans = RecentCache<PlanCache.Shape, PlanCache.Text>()
     /// Recent lookups' parsed specs and plans by template; dropped with the SoupInfo as `plans`.
-    package let lookups = LookupCache()
+    package let lookups = RecentCache<[UInt8], CachedLookup>()
 
     package var specs: [IndexSpec] { indexes.map(\.spec) }
     package var columnIndexes: [IndexColumn] { indexes.filter(\.hasColumn) }
