@@ -199,9 +199,7 @@ public func syncstore_query_page(_ s: OpaquePointer?, _ soup: CString?, _ spec: 
         let out = try requireOut(out, "out_entries_json")
         let store = try store(s)
         let soup = try optionalText(soup, "soup")
-        if let spec, let page = try spec.withMemoryRebound(to: UInt8.self, capacity: 1, { bytes in
-            try store.queryPage(soup: soup, specUTF8: UnsafeBufferPointer(start: bytes, count: strlen(spec)), page: page)
-        }) {
+        if let spec, let page = try store.queryPage(soup: soup, specUTF8: utf8Bytes(spec), page: page) {
             return try output(out, page)
         }
         try output(out, try store.queryPage(soup: soup, spec: try QuerySpec.parse(text: try text(spec, "query_spec_json")), page: page))
@@ -211,12 +209,13 @@ public func syncstore_query_page(_ s: OpaquePointer?, _ soup: CString?, _ spec: 
 /// A query spec argument, read straight from its bytes when it is a flat object (a lookup's
 /// spec), else as text.
 private func querySpec(_ p: CString?) throws -> QuerySpec {
-    if let p, let spec = try p.withMemoryRebound(to: UInt8.self, capacity: 1, { bytes in
-        try QuerySpec.parse(flat: UnsafeBufferPointer(start: bytes, count: strlen(p)))
-    }) {
-        return spec
-    }
+    if let p, let spec = try QuerySpec.parse(flat: utf8Bytes(p)) { return spec }
     return try QuerySpec.parse(text: try text(p, "query_spec_json"))
+}
+
+/// A C string's bytes (not yet known to be UTF-8), valid while the caller's string is.
+private func utf8Bytes(_ p: CString) -> UnsafeBufferPointer<UInt8> {
+    UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
 }
 
 @_cdecl("syncstore_cursor_move_to_page")
