@@ -193,6 +193,57 @@ final class ListenerTests: StoreTestCase {
         XCTAssertTrue(flags.isFinished)
     }
 
+    /// The notifier takes every notice due in one round; a callback that waits for another
+    /// thread removing listeners of the same round must not deadlock (remove waits for a call in
+    /// progress, not for the round), and a listener removed before its turn is never called.
+    func testACallbackWaitingForAThreadThatRemovesListenersOfItsRoundDoesNotDeadlock() throws {
+        final class Calls: @unchecked Sendable {
+            let lock = Lock()
+            var removed = Set<Int64>()
+            var late = 0
+            var removedInTime = false
+            var callbackEnded = false
+        }
+        final class TokenBox: @unchecked Sendable { var token: Int64 = 0 }
+        let calls = Calls()
+        var others: [Int64] = []
+        for _ in 0..<20 {
+            let box = TokenBox()
+            box.token = try listeners.add(store: try store, soup: "s", owner: 0) { _ in
+                calls.lock.withLock { if calls.removed.contains(box.token) { calls.late += 1 } }
+            }
+            others.append(box.token)
+        }
+        let (first, firstHeard) = try listen("s")
+        let done = Flags()
+        let notifier: ChangeListeners = listeners
+        firstHeard.onNotice = { _ in
+            guard !done.isInside else { return }
+            done.enter()
+            Thread { [others] in
+                for token in others {
+                    try? notifier.remove(token)
+                    calls.lock.withLock { _ = calls.removed.insert(token) }
+                }
+                done.finish()
+            }.start()
+            for _ in 0..<300 where !done.isFinished { usleep(10_000) }
+            calls.lock.withLock {
+                calls.removedInTime = done.isFinished
+                calls.callbackEnded = true
+            }
+        }
+        _ = try store.upsert(soup: "s", entriesJSON: #"{"k":"a"}"#)
+        XCTAssertEqual(firstHeard.wait(for: 1).count, 1)
+        for _ in 0..<500 where !calls.lock.withLock({ calls.callbackEnded }) { usleep(10_000) }
+        XCTAssertTrue(calls.lock.withLock { calls.removedInTime }, "the removing thread waited for the callback that waited for it")
+        _ = try store.upsert(soup: "s", entriesJSON: #"{"k":"b"}"#)
+        XCTAssertEqual(firstHeard.wait(for: 2).count, 2)
+        usleep(50_000)
+        XCTAssertEqual(calls.lock.withLock { calls.late }, 0, "a listener was called after its remove returned")
+        try listeners.remove(first)
+    }
+
     func testClosingAHandleRemovesItsListenersAndTheLastCloseAll() throws {
         let (mine, heardMine) = try listen(nil, owner: 1)
         let (_, heardOther) = try listen(nil, owner: 2)

@@ -239,4 +239,47 @@ final class QueryListenerTests: StoreTestCase {
         XCTAssertEqual(total(notice), 20_001)
         XCTAssertEqual(page(notice).compactMap { ($0["n"] as? NSNumber)?.intValue }, [-1, 0])
     }
+    /// Query listeners of one soup told of the same commit are judged in one statement
+    /// (`SharedJudging`, one arm each): each hears what its own condition says, no other's.
+    func testQueryListenersOfOneSoupJudgedTogetherEachHearTheirOwnResult() throws {
+        let ids = try upsert("s", #"[{"k":"a","n":1},{"k":"b","n":2},{"k":"c","n":9},{"k":"bb","n":7}]"#)
+        let (b1, c1, d1) = (ids[1], ids[2], ids[3])
+        let specs = [
+            #"{"soupName":"s","queryType":"exact","indexPath":"k","matchKey":"a"}"#,
+            #"{"soupName":"s","queryType":"range","indexPath":"n","beginKey":5,"endKey":10}"#,
+            #"{"soupName":"s","queryType":"like","indexPath":"k","likeKey":"b%"}"#,
+            #"{"soupName":"s","queryType":"exact","indexPath":"n","matchKey":"7"}"#,
+            #"{"soupName":"s","queryType":"range","indexPath":"n","beginKey":8}"#,
+            #"{"soupName":"s","queryType":"exact","indexPath":"k","matchKey":"zzz"}"#,
+            #"{"soupName":"s","queryType":"range","indexPath":"n"}"#,
+        ]
+        let heard = try specs.map { try watch($0).1 }
+        XCTAssertEqual(heard.map { total($0.wait(for: 1)[0]) }, [1, 2, 2, 1, 1, 0, 4])
+
+        // One commit: an insert and an update.
+        let stored = try upsert("s", #"[{"k":"a","n":6},{"_soupEntryId":\#(b1),"k":"b","n":8}]"#)
+        let a2 = stored[0]
+        let expected: [(added: [Int64], changed: [Int64], total: Int)?] = [
+            ([a2], [], 2), ([a2, b1].sorted(), [], 4), ([], [b1], 2), nil, ([b1], [], 2), nil, ([a2], [b1], 5)]
+        for (n, want) in expected.enumerated() {
+            guard let want else { continue }
+            let notice = heard[n].wait(for: 2)[1]
+            XCTAssertEqual(idsOf(notice, "added").sorted(), want.added, "listener \(n) (\(specs[n]))")
+            XCTAssertEqual(idsOf(notice, "changed"), want.changed, "listener \(n) (\(specs[n]))")
+            XCTAssertEqual(countOf(notice, "removed"), 0, "listener \(n)")
+            XCTAssertEqual(total(notice), want.total, "listener \(n)")
+        }
+
+        // Another: a delete.
+        try store.removeEntries(soup: "s", ids: [c1])
+        let removedFrom: [Int: Int] = [1: 3, 4: 1, 6: 4]
+        for (n, remaining) in removedFrom {
+            let notice = heard[n].wait(for: 3)[2]
+            XCTAssertEqual(idsOf(notice, "removed"), [c1], "listener \(n)")
+            XCTAssertEqual(total(notice), remaining, "listener \(n)")
+        }
+        usleep(100_000)
+        XCTAssertEqual(heard.map(\.all.count), [2, 3, 2, 1, 3, 1, 3])
+        XCTAssertEqual(page(heard[3].all[0]).compactMap { ($0["_soupEntryId"] as? NSNumber)?.int64Value }, [d1])
+    }
 }

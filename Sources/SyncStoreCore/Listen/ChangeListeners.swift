@@ -1,12 +1,13 @@
 import CJansson
 import Glibc
+import Synchronization
 import SyncStoreSupport
 
 /// Soup and query listeners: host code told, after commits, what they changed (the C header's
 /// "Callbacks, threads and close" is the contract). A companion of the store (one per store,
-/// made on the first listener). `didCommit` only appends the commit to a log the listeners share
-/// and marks the listeners that hear it and had nothing pending; the store's notifier thread
-/// then tells each listener whose notice is due (its minimum interval passed, no call of it in
+/// made on the first listener). `didCommit` only puts the commit in an inbox; the store's
+/// notifier thread moves it to a log the listeners share, marks the listeners that hear it and
+/// had nothing pending, and tells each listener whose notice is due (its minimum interval passed, no call of it in
 /// progress) every commit it hears since its mark, merged into one notice: one listener at a
 /// time, never on the writing thread, never while the library holds a lock. A handle may buffer
 /// its listeners' notices: the notifier then calls the handle's "ready" function once and the
@@ -77,6 +78,13 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     private enum Hearing: Equatable {
         case all
         case soups(Set<String>)
+
+        func hears(_ change: StoreChange) -> Bool {
+            switch self {
+            case .all: return true
+            case .soups(let soups): return change.soups.keys.contains { soups.contains($0) }
+            }
+        }
     }
 
     private struct Buffering {
@@ -86,7 +94,27 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     }
 
     private let lock = ConditionLock()
-    private var listeners: [Int64: Listener] = [:] { didSet { hostListening = nil } }
+    private var listeners: [Int64: Listener] = [:] {
+        didSet {
+            hostListening = nil
+            listening.store(!listeners.isEmpty, ordering: .sequentiallyConsistent)
+        }
+    }
+    /// Whether `listeners` has any, for writers, which do not take `lock`.
+    private let listening = Atomic<Bool>(false)
+
+    /// Commits the notifier has not taken in yet. A writer only appends here, under its own
+    /// lock: a commit never waits for `lock`, which the notifier holds while it works (with 100
+    /// query listeners, writers slept on it once in ten commits).
+    private let inboxLock = Lock()
+    private var inbox: [StoreChange] = []
+    /// The notifier's: the inbox's buffer it empties while writers fill the other.
+    private var taking: [StoreChange] = []
+    /// While the notifier sleeps (under `inboxLock`): the commits that would give a listener a
+    /// notice, which wake it; nil: none would. A listener whose notice is pending (waiting for
+    /// its interval or for its handle's send) hears a commit with that notice, taken in at the
+    /// next wake: with 100 buffered listeners never sent, a wake per commit cost the writer 20%.
+    private var wakeFor: Hearing?
     /// Whether a host listener (not an observer) is among `listeners`, when known.
     private var hostListening: Bool?
 
@@ -95,8 +123,12 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         if hostListening == nil { hostListening = listeners.values.contains { $0.observe == nil } }
         return hostListening == true ? ChangeListeners.pollMs : ChangeListeners.observerPollMs
     }
-    /// Listeners whose call is in progress, with the thread making it.
+    /// Listeners taken for telling (their notice judged and told), with the thread doing it.
     private var running: [Int64: pthread_t] = [:]
+    /// Listeners whose callback is in progress, with the thread making it: what `remove` waits
+    /// for. A listener taken in a round but not yet called is not waited for (the round skips it
+    /// once removed), so a callback that waits for a thread removing a later one cannot deadlock.
+    private var calling: [Int64: pthread_t] = [:]
     /// Handles whose listeners' notices wait for a send.
     private var buffered: [Int: Buffering] = [:]
     /// Listeners that may have a notice due, in the order they got one: the notifier's work,
@@ -217,6 +249,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 }
                 thread = started
             }
+            // Commits made before it are not its to hear.
+            takeInbox()
             listeners[token] = listener
             if held { running[token] = pthread_self() }
             lock.signal()
@@ -235,7 +269,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             guard listeners.removeValue(forKey: token) != nil else {
                 throw StoreError(.state, "The listener token is not one of this store's live listeners (removed already, removed with its handle, or another store's)")
             }
-            while let other = running[token], pthread_equal(other, me) == 0 { _ = lock.wait() }
+            while let other = calling[token], pthread_equal(other, me) == 0 { _ = lock.wait() }
         }
         if lock.withLock({ listeners.isEmpty }) { stopWatchingOthers() }
     }
@@ -266,6 +300,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         try lock.withLock {
             if closed { throw StoreError(.state, "The store is closed; open it again") }
             buffered[owner] = Buffering(ready: ready)
+            takeInbox()
             for (token, listener) in listeners where listener.owner == owner && listener.hasNotice { enqueue(token) }
         }
     }
@@ -280,6 +315,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             guard buffered[owner] != nil else {
                 throw StoreError(.state, "This handle does not buffer its notices; call syncstore_buffer_notifications first")
             }
+            // Commits made before this call are sent by it.
+            takeInbox()
             let now = Clock.monotonicMillis()
             return listeners.filter { $0.value.owner == owner && $0.value.observe == nil && $0.value.due(at: now) }
                 .sorted { ($0.value.from ?? -1, $0.key) < ($1.value.from ?? -1, $1.key) }.map(\.key)
@@ -293,6 +330,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         // for them.
         lock.withLock {
             buffered[owner]?.signalled = false
+            takeInbox()
             for (token, listener) in listeners where listener.owner == owner && listener.hasNotice { enqueue(token) }
         }
         return sent
@@ -301,10 +339,15 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     // MARK: the notifier thread
 
     private enum Work {
-        case tell(Int64, Taken)
-        case ready(Ready)
+        case round([Step])
         case poll
         case stop
+    }
+
+    /// One thing a round does, in the order listeners got their notices.
+    private enum Step {
+        case tell(Int64, Taken)
+        case ready(Ready)
     }
 
     /// A listener's notice taken for telling.
@@ -363,8 +406,9 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     }
 
     /// Tells one taken notice on this thread; returns how many callbacks were made (a query
-    /// listener's first notice and a change may be told together).
-    private func tell(_ token: Int64, _ work: Taken) -> Int {
+    /// listener's first notice and a change may be told together). `judged`: the query's
+    /// outcome when its round judged it already (`SharedJudging`).
+    private func tell(_ token: Int64, _ work: Taken, judged: QueryWatch.Outcome?? = nil) -> Int {
         var calls = 0
         var text: String? = nil
         if let initial = work.initial {
@@ -373,16 +417,16 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         if let change = work.change {
             if let query = work.listener.query, let store {
                 // A query that cannot run now (a Smart SQL time limit) is judged at the next change.
-                if let outcome = try? query.judge(change, store) {
+                if let outcome = judged ?? (try? query.judge(change, store)) {
                     let first = text
                     text = Notice.query(outcome, change: change, owner: work.listener.owner)
-                    if let first {
+                    if let first, begin(token, work.listener) {
                         asCallback { work.listener.deliver(first) }
                         calls += 1
                     }
                 }
             } else if let observe = work.listener.observe {
-                observe(change)
+                if begin(token, work.listener) { observe(change) }
             } else if work.listener.query == nil {
                 if let span = work.span, let shared = lock.withLock({ lastSoupNotice?.span == span ? lastSoupNotice?.text : nil }) {
                     text = shared
@@ -393,12 +437,13 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                 }
             }
         }
-        if let text {
+        if let text, begin(token, work.listener) {
             asCallback { work.listener.deliver(text) }
             calls += 1
         }
         lock.withLock {
             running[token] = nil
+            calling[token] = nil
             if work.listener.query?.gone == true { work.listener.gone = true }
             if text != nil { work.listener.lastSent = Clock.monotonicMillis() }
             lock.broadcast()
@@ -406,6 +451,37 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             if listeners[token] != nil && work.listener.hasNotice { enqueue(token) }
         }
         return calls
+    }
+
+    /// Before a call of a taken listener: false when it was removed since it was taken (no call
+    /// then); otherwise it is marked calling until its `tell` ends.
+    private func begin(_ token: Int64, _ listener: Listener) -> Bool {
+        let me = pthread_self()
+        return lock.withLock {
+            guard listeners[token] === listener else { return false }
+            calling[token] = me
+            return true
+        }
+    }
+
+    /// Tells a round's notices in order, its query listeners that share a soup and a change
+    /// judged together first.
+    private func tellRound(_ steps: [Step]) {
+        var judged: [Int64: QueryWatch.Outcome?] = [:]
+        if let store {
+            var members: [SharedJudging.Member] = []
+            for case .tell(let token, let taken) in steps {
+                guard let query = taken.listener.query, let change = taken.change, let shared = query.shared(change, store) else { continue }
+                members.append(SharedJudging.Member(token: token, query: query, shared: shared))
+            }
+            if members.count > 1 { judged = SharedJudging.judge(members, store) }
+        }
+        for step in steps {
+            switch step {
+            case .tell(let token, let taken): _ = tell(token, taken, judged: judged[token])
+            case .ready(let ready): asCallback { ready() }
+            }
+        }
     }
 
     private func loop() {
@@ -418,6 +494,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             let work: Work = lock.withLock {
                 while true {
                     if closed { return .stop }
+                    takeInbox()
                     var now = Clock.monotonicMillis()
                     if now < gatherUntil {
                         _ = lock.wait(deadline: ConditionLock.deadline(afterMs: gatherUntil - now))
@@ -427,6 +504,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                         delayed[token] = nil
                         enqueue(token)
                     }
+                    // Every notice due now is taken in this one pass of the lock: a round.
+                    var round: [Step] = []
                     while let token = dequeue() {
                         // A listener in a call is queued again when the call ends.
                         guard let listener = listeners[token], listener.hasNotice, running[token] == nil else { continue }
@@ -440,13 +519,14 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                             // Its handle sends it; queued again after that send if still pending.
                             guard !buffering.signalled else { continue }
                             buffered[listener.owner]?.signalled = true
-                            if let ready = buffering.ready { return .ready(ready) }
+                            if let ready = buffering.ready { round.append(.ready(ready)) }
                             continue
                         }
-                        if let taken = take(token, at: now) {
-                            telling = true
-                            return .tell(token, taken)
-                        }
+                        if let taken = take(token, at: now) { round.append(.tell(token, taken)) }
+                    }
+                    if !round.isEmpty {
+                        telling = true
+                        return .round(round)
                     }
                     // The queue is empty: commits that came meanwhile start a gathering.
                     if telling {
@@ -465,6 +545,15 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
                         return .poll
                     }
                     let wake = [delayed.values.min(), listeners.isEmpty ? nil : nextPoll].compactMap { $0 }.min()
+                    // Set with the inbox's last look, under its lock: a commit after the look sees
+                    // it (see didCommit).
+                    let wakers = idleHearing()
+                    if inboxLock.withLock({ () -> Bool in
+                        if !inbox.isEmpty { return true }
+                        wakeFor = wakers
+                        return false
+                    }) { continue }
+                    defer { inboxLock.withLock { wakeFor = nil } }
                     if let wake {
                         _ = lock.wait(deadline: ConditionLock.deadline(afterMs: max(1, wake - now)))
                     } else {
@@ -475,10 +564,8 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             switch work {
             case .stop:
                 return
-            case .tell(let token, let taken):
-                _ = tell(token, taken)
-            case .ready(let ready):
-                asCallback { ready() }
+            case .round(let steps):
+                tellRound(steps)
             case .poll:
                 pollOthers()
             }
@@ -554,28 +641,67 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
     // MARK: StoreCompanion
 
     package func didCommit(_ change: StoreChange) {
-        lock.withLock {
-            guard !closed else { return }
-            if telling { committedWhileTelling = true }
-            lastSequence = max(lastSequence, change.sequence)
-            let index = logStart + Int64(log.count)
-            var heard = false, marked = false
-            for (token, listener) in listeners {
-                // A listener with a notice pending hears this commit with it: it only matters
-                // whether someone hears it (the log then keeps it).
-                if heard && listener.from != nil { continue }
-                guard listener.hears(change) else { continue }
-                heard = true
-                guard listener.from == nil else { continue }
-                listener.from = index
-                enqueue(token, signal: false)
-                marked = true
+        // No listener: none can hear it (one added later hears only later commits).
+        guard listening.load(ordering: .sequentiallyConsistent) else { return }
+        let wake = inboxLock.withLock { () -> Bool in
+            inbox.append(change)
+            // A notifier far behind: the commits it has not taken in become one (as the log's
+            // oldest half does), so memory stays flat.
+            if inbox.count > ChangeListeners.logLimit {
+                inbox = [inbox.dropFirst().reduce(inbox[0]) { $0.merged(with: $1) }]
             }
-            guard heard else { return }
-            log.append(change)
-            if marked { lock.signal() }
-            if log.count > ChangeListeners.logLimit { trimLog() }
+            guard let wakers = wakeFor, wakers.hears(change) else { return false }
+            wakeFor = nil
+            return true
         }
+        // The notifier is in its wait (it holds `lock` until then).
+        if wake { lock.withLock { lock.broadcast() } }
+    }
+
+    /// What the listeners with no notice pending hear (under `lock`); nil: none.
+    private func idleHearing() -> Hearing? {
+        var soups = Set<String>()
+        var any = false
+        for listener in listeners.values where listener.from == nil && !listener.gone {
+            switch listener.hearing {
+            case .all: return .all
+            case .soups(let heard): soups.formUnion(heard)
+            }
+            any = true
+        }
+        return any ? .soups(soups) : nil
+    }
+
+    /// Moves the inbox's commits to the log, marking the listeners that hear them (under `lock`).
+    private func takeInbox() {
+        inboxLock.withLock { swap(&inbox, &taking) }
+        guard !taking.isEmpty else { return }
+        for change in taking where !closed { note(change) }
+        taking.removeAll(keepingCapacity: true)
+    }
+
+    /// One commit taken in: the listeners that hear it and had nothing pending are marked (under
+    /// `lock`).
+    private func note(_ change: StoreChange) {
+        if telling { committedWhileTelling = true }
+        lastSequence = max(lastSequence, change.sequence)
+        let index = logStart + Int64(log.count)
+        var heard = false, marked = false
+        for (token, listener) in listeners {
+            // A listener with a notice pending hears this commit with it: it only matters
+            // whether someone hears it (the log then keeps it).
+            if heard && listener.from != nil { continue }
+            guard listener.hears(change) else { continue }
+            heard = true
+            guard listener.from == nil else { continue }
+            listener.from = index
+            enqueue(token, signal: false)
+            marked = true
+        }
+        guard heard else { return }
+        log.append(change)
+        if marked { lock.signal() }
+        if log.count > ChangeListeners.logLimit { trimLog() }
     }
 
     /// Drops the commits every listener has heard, and merges the oldest half into one when a
@@ -603,8 +729,13 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             listeners = listeners.filter { !last && $0.value.owner != owner }
             if last { buffered.removeAll() } else { buffered[owner] = nil }
             lock.broadcast()
-            // Calls in progress of the listeners removed (all of them when the store closes).
-            while running.contains(where: { listeners[$0.key] == nil && pthread_equal($0.value, me) == 0 }) { _ = lock.wait() }
+            // Calls in progress of the listeners removed; when the store closes, all the notifier's
+            // work (a round's judging reads the store).
+            if last {
+                while running.contains(where: { pthread_equal($0.value, me) == 0 }) { _ = lock.wait() }
+            } else {
+                while calling.contains(where: { listeners[$0.key] == nil && pthread_equal($0.value, me) == 0 }) { _ = lock.wait() }
+            }
             guard last, let thread, pthread_equal(thread, me) == 0 else { return nil }
             self.thread = nil
             return thread

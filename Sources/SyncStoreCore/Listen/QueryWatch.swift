@@ -122,6 +122,8 @@ final class QueryWatch {
         let plans: RecentCache<PlanCache.Shape, PlanCache.Text>
         let plan: QueryPlan
         let bindings: [SQLValue]
+        /// The spec's condition on the soup's table ("" for none), over the columns of its rows.
+        let condition: String
         /// The ids and modification times of the given changed entries (JSON array) in the result.
         let changedSQL: String
         /// Those of the whole result.
@@ -138,7 +140,7 @@ final class QueryWatch {
         // The changed ids drive the loop (CROSS JOIN keeps that order): an index of the
         // condition would walk the whole result instead.
         let made = Judging(
-            plans: info.plans, plan: try SoupQueryBuilder.plan(spec, soup: info), bindings: bindings,
+            plans: info.plans, plan: try SoupQueryBuilder.plan(spec, soup: info), bindings: bindings, condition: condition,
             changedSQL: "SELECT \(table).id, \(table).lastModified FROM (SELECT value AS changed FROM json_each(?)) AS changed_ids"
                 + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed" + (condition.isEmpty ? "" : " WHERE \(condition)"),
             // Sorted here, not by ORDER BY id: SQLite would walk the whole table in id order
@@ -148,41 +150,78 @@ final class QueryWatch {
         return made
     }
 
+    /// The changed entries of a soup's part of a change, when they are all known: the ids a
+    /// judgement reads (sorted, each once, and as the JSON array it binds) and those written.
+    struct ChangedIds {
+        let sorted: [Int64]
+        let json: String
+        let written: Set<Int64>
+
+        /// Nil when the part does not list every changed entry (a cleared soup, another
+        /// process's change, a list cut short): the whole result is read then.
+        init?(_ part: StoreChange.SoupChange) {
+            if part.cleared || part.unknown || part.inserted.cut || part.updated.cut || part.deleted.cut { return nil }
+            sorted = Array(Set(part.inserted.ids + part.updated.ids + part.deleted.ids)).sorted()
+            var json = "["
+            for (i, id) in sorted.enumerated() { json += (i == 0 ? "" : ",") + String(id) }
+            self.json = json + "]"
+            written = Set(part.updated.ids + part.inserted.ids)
+        }
+    }
+
+    /// What a round's shared statement (`SharedJudging`) needs to judge `change` for this
+    /// listener; nil when it is judged alone (Smart SQL, a soup gone, ids not all known).
+    struct Shared {
+        let info: SoupInfo
+        let part: StoreChange.SoupChange
+        let condition: String
+        let bindings: [SQLValue]
+    }
+
+    func shared(_ change: StoreChange, _ store: SmartStore) -> Shared? {
+        guard !gone, !stale, case .soup(let name, let spec) = subject, let part = change.soups[name], !part.dropped,
+              ChangedIds(part) != nil, let info = store.soup(name), let judging = try? judging(spec, info) else { return nil }
+        return Shared(info: info, part: part, condition: judging.condition, bindings: judging.bindings)
+    }
+
+    /// Judges the change `shared(...)` described, given which of its entries match now (`now`:
+    /// id -> lastModified, read on `db` in the read transaction the first page is read in).
+    func judge(_ changed: ChangedIds, matching now: [Int64: Int64], info: SoupInfo, on db: Connection, _ store: SmartStore) throws -> Outcome? {
+        guard case .soup(_, let spec) = subject else { return nil }
+        do {
+            let outcome = try moved(changed, now, spec, try judging(spec, info).plan, db, store)
+            stale = false
+            return outcome
+        } catch {
+            stale = true
+            throw error
+        }
+    }
+
     private func judgeSoup(_ spec: QuerySpec, _ info: SoupInfo, _ part: StoreChange.SoupChange?, _ store: SmartStore) throws -> Outcome? {
         let judging = try judging(spec, info)
         let plan = judging.plan
         let bindings = judging.bindings
-        let updated = Set(part.map { $0.updated.ids + $0.inserted.ids } ?? [])
-        // Known entries: only they are read. A cleared soup, another process's change or a
-        // list cut short reads the whole result.
-        let known: [Int64]? = part.flatMap { part in
-            if stale || part.cleared || part.unknown || part.inserted.cut || part.updated.cut || part.deleted.cut { return nil }
-            return part.inserted.ids + part.updated.ids + part.deleted.ids
-        }
+        // Known entries: only they are read. Otherwise (and after a change that could not be
+        // judged) the whole result is.
+        let known = stale ? nil : part.flatMap(ChangedIds.init)
         return try store.readers.withReader { db -> Outcome? in
             if let known {
-                let changed = Set(known)
-                var ids = "["
-                for (i, id) in changed.enumerated() { ids += (i == 0 ? "" : ",") + String(id) }
-                ids += "]"
                 let sql = judging.changedSQL
                 // Most commits leave a result alone: one statement tells, with no transaction.
                 var now: [Int64: Int64] = [:]
-                try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
-                if diff(changed, now, updated).isEmpty && part != nil { return nil }
+                try read(sql, [.text(known.json)] + bindings, db) { now[$0] = $1 }
+                if diff(known, now).isEmpty { return nil }
                 // It moved: read again with the first page, both in one snapshot.
                 try db.execute("BEGIN")
                 defer { _ = try? db.execute("COMMIT") }
                 now = [:]
-                try read(sql, [.text(ids)] + bindings, db) { now[$0] = $1 }
-                let moved = diff(changed, now, updated)
-                for id in changed.sorted() { entries.set(id, now[id]) }
-                if moved.isEmpty && part != nil { return nil }
-                let page = try store.readPage(plan, pageSize: spec.pageSize, page: 0, on: db)
-                return Outcome(total: entries.count, page: page.string, diff: moved, isSmart: false)
+                try read(sql, [.text(known.json)] + bindings, db) { now[$0] = $1 }
+                return try moved(known, now, spec, plan, db, store)
             }
             try db.execute("BEGIN")
             defer { _ = try? db.execute("COMMIT") }
+            let updated = Set(part.map { $0.updated.ids + $0.inserted.ids } ?? [])
             var moved = Diff()
             let sql = judging.resultSQL
             var rows: [(id: Int64, stamp: Int64)] = []
@@ -205,16 +244,27 @@ final class QueryWatch {
         }
     }
 
+    /// Moves the kept result by the known changed entries; the outcome (with the first page,
+    /// read on `db`) when the result moved.
+    private func moved(_ changed: ChangedIds, _ now: [Int64: Int64], _ spec: QuerySpec, _ plan: QueryPlan,
+                       _ db: Connection, _ store: SmartStore) throws -> Outcome? {
+        let moved = diff(changed, now)
+        for id in changed.sorted { entries.set(id, now[id]) }
+        if moved.isEmpty { return nil }
+        let page = try store.readPage(plan, pageSize: spec.pageSize, page: 0, on: db)
+        return Outcome(total: entries.count, page: page.string, diff: moved, isSmart: false)
+    }
+
     /// How the entries `changed` moved the result, given which of them match now (`now`: id ->
-    /// lastModified) and which were written (`updated`).
-    private func diff(_ changed: Set<Int64>, _ now: [Int64: Int64], _ updated: Set<Int64>) -> Diff {
+    /// lastModified).
+    private func diff(_ changed: ChangedIds, _ now: [Int64: Int64]) -> Diff {
         var diff = Diff()
-        for id in changed.sorted() {
+        for id in changed.sorted {
             switch (entries.stamp(id), now[id]) {
             case (nil, _?): diff.added.add(id)
             case (_?, nil): diff.removed.add(id)
             case (let before?, let modified?):
-                if before != modified || updated.contains(id) { diff.changed.add(id) }
+                if before != modified || changed.written.contains(id) { diff.changed.add(id) }
             case (nil, nil): break
             }
         }
