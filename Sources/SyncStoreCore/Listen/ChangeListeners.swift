@@ -56,6 +56,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             self.soup = soup
             self.query = query
             self.deliver = deliver
+            hearing = query.map { .soups($0.soups) } ?? soup.map { .soups([$0]) } ?? .all
         }
 
         var hasNotice: Bool { initial != nil || from != nil }
@@ -67,10 +68,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         }
 
         /// Which commits it hears, as a value: listeners with equal ones hear the same commits.
-        var hearing: Hearing {
-            if let query { return .soups(query.soups) }
-            return soup.map { .soups([$0]) } ?? .all
-        }
+        let hearing: Hearing
 
         func due(at now: Int64) -> Bool { hasNotice && now - lastSent >= intervalMs }
     }
