@@ -601,7 +601,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
         pollLock.withLock {
             guard seen == nil else { return }
             store.versions.setWatched(true)
-            seen = (try? store.readers.withReader { db in SoupVersions.read(db) }) ?? [:]
+            seen = (try? store.readers.withReader(lane: .notifier) { db in SoupVersions.read(db) }) ?? [:]
         }
     }
 
@@ -619,10 +619,10 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
             // A listener added while the last one was being removed: watch from now.
             guard var before = seen else {
                 store.versions.setWatched(true)
-                seen = (try? store.readers.withReader { db in SoupVersions.read(db) }) ?? [:]
+                seen = (try? store.readers.withReader(lane: .notifier) { db in SoupVersions.read(db) }) ?? [:]
                 return []
             }
-            guard let now = try? store.readers.withReader({ db in SoupVersions.read(db) }) else { return [] }
+            guard let now = try? store.readers.withReader(lane: .notifier, { db in SoupVersions.read(db) }) else { return [] }
             let changed = store.versions.othersChanged(since: &before, now: now)
             seen = before
             return changed

@@ -205,7 +205,7 @@ final class QueryWatch {
         // Known entries: only they are read. Otherwise (and after a change that could not be
         // judged) the whole result is.
         let known = stale ? nil : part.flatMap(ChangedIds.init)
-        return try store.readers.withReader { db -> Outcome? in
+        return try store.readers.withReader(lane: .notifier) { db -> Outcome? in
             if let known {
                 let sql = judging.changedSQL
                 // Most commits leave a result alone: one statement tells, with no transaction.
@@ -280,7 +280,7 @@ final class QueryWatch {
 
     private func judgeSmart(_ sql: String, _ spec: QuerySpec, _ store: SmartStore, initial: Bool) throws -> Outcome? {
         let plan = try store.smartPlan(sql, timeLimitMs: spec.timeoutMs)
-        let now: [String] = try store.readers.withReader { db in
+        let now: [String] = try store.readers.withReader(lane: .notifier) { db in
             let statement = try SmartSqlGuard.prepare(plan.pageSQL, on: db)
             defer { statement.reset() }
             try statement.bind(plan.bindings + [.int(-1), .int(0)])

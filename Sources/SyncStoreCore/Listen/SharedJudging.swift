@@ -30,7 +30,7 @@ enum SharedJudging {
         groups.removeAll { $0.count < 2 }
         guard !groups.isEmpty else { return [:] }
         var outcomes: [Int64: QueryWatch.Outcome?] = [:]
-        _ = try? store.readers.withReader { db in
+        _ = try? store.readers.withReader(lane: .notifier) { db in
             try db.execute("BEGIN")
             defer { _ = try? db.execute("COMMIT") }
             for group in groups {
