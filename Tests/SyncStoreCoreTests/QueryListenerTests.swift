@@ -282,4 +282,32 @@ final class QueryListenerTests: StoreTestCase {
         XCTAssertEqual(heard.map(\.all.count), [2, 3, 2, 1, 3, 1, 3])
         XCTAssertEqual(page(heard[3].all[0]).compactMap { ($0["_soupEntryId"] as? NSNumber)?.int64Value }, [d1])
     }
+    /// The same over paths with no column of their own (a json1 index reads the entry's text)
+    /// and a full-text match.
+    func testQueryListenersJudgedTogetherOverJson1AndFullTextPaths() throws {
+        try register("u", #"[{"path":"k","type":"json1"},{"path":"t","type":"full_text"},{"path":"n","type":"integer"}]"#)
+        let ids = try upsert("u", #"[{"k":"a","t":"hello world","n":1},{"k":"b","t":"other","n":2}]"#)
+        let specs = [
+            #"{"soupName":"u","queryType":"exact","indexPath":"k","matchKey":"a"}"#,
+            #"{"soupName":"u","queryType":"match","indexPath":"t","matchKey":"hello"}"#,
+            #"{"soupName":"u","queryType":"range","indexPath":"n","beginKey":1,"endKey":1}"#,
+        ]
+        let heard = try specs.map { try watch($0).1 }
+        XCTAssertEqual(heard.map { total($0.wait(for: 1)[0]) }, [1, 1, 1])
+
+        let added = try upsert("u", #"{"k":"a","t":"hello there","n":1}"#)
+        for n in 0..<3 {
+            let notice = heard[n].wait(for: 2)[1]
+            XCTAssertEqual(idsOf(notice, "added"), added, "listener \(n) (\(specs[n]))")
+            XCTAssertEqual(total(notice), 2, "listener \(n)")
+        }
+        _ = try upsert("u", #"{"_soupEntryId":\#(ids[1]),"k":"a","t":"hello","n":2}"#)
+        for n in 0..<2 {
+            let notice = heard[n].wait(for: 3)[2]
+            XCTAssertEqual(idsOf(notice, "added"), [ids[1]], "listener \(n) (\(specs[n]))")
+            XCTAssertEqual(total(notice), 3, "listener \(n)")
+        }
+        usleep(100_000)
+        XCTAssertEqual(heard.map(\.all.count), [3, 3, 2])
+    }
 }

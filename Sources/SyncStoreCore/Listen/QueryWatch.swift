@@ -176,12 +176,16 @@ final class QueryWatch {
         let part: StoreChange.SoupChange
         let condition: String
         let bindings: [SQLValue]
+        /// The condition reads the entry's text (a path with no column of its own).
+        let readsDocument: Bool
     }
 
     func shared(_ change: StoreChange, _ store: SmartStore) -> Shared? {
         guard !gone, !stale, case .soup(let name, let spec) = subject, let part = change.soups[name], !part.dropped,
               ChangedIds(part) != nil, let info = store.soup(name), let judging = try? judging(spec, info) else { return nil }
-        return Shared(info: info, part: part, condition: judging.condition, bindings: judging.bindings)
+        let path = spec.indexPath ?? SoupPath.entryId
+        let ownColumn = [SoupPath.entryId, SoupPath.lastModified, SoupPath.created].contains(path) || info.index(for: path)?.hasColumn == true
+        return Shared(info: info, part: part, condition: judging.condition, bindings: judging.bindings, readsDocument: !ownColumn)
     }
 
     /// Judges the change `shared(...)` described, given which of its entries match now (`now`:

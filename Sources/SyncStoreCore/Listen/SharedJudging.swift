@@ -52,8 +52,14 @@ enum SharedJudging {
 
     /// For each arm, the changed entries that match its condition now (id -> lastModified).
     private static func read(_ arms: [Member], _ changed: QueryWatch.ChangedIds, _ db: Connection) throws -> [[Int64: Int64]] {
-        let table = arms[0].shared.info.table
-        var sql = "WITH changed AS MATERIALIZED (SELECT \(table).* FROM (SELECT value AS changed_id FROM json_each(?)) AS changed_ids"
+        let info = arms[0].shared.info
+        let table = info.table
+        // The columns the conditions can read; the entry's text only when one needs it (a sync
+        // down's commit holds 10,000 entries).
+        let columns = ["id", "lastModified", "created"] + info.columnIndexes.map(\.columnName)
+            + (arms.contains { $0.shared.readsDocument } ? ["soup"] : [])
+        var sql = "WITH changed AS MATERIALIZED (SELECT " + columns.map { "\(table).\($0)" }.joined(separator: ", ")
+            + " FROM (SELECT value AS changed_id FROM json_each(?)) AS changed_ids"
             + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed_id)"
         var bindings: [SQLValue] = [.text(changed.json)]
         for (i, arm) in arms.enumerated() {
