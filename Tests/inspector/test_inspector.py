@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -178,7 +179,10 @@ def shot(driver, name):
 
 
 def wait(driver, condition, timeout=15, what="the page"):
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: condition(d), message=f"waiting for {what}")
+    """Polls `condition`; one that read elements the page replaced meanwhile (a view re-rendered,
+    a live update) is polled again."""
+    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: condition(d), message=f"waiting for {what}")
 
 
 def open_page(driver, inspector):
