@@ -7,9 +7,10 @@ import SyncStoreSupport
 /// "Callbacks, threads and close" is the contract). A companion of the store (one per store,
 /// made on the first listener). `didCommit` only puts the commit in an inbox; the store's
 /// notifier thread moves it to a log the listeners share, marks the listeners that hear it and
-/// had nothing pending, and tells each listener whose notice is due (its minimum interval passed, no call of it in
-/// progress) every commit it hears since its mark, merged into one notice: one listener at a
-/// time, never on the writing thread, never while the library holds a lock. A handle may buffer
+/// had nothing pending, and tells each listener whose notice is due (its minimum interval
+/// passed, no call of it in progress) every commit it hears since its mark, merged into one
+/// notice: one listener at a time, never on the writing thread, never while the library holds
+/// a lock. A handle may buffer
 /// its listeners' notices: the notifier then calls the handle's "ready" function once and the
 /// host sends them on its own thread. While the store has listeners the notifier also looks,
 /// every `pollMs`, for commits of other processes (`SoupVersions`).

@@ -157,10 +157,15 @@ final class QueryWatch {
         let json: String
         let written: Set<Int64>
 
-        /// Nil when the part does not list every changed entry (a cleared soup, another
-        /// process's change, a list cut short): the whole result is read then.
+        /// Whether the part lists every changed entry: not for a cleared soup, another
+        /// process's change, a list cut short (the whole result is read then).
+        static func listed(_ part: StoreChange.SoupChange) -> Bool {
+            !(part.cleared || part.unknown || part.inserted.cut || part.updated.cut || part.deleted.cut)
+        }
+
+        /// Nil when the part does not list every changed entry.
         init?(_ part: StoreChange.SoupChange) {
-            if part.cleared || part.unknown || part.inserted.cut || part.updated.cut || part.deleted.cut { return nil }
+            guard ChangedIds.listed(part) else { return nil }
             sorted = Array(Set(part.inserted.ids + part.updated.ids + part.deleted.ids)).sorted()
             var json = "["
             for (i, id) in sorted.enumerated() { json += (i == 0 ? "" : ",") + String(id) }
@@ -182,7 +187,7 @@ final class QueryWatch {
 
     func shared(_ change: StoreChange, _ store: SmartStore) -> Shared? {
         guard !gone, !stale, case .soup(let name, let spec) = subject, let part = change.soups[name], !part.dropped,
-              ChangedIds(part) != nil, let info = store.soup(name), let judging = try? judging(spec, info) else { return nil }
+              ChangedIds.listed(part), let info = store.soup(name), let judging = try? judging(spec, info) else { return nil }
         let path = spec.indexPath ?? SoupPath.entryId
         let ownColumn = [SoupPath.entryId, SoupPath.lastModified, SoupPath.created].contains(path) || info.index(for: path)?.hasColumn == true
         return Shared(info: info, part: part, condition: judging.condition, bindings: judging.bindings, readsDocument: !ownColumn)
