@@ -97,8 +97,8 @@ private func checkReadable(_ soup: String) -> Int {
     return rows.count
 }
 
-/// `body` with every object key's ASCII characters written as \u escapes (a key is a string
-/// followed by a colon); other bytes as they are, so text that is not JSON stays not JSON.
+/// `body` with every object key's printable ASCII characters written as \u escapes (a key is a
+/// string followed by a colon); other bytes as they are, so text that is not JSON stays not JSON.
 private func escapingKeys(_ body: [UInt8]) -> [UInt8] {
     var out: [UInt8] = []
     var i = 0
@@ -116,7 +116,8 @@ private func escapingKeys(_ body: [UInt8]) -> [UInt8] {
             let c = body[k]
             if c == UInt8(ascii: "\\") {
                 out.append(contentsOf: body[k..<min(k + 2, end)]); k += 2
-            } else if isKey && c < 0x80 {
+            } else if isKey && c >= 0x20 && c < 0x80 {
+                // (A raw control character stays raw: escaped, it would make invalid JSON valid.)
                 let hex = Array("0123456789abcdef".utf8)
                 out.append(contentsOf: Array("\\u00".utf8) + [hex[Int(c >> 4)], hex[Int(c & 15)]])
                 k += 1
