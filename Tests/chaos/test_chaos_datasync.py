@@ -57,17 +57,21 @@ class Server(devserver_process.DevServer):
         self.call("PUT", "/__devserver/faults", spec.encode())
 
 
+def distinct(rows):
+    """Each row (id) once. A row listed twice is one row: the pages are read while a killed
+    host's last request may still change the table (a row made meanwhile shifts the pages)."""
+    return list({r["id"]: r for r in rows}.values())
+
+
 def duplicates(rows):
-    """Keys held by more than one row (id). A row listed twice is one row: the pages are read
-    while a killed host's last request may still be changing the table (a row it updates moves
-    to a later page)."""
-    keys = [r.get("key") for r in {r["id"]: r for r in rows}.values()]
+    """Keys held by more than one row."""
+    keys = [r.get("key") for r in distinct(rows)]
     return len(keys) - len(set(keys))
 
 
 def twice(rows):
     """The rows whose key another row has too (for a failure's message)."""
-    rows = list({r["id"]: r for r in rows}.values())
+    rows = distinct(rows)
     keys = [r.get("key") for r in rows]
     return [r for r in rows if keys.count(r.get("key")) > 1]
 

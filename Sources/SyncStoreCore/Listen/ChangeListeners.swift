@@ -62,11 +62,7 @@ package final class ChangeListeners: StoreCompanion, @unchecked Sendable {
 
         var hasNotice: Bool { initial != nil || from != nil }
 
-        func hears(_ change: StoreChange) -> Bool {
-            if gone { return false }
-            if let query { return change.soups.keys.contains { query.soups.contains($0) } }
-            return soup.map { change.soups[$0] != nil } ?? true
-        }
+        func hears(_ change: StoreChange) -> Bool { !gone && hearing.hears(change) }
 
         /// Which commits it hears, as a value: listeners with equal ones hear the same commits.
         let hearing: Hearing

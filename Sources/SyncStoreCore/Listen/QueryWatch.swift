@@ -124,10 +124,16 @@ final class QueryWatch {
         let bindings: [SQLValue]
         /// The spec's condition on the soup's table ("" for none), over the columns of its rows.
         let condition: String
+        /// The condition reads the entry's text (a path with no column of its own).
+        let readsDocument: Bool
         /// The ids and modification times of the given changed entries (JSON array) in the result.
         let changedSQL: String
         /// Those of the whole result.
         let resultSQL: String
+    }
+
+    private static func hasColumn(_ path: String, _ info: SoupInfo) -> Bool {
+        [SoupPath.entryId, SoupPath.lastModified, SoupPath.created].contains(path) || info.index(for: path)?.hasColumn == true
     }
 
     /// Made once per catalog state: building the SQL was most of a quiet judgement's work.
@@ -141,6 +147,7 @@ final class QueryWatch {
         // condition would walk the whole result instead.
         let made = Judging(
             plans: info.plans, plan: try SoupQueryBuilder.plan(spec, soup: info), bindings: bindings, condition: condition,
+            readsDocument: !Self.hasColumn(spec.indexPath ?? SoupPath.entryId, info),
             changedSQL: "SELECT \(table).id, \(table).lastModified FROM (SELECT value AS changed FROM json_each(?)) AS changed_ids"
                 + " CROSS JOIN \(table) ON \(table).id = changed_ids.changed" + (condition.isEmpty ? "" : " WHERE \(condition)"),
             // Sorted here, not by ORDER BY id: SQLite would walk the whole table in id order
@@ -188,9 +195,7 @@ final class QueryWatch {
     func shared(_ change: StoreChange, _ store: SmartStore) -> Shared? {
         guard !gone, !stale, case .soup(let name, let spec) = subject, let part = change.soups[name], !part.dropped,
               ChangedIds.listed(part), let info = store.soup(name), let judging = try? judging(spec, info) else { return nil }
-        let path = spec.indexPath ?? SoupPath.entryId
-        let ownColumn = [SoupPath.entryId, SoupPath.lastModified, SoupPath.created].contains(path) || info.index(for: path)?.hasColumn == true
-        return Shared(info: info, part: part, condition: judging.condition, bindings: judging.bindings, readsDocument: !ownColumn)
+        return Shared(info: info, part: part, condition: judging.condition, bindings: judging.bindings, readsDocument: judging.readsDocument)
     }
 
     /// Judges the change `shared(...)` described, given which of its entries match now (`now`:
