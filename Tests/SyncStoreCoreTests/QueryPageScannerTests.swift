@@ -122,6 +122,32 @@ final class QueryPageScannerTests: XCTestCase {
         }
     }
 
+    // Strings are read eight bytes at a time: each byte that ends a plain run, at every offset
+    // of the word, is read as jansson reads it (valid) or refused (invalid).
+    func testEveryByteClassAtEveryOffsetOfALongString() throws {
+        let valid = [#"\""#, #"\\"#, #"\n"#, #"\u00e9"#, #"\/"#, "é", "😀", "\u{7F}", "~", " ", "\u{7FF}"]
+        for special in valid {
+            for offset in 0..<18 {
+                let value = String(repeating: "a", count: offset) + special + String(repeating: "b", count: 17 - offset)
+                let text = #"{"records":[{"Id":"1","Name":"\#(value)"}]}"#
+                assertAgrees(text)
+                let page = try XCTUnwrap(scan(text), text)
+                XCTAssertFalse(page.records[0].needsTree, text)
+                let doc = try RestClient.parse(Array(text.utf8), method: "GET", path: "q")
+                let record = try XCTUnwrap(doc.root["records"]?.elements.first)
+                XCTAssertEqual(actual(page, 0, 1), expected(record, ["Name"]), text)
+            }
+        }
+        let invalid: [[UInt8]] = [[0x01], [0x1F], [0x0A], [0xFF], [0x80], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0xF4, 0x90, 0x80, 0x80]]
+        for bytes in invalid {
+            for offset in 0..<18 {
+                let text = Array(#"{"records":[{"Id":"1","Name":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: offset) + bytes
+                    + Array(repeating: UInt8(ascii: "b"), count: 17 - offset) + Array(#""}]}"#.utf8)
+                XCTAssertNil(ScannedPage.scan(text, plan: plan), "\(bytes) at \(offset)")
+            }
+        }
+    }
+
     // Differential fuzz: random pages, then random byte edits of them, against jansson.
     func testAgreesWithJanssonOnRandomAndMutatedPages() {
         var rng = SeededRandom(state: 0x5eed)

@@ -82,4 +82,33 @@ final class ScannedUpsertTests: StoreTestCase {
         }
         XCTAssertEqual(try store.queryPage(soup: "s", specJSON: #"{"queryType":"range","pageSize":10}"#, page: 0).string, "[]")
     }
+
+    /// The scanner reads strings eight bytes at a time: each byte that ends that (a quote, an
+    /// escape, a control byte, UTF-8 past ASCII, and the edges 0x1F/0x20, 0x7E/0x7F) at every
+    /// offset of the word, in keys and values, read alike by both paths.
+    func testEverySpecialByteAtEveryOffsetOfAString() throws {
+        let specials = [#"\""#, #"\\"#, #"\n"#, #"\u00e9"#, #"\/"#, "é", "😀", "\u{7F}", "~", " ", "\u{1F}", "\u{1}", "\u{80}", "\u{7FF}"]
+        var valid: [String] = [], invalid: [String] = []
+        for special in specials {
+            for offset in 0..<18 {
+                let text = String(repeating: "a", count: offset) + special + String(repeating: "b", count: 17 - offset)
+                let entry = #"{"Id":"\#(text)","\#(text)":1,"n":\#(offset)}"#
+                if special.unicodeScalars.allSatisfy({ $0.value >= 0x20 }) { valid.append(entry) } else { invalid.append(entry) }
+            }
+        }
+        let store = try self.store
+        var answers: [[String]] = []
+        for scanning in [false, true] {
+            store.scansHostUpserts = scanning
+            try? store.removeSoup("s")
+            try store.registerSoup("s", specsJSON: specs)
+            var log = [mask(try store.upsert(soup: "s", entriesJSON: "[" + valid.joined(separator: ",") + "]").string)]
+            for entry in invalid {
+                XCTAssertThrowsError(try store.upsert(soup: "s", entriesJSON: entry), entry) { log.append("\($0)") }
+            }
+            answers.append(log)
+        }
+        XCTAssertEqual(answers[0].count, 1 + invalid.count)
+        XCTAssertEqual(answers[0], answers[1])
+    }
 }

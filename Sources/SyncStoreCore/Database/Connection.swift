@@ -73,7 +73,8 @@ package final class Connection: SQLiteErrorReporter {
             // Checkpoint every 32 MB of WAL instead of 4 MB: an index page rewritten by many
             // transactions (a sync down writes one per page) is copied into the database once
             // per checkpoint, and checkpoints sync the disk less often (sync down ~10% faster).
-            try execute("PRAGMA wal_autocheckpoint=8192")
+            // A store's writer checkpoints on a thread instead (WalCheckpointer), at the same size.
+            try execute("PRAGMA wal_autocheckpoint=\(WalCheckpointer.threshold)")
             // ... and the WAL file shrinks back to that size when it restarts.
             try execute("PRAGMA journal_size_limit=33554432")
         }

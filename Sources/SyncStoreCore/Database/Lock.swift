@@ -19,6 +19,13 @@ package final class Lock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+
+    /// Runs `body` holding the lock if it is free now; nil (body not run) if it is held.
+    package func withLockIfFree<T>(_ body: () throws -> T) rethrows -> T? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
 }
 
 /// A mutex with a condition variable, for threads that wait for a state change.

@@ -50,6 +50,11 @@ package final class ReaderPool: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` with the store's current file, as a read does: a change of key waits for it.
+    package func withFile(_ body: (DatabaseFile) -> Void) {
+        gate.reading { body(lock.withLock { file }) }
+    }
+
     /// Runs `body` with no read in flight and none starting; idle connections are closed first
     /// and, when `body` returns a new file, later reads open that one.
     package func replacingFile(_ body: () throws -> DatabaseFile?) rethrows {

@@ -442,6 +442,10 @@ private struct ByteScanner {
         let start = i
         var escaped = false
         while i < n {
+            // Eight plain bytes at a time (none a quote, backslash, control or non-ASCII byte):
+            // most of a record's bytes are inside strings.
+            while n - i >= 8 && ByteScanner.plain(UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)) { i += 8 }
+            guard i < n else { break }
             let c = p[i]
             if c == quote {
                 let end = i
@@ -460,6 +464,18 @@ private struct ByteScanner {
             }
         }
         return nil
+    }
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Whether none of the eight bytes of `w` is a quote, a backslash, below 0x20 or above 0x7F.
+    /// (`x - ones & ~x & highs` flags a zero byte; a flag may also fall on the byte after a
+    /// flagged one, which only sends these eight bytes to the byte-by-byte loop.)
+    @inline(__always) static func plain(_ w: UInt64) -> Bool {
+        let q = w ^ (ones &* UInt64(quote)), b = w ^ (ones &* UInt64(backslash))
+        let special = ((q &- ones) & ~q) | ((b &- ones) & ~b) | (w &- ones &* 0x20) | w
+        return special & highs == 0
     }
 
     /// An escape at p[i] == '\\' (surrogates must pair, as jansson requires).

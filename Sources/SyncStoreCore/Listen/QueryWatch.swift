@@ -63,7 +63,7 @@ final class QueryWatch {
             guard let name = doc.root["soupName"]?.string, !name.isEmpty else {
                 throw StoreError.argument("A query listener's spec needs \"soupName\" (the soup it queries), as the SDKs' QuerySpec holds it; Smart SQL specs name their soups in the SQL")
             }
-            _ = try SoupQueryBuilder.plan(spec, soup: try store.requireSoup(name))
+            _ = try store.planIndexingDates(spec, soup: try store.requireSoup(name))
             subject = .soup(name: name, spec: spec)
             soups = [name]
         }

@@ -6,6 +6,8 @@
 /// the alias. Errors name the byte position of the offending token.
 package struct SmartSqlTranslator {
     package let lookup: (String) -> SoupInfo?
+    /// Told of each `{soup:path}` the query reads (the store indexes the entry dates it names).
+    package var sawPath: (SoupInfo, String) -> Void = { _, _ in }
 
     package func translate(_ sql: String) throws -> String {
         let input = Array(sql.utf8)
@@ -154,6 +156,7 @@ package struct SmartSqlTranslator {
         let (soup, path) = try split(content, at: position)
         let prefix = qualifier.map { "\($0)." } ?? ""
         guard let path else { return prefix + soup.table }
+        sawPath(soup, path)
         if let qualifier { return soup.expression(for: path, qualifier: qualifier) }
         // System columns are qualified because every soup table has them (joins stay unambiguous);
         // index columns have table-unique names and stay bare so `FROM {soup} AS x` still works.

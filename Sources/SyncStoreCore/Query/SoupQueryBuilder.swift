@@ -99,10 +99,13 @@ package enum PlanCache {
 package final class CachedLookup: @unchecked Sendable {
     package let spec: QuerySpec
     package let plan: QueryPlan
+    /// Whether the spec filters or orders on an entry date (whose index each lookup makes sure of).
+    package let readsDates: Bool
 
     package init(spec: QuerySpec, plan: QueryPlan) {
         self.spec = spec
         self.plan = plan
+        readsDates = spec.datePaths.contains { $0.flatMap(SoupCatalog.dateColumn) != nil }
     }
 }
 

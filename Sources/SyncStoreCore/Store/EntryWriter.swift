@@ -76,6 +76,26 @@ package final class EntryWriter {
             let maxId = try db.scalarInt("SELECT max(id) FROM \(table)") ?? 0
             nextId = max(sequence, maxId) + 1
         }
+        firstId = nextId
+    }
+
+    /// `nextId` when this writer started: ids from there on were given out by it.
+    private let firstId: Int64
+
+    /// Records the highest id given out in `sqlite_sequence`, where SQLite keeps an AUTOINCREMENT
+    /// table's: soup tables are made without AUTOINCREMENT, which updates that row once per
+    /// inserted row (8% of an upsert), so the engine keeps it itself, once per call. Stores whose
+    /// tables have AUTOINCREMENT already hold the same value there. Called by the owner of the
+    /// write transaction after the last entry.
+    package func recordSequence() throws {
+        guard nextId > firstId else { return }
+        let update = try db.cached("UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = ?2")
+        try update.bind([.int(nextId - 1), .text(soup.table)])
+        try update.run()
+        guard db.changes == 0 else { return }
+        let insert = try db.cached("INSERT INTO sqlite_sequence (name, seq) VALUES (?2, ?1)")
+        try insert.bind([.int(nextId - 1), .text(soup.table)])
+        try insert.run()
     }
 
     /// Stores one entry (mutating it: _soupEntryId, _soupLastModifiedDate) and appends its text

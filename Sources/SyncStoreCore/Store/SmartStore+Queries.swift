@@ -17,7 +17,7 @@ extension SmartStore {
         }
         let version = catalogLock.withLock { catalogVersion }
         return try reading(name) { info in
-            try openCursor(try SoupQueryBuilder.plan(spec, soup: info), source: .soup(name: name, spec: spec),
+            try openCursor(try planIndexingDates(spec, soup: info), source: .soup(name: name, spec: spec),
                            catalogVersion: version, pageSize: spec.pageSize, owner: owner)
         }
     }
@@ -52,7 +52,7 @@ extension SmartStore {
         }
         guard let name else { throw StoreError.argument("A non-smart query spec needs the soup name") }
         return try reading(name) { info in
-            let plan = try SoupQueryBuilder.plan(spec, soup: info)
+            let plan = try planIndexingDates(spec, soup: info)
             return try readers.withReader { db in try readPage(plan, pageSize: spec.pageSize, page: page, on: db) }
         }
     }
@@ -69,9 +69,10 @@ extension SmartStore {
                 let lookup: CachedLookup
                 if let known = info.lookups.value(isLast: { $0.elementsEqual(template.text) }, key: { Array(template.text) }) {
                     lookup = known
+                    if lookup.readsDates { indexDates(lookup.spec.datePaths, of: info) }
                 } else {
                     guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
-                    lookup = CachedLookup(spec: spec, plan: try SoupQueryBuilder.plan(spec, soup: info))
+                    lookup = CachedLookup(spec: spec, plan: try planIndexingDates(spec, soup: info))
                     info.lookups.store(lookup, for: Array(template.text))
                 }
                 if let empty = pastEveryRow(page, pageSize: lookup.spec.pageSize) { return empty }
@@ -97,7 +98,11 @@ extension SmartStore {
 
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
     package func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
-        let translated = try SmartSqlTranslator(lookup: { self.soup($0) }).translate(smartSql)
+        var dates: [(SoupInfo, String)] = []
+        let translated = try SmartSqlTranslator(lookup: { self.soup($0) }, sawPath: { soup, path in
+            if SoupCatalog.dateColumn(path) != nil { dates.append((soup, path)) }
+        }).translate(smartSql)
+        for (soup, path) in dates { indexDates([path], of: soup) }
         let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
         return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",
                          countSQL: "SELECT count(*) FROM (\n\(body)\n)",
@@ -156,7 +161,7 @@ extension SmartStore {
             guard let info = soup(name), info.table == cursor.plan.soupTable else {
                 throw StoreError.notFound("The soup cursor \(id) was reading has been removed; close the cursor and query again")
             }
-            plan = try SoupQueryBuilder.plan(spec, soup: info)
+            plan = try planIndexingDates(spec, soup: info)
         case .smart(let sql, let timeLimitMs):
             plan = try smartPlan(sql, timeLimitMs: timeLimitMs)
         }

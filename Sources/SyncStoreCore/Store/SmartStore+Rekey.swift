@@ -48,6 +48,7 @@ extension SmartStore {
         writer.close()
         do {
             writer = try Connection(file: file, readOnly: false)
+            checkpointer?.install(on: writer)
             dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
             nextIds.removeAll()
         } catch let error as StoreError {

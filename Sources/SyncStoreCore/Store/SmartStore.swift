@@ -20,6 +20,8 @@ package final class SmartStore: @unchecked Sendable {
     let fileLock = Lock()
     var currentFile: DatabaseFile
     package let readers: ReaderPool
+    /// Checkpoints the writer's commits on a thread of its own (nil for a read-only store).
+    let checkpointer: WalCheckpointer?
     let catalogLock = Lock()
     var soups: [String: SoupInfo]
     /// Bumped (under catalogLock) whenever the catalog changes or an alter starts, so a read
@@ -42,6 +44,8 @@ package final class SmartStore: @unchecked Sendable {
     package let versions = SoupVersions()
     /// Next _soupEntryId per table; only touched under writeLock, dropped on rollback.
     var nextIds: [String: Int64] = [:]
+    /// Entry-date indexes known to exist (`SoupCatalog.dateIndexName`), under catalogLock.
+    var indexedDates: Set<String> = []
     /// The writer's `PRAGMA data_version` when the caches last matched the file; it changes
     /// when another connection (another process) commits. Under writeLock.
     var dataVersion: Int64 = 0
@@ -55,6 +59,8 @@ package final class SmartStore: @unchecked Sendable {
     private let ownersLock = Lock()
     private var openOwners: Set<Int> = []
     package let cursors = CursorTable()
+
+    deinit { checkpointer?.finish() }
 
     /// Opens the store's file; `key` for an encrypted store (see docs/encryption.md).
     /// `kdfIter`: for a plaintext store, the iterations a later change of key uses.
@@ -73,6 +79,8 @@ package final class SmartStore: @unchecked Sendable {
         if !readOnly { StoreRekey.removeLeftovers(of: path) }
         dataVersion = try writer.scalarInt("PRAGMA data_version") ?? 0
         readers = ReaderPool(file: file)
+        checkpointer = readOnly ? nil : WalCheckpointer(readers: readers)
+        checkpointer?.install(on: writer)
         for (type, make) in StoreCompanions.registered { companions[type] = try make(self) }
     }
 
@@ -150,41 +158,56 @@ package final class SmartStore: @unchecked Sendable {
     package func write<T>(origin given: StoreChange.Origin? = nil, _ body: (Connection) throws -> T,
                           committed: (T) -> Void = { _ in }) throws -> T {
         let origin = given ?? WriteOrigin.current ?? .engine(run: nil)
-        let (result, change) = try writeLock.withLock { () throws -> (T, StoreChange?) in
-            if readOnly { throw readOnlyError("written") }
-            if let writerFailure { throw writerFailure }
-            catalogLock.withLock { writeInFlight = true }
-            defer { catalogLock.withLock { writeInFlight = false } }
-            let recorder = ChangeRecorder()
-            self.recorder = recorder
-            defer { self.recorder = nil }
-            do {
-                let result = try writer.transaction {
-                    try reloadIfChangedElsewhere()
-                    let result = try body(writer)
-                    try versions.count(recorder.soups.keys, db: writer)
-                    return result
-                }
-                versions.committed()
-                committed(result)
-                guard !recorder.soups.isEmpty else { return (result, nil) }
-                commitSequence += 1
-                return (result, StoreChange(sequence: commitSequence, origin: origin, soups: recorder.soups))
-            } catch {
-                versions.rolledBack()
-                nextIds.removeAll()
-                writer.clearCache()
-                let reloaded = try? SoupCatalog.loadAll(writer)
-                catalogLock.withLock {
-                    if let reloaded { soups = reloaded }
-                    catalogVersion += 1
-                    alterInFlight = false
-                }
-                throw error
-            }
+        let (result, change) = try writeLock.withLock { try transaction(origin: origin, body, committed: committed) }
+        if let change { for companion in attached { companion.didCommit(change) } }
+        return result
+    }
+
+    /// `write` if no write of this process is in progress (its lock is free), else nil: nothing
+    /// is done. For work a reader may do in passing but must not wait for.
+    func writeIfIdle<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T? {
+        let origin = WriteOrigin.current ?? .engine(run: nil)
+        guard let (result, change) = try writeLock.withLockIfFree({ try transaction(origin: origin, body, committed: committed) }) else {
+            return nil
         }
         if let change { for companion in attached { companion.didCommit(change) } }
         return result
+    }
+
+    /// The transaction of `write`, under writeLock; the change the companions are told of.
+    private func transaction<T>(origin: StoreChange.Origin, _ body: (Connection) throws -> T,
+                                committed: (T) -> Void) throws -> (T, StoreChange?) {
+        if readOnly { throw readOnlyError("written") }
+        if let writerFailure { throw writerFailure }
+        catalogLock.withLock { writeInFlight = true }
+        defer { catalogLock.withLock { writeInFlight = false } }
+        let recorder = ChangeRecorder()
+        self.recorder = recorder
+        defer { self.recorder = nil }
+        do {
+            let result = try writer.transaction {
+                try reloadIfChangedElsewhere()
+                let result = try body(writer)
+                try versions.count(recorder.soups.keys, db: writer)
+                return result
+            }
+            versions.committed()
+            committed(result)
+            guard !recorder.soups.isEmpty else { return (result, nil) }
+            commitSequence += 1
+            return (result, StoreChange(sequence: commitSequence, origin: origin, soups: recorder.soups))
+        } catch {
+            versions.rolledBack()
+            nextIds.removeAll()
+            writer.clearCache()
+            let reloaded = try? SoupCatalog.loadAll(writer)
+            catalogLock.withLock {
+                if let reloaded { soups = reloaded }
+                catalogVersion += 1
+                alterInFlight = false
+            }
+            throw error
+        }
     }
 
     /// SQLite lets other processes write the same file; their commits change tables behind the
@@ -215,6 +238,7 @@ package final class SmartStore: @unchecked Sendable {
         let writer = try EntryWriter(db: db, soup: info, externalIdPath: externalIdPath,
                                      nextId: nextIds[info.table], leaveIfChanged: leaveIfChanged)
         let result = try body(writer)
+        try writer.recordSequence()
         nextIds[info.table] = writer.nextId
         recorder?.merge(info.name, writer.change)
         return result
@@ -266,6 +290,7 @@ package final class SmartStore: @unchecked Sendable {
     /// copies it); the close does not fail for it.
     package func checkpointForClose() {
         writeLock.withLock {
+            checkpointer?.finish()
             readers.drain()
             if writerFailure != nil || readOnly { return }
             writer.checkpointTruncate(waitMs: SmartStore.closeCheckpointWaitMs)

@@ -100,15 +100,32 @@ package enum SoupCatalog {
         let table = "TABLE_\(db.lastInsertRowId)"
         let indexes = specs.enumerated().map { IndexColumn(spec: $1, slot: $0, table: table) }
         let info = SoupInfo(name: name, table: table, indexes: indexes)
-        var columns = "id INTEGER PRIMARY KEY AUTOINCREMENT, soup \(soupColumnType) NOT NULL, created INTEGER NOT NULL, lastModified INTEGER NOT NULL"
+        // No AUTOINCREMENT: the entry writer keeps the table's sqlite_sequence row once per
+        // call instead of SQLite once per row (EntryWriter.recordSequence).
+        var columns = "id INTEGER PRIMARY KEY, soup \(soupColumnType) NOT NULL, created INTEGER NOT NULL, lastModified INTEGER NOT NULL"
         for index in info.columnIndexes { columns += ", \(index.columnName) \(index.type.columnType)" }
         try db.execute("CREATE TABLE \(table) (\(columns))")
-        try db.execute("CREATE INDEX \(table)_created_idx ON \(table)(created)")
-        try db.execute("CREATE INDEX \(table)_lastModified_idx ON \(table)(lastModified)")
         for index in indexes where index.type != .fullText { try createIndex(db, index) }
         try createFullText(db, info)
         try saveIndexMap(db, info)
         return info
+    }
+
+    /// The column of an entry date (`_soupCreatedDate`, `_soupLastModifiedDate`), else nil.
+    package static func dateColumn(_ path: String) -> String? {
+        switch path {
+        case SoupPath.created: return "created"
+        case SoupPath.lastModified: return "lastModified"
+        default: return nil
+        }
+    }
+
+    /// The index of date column `column` of `table`, as SmartStore names it. Made when a query
+    /// first needs it (SmartStore.indexDates), not with the table.
+    package static func dateIndexName(_ table: String, _ column: String) -> String { "\(table)_\(column)_idx" }
+
+    package static func createDateIndex(_ db: Connection, table: String, column: String) throws {
+        try db.execute("CREATE INDEX IF NOT EXISTS \(dateIndexName(table, column)) ON \(table)(\(column))")
     }
 
     package static func createIndex(_ db: Connection, _ index: IndexColumn) throws {
@@ -141,6 +158,9 @@ package enum SoupCatalog {
             try statement.bind([.text(info.name)])
             try statement.run()
         }
+        let sequence = try db.prepare("DELETE FROM sqlite_sequence WHERE name = ?")
+        try sequence.bind([.text(info.table)])
+        try sequence.run()
     }
 
     /// Changes a soup's indexes in place: kept paths keep their column and values, dropped
