@@ -39,12 +39,9 @@ package struct SyncDownTask: SyncRun {
         var newest = state.maxTimeStamp
         var locators = PageLocators()
         var emptyPages = 0
-        let checkpoint = BackgroundCheckpoint(file: ctx.store.file)
         let target = self.target, ctx = self.ctx
         let feed = PageFeed(first: first, ahead: fetchesAhead, cancel: ctx.cancel) { current in
-            let next = try target.nextPage(ctx, after: current)
-            checkpoint.transactionWritten()
-            return next
+            try target.nextPage(ctx, after: current)
         }
         defer { feed.close() } // the fetch thread must not outlive the run
         while true {

@@ -21,7 +21,7 @@ extension SmartStore {
         guard !missing.isEmpty else { return }
         _ = try? writeIfIdle({ db in
             for column in missing { try SoupCatalog.createDateIndex(db, table: info.table, column: column) }
-        }, committed: { _ in
+        }, committed: {
             self.catalogLock.withLock {
                 for column in missing { self.indexedDates.insert(SoupCatalog.dateIndexName(info.table, column)) }
             }

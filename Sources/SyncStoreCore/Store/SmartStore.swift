@@ -158,25 +158,30 @@ package final class SmartStore: @unchecked Sendable {
     package func write<T>(origin given: StoreChange.Origin? = nil, _ body: (Connection) throws -> T,
                           committed: (T) -> Void = { _ in }) throws -> T {
         let origin = given ?? WriteOrigin.current ?? .engine(run: nil)
-        let (result, change) = try writeLock.withLock { try transaction(origin: origin, body, committed: committed) }
-        if let change { for companion in attached { companion.didCommit(change) } }
-        return result
-    }
-
-    /// `write` if no write of this process is in progress (its lock is free), else nil: nothing
-    /// is done. For work a reader may do in passing but must not wait for.
-    func writeIfIdle<T>(_ body: (Connection) throws -> T, committed: (T) -> Void = { _ in }) throws -> T? {
-        let origin = WriteOrigin.current ?? .engine(run: nil)
-        guard let (result, change) = try writeLock.withLockIfFree({ try transaction(origin: origin, body, committed: committed) }) else {
-            return nil
+        var result: T?
+        let change = try writeLock.withLock {
+            try transaction(origin: origin, { result = try body($0) }, committed: { if let result { committed(result) } })
         }
         if let change { for companion in attached { companion.didCommit(change) } }
+        guard let result else { throw StoreError(.internal, "A write transaction committed without its result") }
         return result
     }
 
-    /// The transaction of `write`, under writeLock; the change the companions are told of.
-    private func transaction<T>(origin: StoreChange.Origin, _ body: (Connection) throws -> T,
-                                committed: (T) -> Void) throws -> (T, StoreChange?) {
+    /// `write` if no write of this process is in progress (its lock is free); false, nothing
+    /// done, if one is. For work a reader may do in passing but must not wait for.
+    func writeIfIdle(_ body: (Connection) throws -> Void, committed: () -> Void) throws -> Bool {
+        let origin = WriteOrigin.current ?? .engine(run: nil)
+        guard let change = try writeLock.withLockIfFree({ try transaction(origin: origin, body, committed: committed) }) else {
+            return false
+        }
+        if let change { for companion in attached { companion.didCommit(change) } }
+        return true
+    }
+
+    /// The transaction of `write`, under writeLock (not generic: one copy for every caller's
+    /// result type); the change the companions are told of.
+    private func transaction(origin: StoreChange.Origin, _ body: (Connection) throws -> Void,
+                             committed: () -> Void) throws -> StoreChange? {
         if readOnly { throw readOnlyError("written") }
         if let writerFailure { throw writerFailure }
         catalogLock.withLock { writeInFlight = true }
@@ -185,17 +190,16 @@ package final class SmartStore: @unchecked Sendable {
         self.recorder = recorder
         defer { self.recorder = nil }
         do {
-            let result = try writer.transaction {
+            try writer.transaction {
                 try reloadIfChangedElsewhere()
-                let result = try body(writer)
+                try body(writer)
                 try versions.count(recorder.soups.keys, db: writer)
-                return result
             }
             versions.committed()
-            committed(result)
-            guard !recorder.soups.isEmpty else { return (result, nil) }
+            committed()
+            guard !recorder.soups.isEmpty else { return nil }
             commitSequence += 1
-            return (result, StoreChange(sequence: commitSequence, origin: origin, soups: recorder.soups))
+            return StoreChange(sequence: commitSequence, origin: origin, soups: recorder.soups)
         } catch {
             versions.rolledBack()
             nextIds.removeAll()
