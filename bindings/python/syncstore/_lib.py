@@ -226,13 +226,18 @@ def set_error_factory(factory: RaiseFn) -> None:
     _raise_error = factory
 
 
+def error_of(status: int, err: Error) -> BaseException:
+    """The exception for a failed call's status and its filled ``syncstore_error``."""
+    assert _raise_error is not None
+    return _raise_error(status, err)
+
+
 def call(fn: Any, *args: Any) -> None:
     """Calls a C function whose last argument is ``syncstore_error *``; raises on failure."""
     err = Error()
     status = fn(*args, ctypes.byref(err))
     if status != 0:
-        assert _raise_error is not None
-        raise _raise_error(status, err)
+        raise error_of(status, err)
 
 
 def call_json(fn: Any, *args: Any) -> Any:
@@ -241,8 +246,7 @@ def call_json(fn: Any, *args: Any) -> Any:
     err = Error()
     status = fn(*args, ctypes.byref(out), ctypes.byref(err))
     if status != 0:
-        assert _raise_error is not None
-        raise _raise_error(status, err)
+        raise error_of(status, err)
     ptr = out.value
     if not ptr:
         return None
