@@ -1,6 +1,8 @@
 /* A cleanly closed store is one file: after the last handle closes, the .db file alone (no -wal,
  * no -shm) holds every entry, and the -wal file is empty or gone. Closing while another
  * connection (standing in for another process) holds a read transaction still succeeds, quickly.
+ * While the store is open, its checkpoint thread copies a WAL past 32 MB into the .db file,
+ * beside readers and changes of key.
  * Usage: test_close_wal <work_dir> */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -8,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -188,11 +192,79 @@ static void test_close_while_other_reads(void) {
     check_single_file("reader", 1000);
 }
 
+static atomic_int readers_stop;
+
+/* Reads pages of the store until told to stop; every read must succeed. */
+static void *read_pages(void *arg) {
+    syncstore_store *s = arg;
+    int failures = 0;
+    for (long n = 0; !atomic_load(&readers_stop); n++) {
+        char spec[160], *out = NULL;
+        snprintf(spec, sizeof spec, "{\"queryType\":\"range\",\"indexPath\":\"n\",\"beginKey\":%ld,\"pageSize\":5}", n % 2000);
+        syncstore_error err;
+        if (syncstore_query_page(s, "items", spec, 0, &out, &err) != SYNCSTORE_OK) {
+            fprintf(stderr, "a read beside the checkpoints failed: %s\n", err.message);
+            failures++;
+        }
+        syncstore_free(out);
+    }
+    return (void *)(long)failures;
+}
+
+/* Writes about 60 MB in 1 MB transactions while two threads read, changing the key twice on the
+ * way (each writes the whole store into a new file); the 40 MB written after that pass the 32 MB
+ * checkpoint threshold, and the .db file grows by them while the store is open (the checkpoint
+ * thread copied the WAL into it). The closed store is one file. */
+static void test_checkpoints_beside_readers_and_changes_of_key(void) {
+    syncstore_store *s = open_named(root, "loaded");
+    syncstore_error err;
+    EXPECT(syncstore_register_soup(s, "items", "[{\"path\":\"n\",\"type\":\"integer\"}]", &err), SYNCSTORE_OK, &err);
+    pthread_t readers[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&readers[i], NULL, read_pages, s) == 0);
+    char *payload = malloc(20001);
+    memset(payload, 'x', 20000);
+    payload[20000] = 0;
+    const int entries = 3000;
+    char db[2048] = "";
+    long long rekeyed = 0;
+    for (int start = 0; start < entries; start += 50) {
+        json_t *batch = json_array();
+        for (int n = start; n < start + 50; n++) json_array_append_new(batch, json_pack("{s:i,s:s}", "n", n, "payload", payload));
+        char *text = json_dumps(batch, 0);
+        EXPECT(syncstore_upsert(s, "items", text, NULL, NULL, &err), SYNCSTORE_OK, &err);
+        free(text);
+        json_decref(batch);
+        if (start == 500) EXPECT(syncstore_change_key(s, "x'00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff'", &err), SYNCSTORE_OK, &err);
+        if (start == 1000) {
+            EXPECT(syncstore_change_key(s, NULL, &err), SYNCSTORE_OK, &err);
+            store_path(db, sizeof db, root, "loaded", "");
+            rekeyed = file_size(db);
+        }
+    }
+    free(payload);
+    long long size = 0;
+    struct timespec pause = {0, 50 * 1000000L};
+    for (int waited = 0; waited < 600 && (size = file_size(db)) < rekeyed + 25000000; waited++) nanosleep(&pause, NULL);
+    if (size < rekeyed + 25000000)
+        fprintf(stderr, "loaded: the open store's .db grew from %lld to %lld bytes only: its WAL was not checkpointed\n", rekeyed, size);
+    CHECK(size >= rekeyed + 25000000);
+    atomic_store(&readers_stop, 1);
+    for (int i = 0; i < 2; i++) {
+        void *failures = NULL;
+        CHECK(pthread_join(readers[i], &failures) == 0);
+        CHECK(failures == NULL);
+    }
+    CHECK(count_entries(s, NULL) == entries);
+    EXPECT(syncstore_close(s, &err), SYNCSTORE_OK, &err);
+    check_single_file("loaded", entries);
+}
+
 int main(int argc, char **argv) {
     root = argc > 1 ? argv[1] : "test-stores/close_wal";
     check_fresh_dir(root);
     test_one_handle();
     test_shared_handles();
     test_close_while_other_reads();
+    test_checkpoints_beside_readers_and_changes_of_key();
     return check_finish();
 }
