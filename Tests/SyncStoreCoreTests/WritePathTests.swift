@@ -142,6 +142,22 @@ final class WritePathTests: StoreTestCase {
         XCTAssertEqual(try dateIndexes("s"), ["lastModified_idx"])
     }
 
+    func testADateQueryDuringAnotherProcesssWriteDoesNotWaitForIt() throws {
+        try register("s", #"[{"path":"k","type":"string"}]"#)
+        _ = try upsert("s", #"[{"k":"a"},{"k":"b"}]"#)
+        // A connection of its own holds SQLite's write lock, as another process's write would.
+        let other = try Connection(file: try DatabaseFile(path: dbPath, key: nil), readOnly: false)
+        try other.execute("BEGIN IMMEDIATE")
+        let started = nowMillis()
+        XCTAssertEqual(try smart("select {s:k} from {s} order by {s:_soupCreatedDate}, {s:_soupEntryId}").rows.map { $0[0] as? String }, ["a", "b"])
+        XCTAssertLessThan(nowMillis() - started, 1000, "the query waited for the other write")
+        XCTAssertEqual(try dateIndexes("s"), [])
+        try other.execute("COMMIT")
+        other.close()
+        XCTAssertEqual(try smart("select {s:k} from {s} order by {s:_soupCreatedDate}, {s:_soupEntryId}").rows.map { $0[0] as? String }, ["a", "b"])
+        XCTAssertEqual(try dateIndexes("s"), ["created_idx"])
+    }
+
     func testAReadOnlyStoreAnswersDateQueriesWithoutTheIndex() throws {
         try register("s", #"[{"path":"k","type":"string"}]"#)
         _ = try upsert("s", #"[{"k":"a"},{"k":"b"}]"#)

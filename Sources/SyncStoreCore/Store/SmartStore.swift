@@ -167,11 +167,16 @@ package final class SmartStore: @unchecked Sendable {
         return result
     }
 
-    /// `write` if no write of this process is in progress (its lock is free); false, nothing
-    /// done, if one is. For work a reader may do in passing but must not wait for.
+    /// `write` if no write is in progress, of this process (its lock is free) or of another
+    /// (SQLite's write lock is free: BUSY at once); false, nothing done, if one is. For work a
+    /// reader may do in passing but must not wait for.
     func writeIfIdle(_ body: (Connection) throws -> Void, committed: () -> Void) throws -> Bool {
         let origin = WriteOrigin.current ?? .engine(run: nil)
-        guard let change = try writeLock.withLockIfFree({ try transaction(origin: origin, body, committed: committed) }) else {
+        guard let change = try writeLock.withLockIfFree({ () throws -> StoreChange? in
+            sqlite3_busy_timeout(writer.db, 0)
+            defer { sqlite3_busy_timeout(writer.db, Connection.busyTimeoutMs) }
+            return try transaction(origin: origin, body, committed: committed)
+        }) else {
             return false
         }
         if let change { for companion in attached { companion.didCommit(change) } }
