@@ -24,7 +24,7 @@ package struct QuerySpec {
     package var nullMatchKeyMatchesNothing = false
 
     /// The paths the spec filters and orders on (the entry dates among them are indexed first).
-    package var datePaths: [String?] { [indexPath, orderPath] }
+    package var filterAndOrderPaths: [String?] { [indexPath, orderPath] }
 
     /// Whose rules a spec is read by: the library's (a missing queryType is range, an exact
     /// query needs a matchKey) or the hybrid plugins' (queryType is required, as the SDK's

@@ -105,7 +105,7 @@ package final class CachedLookup: @unchecked Sendable {
     package init(spec: QuerySpec, plan: QueryPlan) {
         self.spec = spec
         self.plan = plan
-        readsDates = spec.datePaths.contains { $0.flatMap(SoupCatalog.dateColumn) != nil }
+        readsDates = spec.filterAndOrderPaths.contains { $0.flatMap(SoupCatalog.dateColumn) != nil }
     }
 }
 

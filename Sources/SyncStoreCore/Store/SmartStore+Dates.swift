@@ -31,7 +31,7 @@ extension SmartStore {
 
     /// `SoupQueryBuilder.plan` after indexing the dates the spec filters or orders on.
     func planIndexingDates(_ spec: QuerySpec, soup info: SoupInfo) throws -> QueryPlan {
-        indexDates(spec.datePaths, of: info)
+        indexDates(spec.filterAndOrderPaths, of: info)
         return try SoupQueryBuilder.plan(spec, soup: info)
     }
 }

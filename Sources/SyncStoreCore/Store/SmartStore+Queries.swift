@@ -69,7 +69,7 @@ extension SmartStore {
                 let lookup: CachedLookup
                 if let known = info.lookups.value(isLast: { $0.elementsEqual(template.text) }, key: { Array(template.text) }) {
                     lookup = known
-                    if lookup.readsDates { indexDates(lookup.spec.datePaths, of: info) }
+                    if lookup.readsDates { indexDates(lookup.spec.filterAndOrderPaths, of: info) }
                 } else {
                     guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
                     lookup = CachedLookup(spec: spec, plan: try planIndexingDates(spec, soup: info))
@@ -98,11 +98,13 @@ extension SmartStore {
 
     /// Translates and vets Smart SQL: one read-only SELECT, nothing else.
     package func smartPlan(_ smartSql: String, timeLimitMs: Int64) throws -> QueryPlan {
-        var dates: [(SoupInfo, String)] = []
+        // The entry dates the query names, per soup: one index build (one write) for each soup.
+        var dates: [(soup: SoupInfo, paths: [String?])] = []
         let translated = try SmartSqlTranslator(lookup: { self.soup($0) }, sawPath: { soup, path in
-            if SoupCatalog.dateColumn(path) != nil { dates.append((soup, path)) }
+            guard SoupCatalog.dateColumn(path) != nil else { return }
+            if let k = dates.firstIndex(where: { $0.soup.table == soup.table }) { dates[k].paths.append(path) } else { dates.append((soup, [path])) }
         }).translate(smartSql)
-        for (soup, path) in dates { indexDates([path], of: soup) }
+        for (soup, paths) in dates { indexDates(paths, of: soup) }
         let body = try readers.withReader { db in try SmartSqlGuard.vet(translated, on: db) }
         return QueryPlan(pageSQL: "SELECT * FROM (\n\(body)\n) LIMIT ? OFFSET ?",
                          countSQL: "SELECT count(*) FROM (\n\(body)\n)",

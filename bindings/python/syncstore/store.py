@@ -274,10 +274,10 @@ class Store:
         is ``[]``."""
         # call_json inlined: a lookup is the call a host makes most, and each Python frame and
         # ctypes object is a tenth of it.
-        out, err = _c_void_p(), _lib.Error()
-        status = _lib.lib().syncstore_query_page(self._handle.get(), None if soup is None else _lib.enc(soup),
-                                                 _object_json(query_spec, "the query spec"), int(page_index),
-                                                 _byref(out), _byref(err))
+        lib, out, err = _lib.lib(), _c_void_p(), _lib.Error()
+        status = lib.syncstore_query_page(self._handle.get(), None if soup is None else _lib.enc(soup),
+                                          _object_json(query_spec, "the query spec"), int(page_index),
+                                          _byref(out), _byref(err))
         if status != 0:
             raise _lib.error_of(status, err)
         ptr = out.value
@@ -286,7 +286,7 @@ class Store:
         try:
             return cast(List[Any], _json_loads(ctypes.string_at(ptr)))
         finally:
-            _lib.lib().syncstore_free(ptr)
+            lib.syncstore_free(ptr)
 
     def move_cursor_to_page(self, cursor_id: int, page_index: int) -> Any:
         """The raw cursor JSON after moving cursor ``cursor_id`` (see :class:`Cursor` for the
