@@ -13,6 +13,7 @@ private let (store, path): (SmartStore, String) = {
         try store.registerSoup("contacts", specsJSON: #"[{"path":"AccountId","type":"string"},{"path":"LastName","type":"full_text"}]"#)
         _ = try store.upsert(soup: "contacts", entriesJSON: #"[{"AccountId":"001A","LastName":"Doe"},{"AccountId":"001B","LastName":"Roe"}]"#)
     }
+    fuzzIndexDates(store, soup: "contacts")
     return (store, path)
 }()
 private let before = fuzzFingerprint(path)
