@@ -559,6 +559,9 @@ export declare class Store {
   /** One page (default the first) of a query as an array, without a cursor or a count: the
    *  fastest lookup. A page past the last is []. */
   find<T = SoupEntry>(soup: string | null, querySpec: QuerySpec, pageIndex?: number): Promise<T[]>;
+  /** find answered on the JS thread: returns the page, throws what find rejects with. The event
+   *  loop waits for the query: for lookups by an indexed path. */
+  findSync<T = SoupEntry>(soup: string | null, querySpec: QuerySpec | string, pageIndex?: number): T[];
   pages<T = SoupEntry>(soup: string | null, querySpec: QuerySpec): AsyncIterableIterator<T[]>;
   moveCursorToPage(cursorId: number, pageIndex: number): Promise<StoreCursor>;
   closeCursor(cursorId: number): Promise<void>;

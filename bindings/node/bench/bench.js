@@ -2,9 +2,9 @@
 // Benchmark (not a test): the Node module against C calling libsyncstore directly, same work.
 //   upsert  100k Contact-like entries (3 string indexes) in batches of 1000, best of 3 rounds
 //           (C and Node rounds alternate)
-//   exact   10k exact queries on the indexed Id through the async API: store.find (one page, no
-//           cursor) against syncstore_query_page in C, store.query + cursor.close against the
-//           cursor calls in C
+//   exact   10k exact queries on the indexed Id: store.find (one page, no cursor, async) and
+//           store.findSync (the same on the JS thread) against syncstore_query_page in C,
+//           store.query + cursor.close against the cursor calls in C
 // Run: bash bindings/node/bench/run.sh [entries] [queries]  (builds the C side first).
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -52,12 +52,14 @@ function percentile(sorted, p) { return sorted[Math.min(sorted.length - 1, Math.
 
 // Interleaved in blocks of 100 so machine load hits each way alike:
 //   find       store.find(): the first page, no cursor, one async call
+//   findSync   store.findSync(): the same page, answered on the JS thread
 //   cursor     store.query() then cursor.close(): two async calls
 //   floor      an async call that does nothing in the engine (closing an unknown cursor)
 async function queries(store) {
   const spec = (q) => ({ queryType: 'exact', indexPath: 'Id', matchKey: `003${pad((q * 7) % ENTRIES, 15)}`, pageSize: 10 });
   const ways = {
     find: async (q) => { if ((await store.find('contacts', spec(q))).length !== 1) throw new Error(`query ${q}`); },
+    findSync: (q) => { if (store.findSync('contacts', spec(q)).length !== 1) throw new Error(`query ${q}`); },
     cursor: async (q) => { const cursor = await store.query('contacts', spec(q)); await cursor.close(); },
     floor: () => store.closeCursor(-1),
   };
@@ -112,6 +114,8 @@ async function main() {
     console.log(`exact query through Node's async API (target p50 < 50 us), against the same calls in C:`);
     console.log(`  C syncstore_query_page             p50 ${c.pageP50us.toFixed(1)} us p99 ${c.pageP99us.toFixed(1)} us`);
     line('  store.find (one async call)       ', q.find, c.pageP50us);
+    line('  store.findSync (on the JS thread) ', q.findSync, c.pageP50us);
+    console.log(`    findSync / C target <= 1.3x: ${q.findSync.p50 / c.pageP50us <= 1.3 ? 'met' : 'not met'}`);
     console.log(`  C query_soup + cursor_close        p50 ${c.queryP50us.toFixed(1)} us p99 ${c.queryP99us.toFixed(1)} us`);
     line('  store.query + cursor.close (two)  ', q.cursor, c.queryP50us);
     console.log(`  async call floor (no engine work)  p50 ${q.floor.p50.toFixed(1)} us p99 ${q.floor.p99.toFixed(1)} us`);

@@ -22,7 +22,7 @@ function loadAddon() {
   }
   const loaded = require(file);
   // An addon built from older sources lacks what this JS takes from it (a pull without a rebuild).
-  const missing = ['SONAME', 'STATUS', 'OP', 'SYNC_OP', 'statusName', 'load', 'storeClosed', 'pluginApi', 'liveStart'].filter((name) => loaded[name] === undefined);
+  const missing = ['SONAME', 'STATUS', 'OP', 'SYNC_OP', 'statusName', 'load', 'storeClosed', 'queryPageSync', 'pluginApi', 'liveStart'].filter((name) => loaded[name] === undefined);
   if (missing.length) {
     throw addonMissing(`the SyncStore Node addon (${file}) was built from older sources (it has no ${missing.join(', ')}): run ${BUILD}`);
   }

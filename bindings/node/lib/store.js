@@ -117,6 +117,13 @@ class Store {
   async find(soup, querySpec, pageIndex = 0) {
     return JSON.parse(await this.#call(OP.QUERY_PAGE, soup, json(querySpec), null, null, pageIndex));
   }
+  /** find, answered on the JS thread: no thread handoff and no promise, but the event loop
+   *  waits for the query. For lookups by an indexed path (microseconds); a query that reads
+   *  many rows belongs in find. Throws what find rejects with. */
+  findSync(soup, querySpec, pageIndex = 0) {
+    // The addon checks the handle's closed state itself: no second call for it here.
+    return JSON.parse(addon.queryPageSync(this.#handle, soup, json(querySpec), pageIndex));
+  }
   /** Async iteration over a query's pages (arrays of entries); the cursor closes at the end. */
   async *pages(soup, querySpec) {
     const cursor = querySpec && querySpec.queryType === 'smart' ? await this.smartQuery(querySpec) : await this.query(soup, querySpec);

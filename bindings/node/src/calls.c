@@ -245,9 +245,50 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
     return promise;
 }
 
+/* A JS string of the library's UTF-8 text: Latin-1 when it is all ASCII (the common case), which
+ * V8 copies without decoding. */
+static void create_text(napi_env env, const char *text, napi_value *result) {
+    size_t n = strlen(text), k = 0;
+    while (k < n && (unsigned char)text[k] < 0x80) k++;
+    if (k == n) napi_create_string_latin1(env, text, n, result);
+    else napi_create_string_utf8(env, text, n, result);
+}
+
+/* queryPageSync(handle, soup, spec, pageIndex) -> the page's JSON text, on the JS thread: a
+ * lookup without the lane's two thread handoffs and the promise (Store.findSync). A close is
+ * made on this thread, so a store not marked closed here stays open for the whole call. */
+static napi_value js_query_page_sync(napi_env env, napi_callback_info info) {
+    size_t argc = 4;
+    napi_value argv[4], result = NULL;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (!ss_loaded) { throw_error(env, SYNCSTORE_ERR_STATE, "libsyncstore is not loaded"); return NULL; }
+    if (argc < 4) { throw_error(env, SYNCSTORE_ERR_ARGUMENT, "bad call"); return NULL; }
+    store_rec *rec = arg_store(env, argv[0]);
+    if (!rec) return NULL;
+    pthread_mutex_lock(&g_mu);
+    int closed = rec->closed;
+    pthread_mutex_unlock(&g_mu);
+    if (closed) { throw_error(env, SYNCSTORE_ERR_STATE, "the store is closed"); return NULL; }
+    char *soup = NULL, *spec = NULL, *out = NULL;
+    int64_t page = 0;
+    if (arg_string(env, argv[1], &soup, "argument 1") && arg_string(env, argv[2], &spec, "argument 2") &&
+        arg_int64(env, argv[3], &page, "number argument")) {
+        syncstore_error err;
+        int status = SS.syncstore_query_page(rec->store, soup, spec, page, &out, &err);
+        if (status != SYNCSTORE_OK) napi_throw(env, make_error(env, status, err.retryable, err.message));
+        else if (out) create_text(env, out, &result);
+        else napi_get_null(env, &result);
+    }
+    SS.syncstore_free(out);
+    free(soup);
+    free(spec);
+    return result;
+}
+
 napi_value calls_init(napi_env env, napi_value exports) {
     napi_property_descriptor props[] = {
         {"call", NULL, js_call, NULL, NULL, NULL, napi_default, NULL},
+        {"queryPageSync", NULL, js_query_page_sync, NULL, NULL, NULL, napi_default, NULL},
         {"storeClosed", NULL, js_store_closed, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

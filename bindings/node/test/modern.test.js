@@ -35,11 +35,29 @@ test('openStore, entries and queries', { timeout: 60000 }, async (t) => {
   await assert.rejects(store.find('nope', sync.buildAllQuerySpec('title')), { code: 'SYNCSTORE_ERR_NOT_FOUND' });
   const count = await store.smartQuery('select count(*) from {notes}');
   assert.deepEqual(count.entries, [[3]]);
+  // findSync answers what find resolves with, and throws what it rejects with.
+  for (const [soup, spec, page] of [['notes', sync.buildExactQuerySpec('title', 'b'), 0],
+    ['notes', sync.buildMatchQuerySpec('body', 'whale', 'ascending', 1, 'title'), 1],
+    [null, sync.buildSmartQuerySpec('select {notes:title} from {notes} order by {notes:title} desc', 2), 0],
+    ['notes', JSON.stringify(sync.buildAllQuerySpec('title', 'descending', 2)), 0],
+    [null, sync.buildSmartQuerySpec("select 'süß ✓', {notes:title} from {notes} order by {notes:title}", 10), 0],
+    ['notes', sync.buildAllQuerySpec('title'), 5]]) {
+    assert.deepEqual(store.findSync(soup, spec, page), await store.find(soup, spec, page));
+  }
+  assert.deepEqual(store.findSync('notes', sync.buildExactQuerySpec('title', 'ü\u00e9')), []);
+  assert.throws(() => store.findSync('notes', sync.buildAllQuerySpec('title'), -1), { code: 'SYNCSTORE_ERR_ARGUMENT' });
+  assert.throws(() => store.findSync('nope', sync.buildAllQuerySpec('title')), { code: 'SYNCSTORE_ERR_NOT_FOUND', status: 2 });
+  assert.throws(() => store.findSync('notes', '{"queryType":'), { code: 'SYNCSTORE_ERR_ARGUMENT', message: /Malformed query spec/ });
+  assert.throws(() => store.findSync('notes', sync.buildAllQuerySpec('title'), 'one'), { code: 'SYNCSTORE_ERR_ARGUMENT' });
   assert.equal(await store.remove('notes', sync.buildExactQuerySpec('title', 'c')), 1);
   await store.remove('notes', [b._soupEntryId]);
   assert.deepEqual((await store.smartQuery('select {notes:title} from {notes}')).entries, [['a']]);
   assert.ok(await store.size() > 0);
   assert.deepEqual(await sync.listStores({ root }), ['modern']);
+  // Once a close is made the lookup throws at once, while the close is still under way.
+  const closing = store.close();
+  assert.throws(() => store.findSync('notes', sync.buildAllQuerySpec('title')), { code: 'SYNCSTORE_ERR_STATE' });
+  await closing;
 });
 
 test('store root: explicit call, then SYNCSTORE_ROOT, then a per-user directory', { timeout: 60000 }, (t) => {

@@ -206,6 +206,23 @@ def dump(value: Any) -> bytes:
     return _encoder.encode(value).encode("utf-8")
 
 
+# json.loads(bytes) detects the encoding, decodes, then runs this same C scanner between two
+# whitespace matches: a third of a one-entry lookup. The library writes UTF-8 JSON with nothing
+# around the value, so its answers go to the scanner directly; anything it declines (it never
+# should) goes through json.loads, which says what is wrong.
+_scan_once = json.JSONDecoder().scan_once
+_char_p = ctypes.c_char_p
+
+
+def load(ptr: int) -> Any:
+    """The JSON value of a ``char *`` the library wrote (not freed here)."""
+    text = _char_p(ptr).value.decode("utf-8")  # type: ignore[union-attr]
+    try:
+        return _scan_once(text, 0)[0]
+    except StopIteration:
+        return json.loads(text)
+
+
 def take_string(ptr: Optional[int]) -> Optional[str]:
     """Decodes and frees a ``char *`` returned by the library (NULL gives None)."""
     if not ptr:
@@ -251,7 +268,6 @@ def call_json(fn: Any, *args: Any) -> Any:
     if not ptr:
         return None
     try:
-        # json.loads reads UTF-8 bytes itself: no decoded copy first.
-        return json.loads(ctypes.string_at(ptr))
+        return load(ptr)
     finally:
         lib().syncstore_free(ptr)
