@@ -16,6 +16,11 @@ let abiMajor: String = {
     return line.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
 }()
 
+/// The library targets' release flags. Exclusive access to class properties and globals is
+/// proved at compile time where it can be and checked at run time elsewhere; the run-time check
+/// (a few percent of a lookup or an upsert) stays in debug builds, where every test runs too.
+let releaseSpeed: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "SyncStore",
     products: [
@@ -46,29 +51,34 @@ let package = Package(
         // What the core and the dev server share (SQLite statements, clock, dates), without Foundation.
         .target(
             name: "SyncStoreSupport",
-            dependencies: ["CSQLite"]
+            dependencies: ["CSQLite"],
+            swiftSettings: releaseSpeed
         ),
         // The store: soups, entries, queries, cursors, transactions, encryption. It knows no sync
         // type; the layers above attach to each open store through `StoreCompanion`.
         .target(
             name: "SyncStoreCore",
             // CSyncStoreABI (the header, no code): SYNCSTORE_VERSION.
-            dependencies: ["SyncStoreSupport", "CSQLite", "CJansson", "CSyncStoreCipher", "CSyncStoreABI"]
+            dependencies: ["SyncStoreSupport", "CSQLite", "CJansson", "CSyncStoreCipher", "CSyncStoreABI"],
+            swiftSettings: releaseSpeed
         ),
         // Sync on the store: HTTP and the REST clients (Remote/), targets, sync down / up runs.
         .target(
             name: "SyncStoreSync",
-            dependencies: ["SyncStoreCore", "SyncStoreSupport", "CSQLite", "CJansson", "CCurl"]
+            dependencies: ["SyncStoreCore", "SyncStoreSupport", "CSQLite", "CJansson", "CCurl"],
+            swiftSettings: releaseSpeed
         ),
         // The hybrid plugins' native half (docs/hybrid-plugin.md), on the store and sync.
         .target(
             name: "SyncStorePlugin",
-            dependencies: ["SyncStoreSync", "SyncStoreCore", "SyncStoreSupport", "CJansson", "CSyncStoreABI"]
+            dependencies: ["SyncStoreSync", "SyncStoreCore", "SyncStoreSupport", "CJansson", "CSyncStoreABI"],
+            swiftSettings: releaseSpeed
         ),
         .target(
             name: "SyncStoreC",
             dependencies: ["SyncStorePlugin", "SyncStoreSync", "SyncStoreCore", "CSyncStoreABI"],
             exclude: ["exports.map"],
+            swiftSettings: releaseSpeed,
             linkerSettings: [
                 .unsafeFlags([
                     "-static-stdlib",
