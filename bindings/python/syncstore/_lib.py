@@ -210,7 +210,7 @@ def dump(value: Any) -> bytes:
 # whitespace matches: a third of a one-entry lookup. The library writes UTF-8 JSON with nothing
 # around the value, so its answers go to the scanner directly; anything it declines (it never
 # should) goes through json.loads, which says what is wrong.
-_scan_once = json.JSONDecoder().scan_once
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _char_p = ctypes.c_char_p
 
 
