@@ -124,4 +124,11 @@ final class LookupPathTests: StoreTestCase {
         try store.removeSoup("things")
         XCTAssertTrue(viaBytes(spec).hasPrefix("error \(ErrorCode.notFound)"), viaBytes(spec))
     }
+
+    /// Readers map at most the file's first 32 MB (docs/architecture.md, "Decisions"): each
+    /// reader's mapped pages count in the host's RSS, so the cap is what bounds it.
+    func testReadersMapAtMostTheFirst32MB() throws {
+        let mapped = try store.readers.withReader { db in try db.scalarInt("PRAGMA mmap_size") }
+        XCTAssertEqual(mapped, 32 << 20)
+    }
 }
