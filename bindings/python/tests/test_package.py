@@ -71,6 +71,19 @@ def test_version_abi_and_status_names() -> None:
     assert syncstore.status_name(2) == "SYNCSTORE_ERR_NOT_FOUND"
 
 
+def test_library_text_reads_as_json_loads_reads_it() -> None:
+    # _lib.load hands the library's text to json's scanner directly; what the scanner declines
+    # (here, leading space or trailing text) goes through json.loads, which reads or refuses it.
+    import ctypes
+    import json
+    for text in ['[{"a":"é\\u00e9","n":-1.5e300,"b":[true,null]}]', '"x"', "12", " [1]"]:
+        buf = ctypes.create_string_buffer(text.encode("utf-8"))
+        assert _lib.load(ctypes.addressof(buf)) == json.loads(text)
+    bad = ctypes.create_string_buffer(b"{bad")
+    with pytest.raises(json.JSONDecodeError):
+        _lib.load(ctypes.addressof(bad))
+
+
 def library_error_codes() -> list[int]:
     """The error codes the library names: 1 up to the first it calls UNKNOWN."""
     codes: list[int] = []
