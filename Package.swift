@@ -83,7 +83,8 @@ let package = Package(
                 .unsafeFlags([
                     "-static-stdlib",
                     // Identical functions folded where no address is taken (the static stdlib's
-                    // specializations): about 100 KB under the 8 MiB bound (CMakeLists.txt).
+                    // specializations): about 100 KB off the stripped library, which CMakeLists.txt
+                    // bounds at 8 MiB.
                     "-Xlinker", "--icf=safe",
                     "-Xlinker", "-soname=libsyncstore.so.\(abiMajor)",
                     "-Xlinker", "--version-script=\(packageRoot)/Sources/SyncStoreC/exports.map",

@@ -122,6 +122,15 @@ static void free_call(call_t *c) {
     free(c);
 }
 
+/* A JS string of the library's UTF-8 text: Latin-1 when it is all ASCII (the common case), which
+ * V8 copies without decoding. */
+static void create_text(napi_env env, const char *text, napi_value *result) {
+    size_t n = strlen(text), k = 0;
+    while (k < n && (unsigned char)text[k] < 0x80) k++;
+    if (k == n) napi_create_string_latin1(env, text, n, result);
+    else napi_create_string_utf8(env, text, n, result);
+}
+
 static void complete(napi_env env, napi_status napi_st, void *data) {
     call_t *c = data;
     napi_value result = NULL;
@@ -149,7 +158,7 @@ static void complete(napi_env env, napi_status napi_st, void *data) {
         if (!result) {
             switch (c->kind) {
             case OUT_TEXT:
-                if (c->out) napi_create_string_utf8(env, c->out, NAPI_AUTO_LENGTH, &result);
+                if (c->out) create_text(env, c->out, &result);
                 else napi_get_null(env, &result);
                 break;
             case OUT_NUMBER: napi_create_int64(env, c->num, &result); break;
@@ -184,6 +193,14 @@ static int op_without_store(int op) {
     return op == OP_OPEN || op == OP_LIST_STORES || op == OP_REMOVE_STORE || op == OP_REMOVE_ALL_STORES;
 }
 
+/* Whether a close of the handle was made (the record's flag, under the bookkeeping lock). */
+static int store_closed(store_rec *rec) {
+    pthread_mutex_lock(&g_mu);
+    int closed = rec->closed;
+    pthread_mutex_unlock(&g_mu);
+    return closed;
+}
+
 /* storeClosed(handle) -> whether the store is closed (its close was made, or the environment is
  * ending): the JS Store reads it here rather than keeping a copy. */
 static napi_value js_store_closed(napi_env env, napi_callback_info info) {
@@ -192,10 +209,7 @@ static napi_value js_store_closed(napi_env env, napi_callback_info info) {
     napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
     store_rec *rec = argc ? arg_store(env, argv[0]) : NULL;
     if (!rec) return NULL;
-    pthread_mutex_lock(&g_mu);
-    int closed = rec->closed;
-    pthread_mutex_unlock(&g_mu);
-    napi_get_boolean(env, closed != 0, &result);
+    napi_get_boolean(env, store_closed(rec), &result);
     return result;
 }
 
@@ -245,15 +259,6 @@ static napi_value js_call(napi_env env, napi_callback_info info) {
     return promise;
 }
 
-/* A JS string of the library's UTF-8 text: Latin-1 when it is all ASCII (the common case), which
- * V8 copies without decoding. */
-static void create_text(napi_env env, const char *text, napi_value *result) {
-    size_t n = strlen(text), k = 0;
-    while (k < n && (unsigned char)text[k] < 0x80) k++;
-    if (k == n) napi_create_string_latin1(env, text, n, result);
-    else napi_create_string_utf8(env, text, n, result);
-}
-
 /* queryPageSync(handle, soup, spec, pageIndex) -> the page's JSON text, on the JS thread: a
  * lookup without the lane's two thread handoffs and the promise (Store.findSync). A close is
  * made on this thread, so a store not marked closed here stays open for the whole call. */
@@ -265,10 +270,7 @@ static napi_value js_query_page_sync(napi_env env, napi_callback_info info) {
     if (argc < 4) { throw_error(env, SYNCSTORE_ERR_ARGUMENT, "bad call"); return NULL; }
     store_rec *rec = arg_store(env, argv[0]);
     if (!rec) return NULL;
-    pthread_mutex_lock(&g_mu);
-    int closed = rec->closed;
-    pthread_mutex_unlock(&g_mu);
-    if (closed) { throw_error(env, SYNCSTORE_ERR_STATE, "the store is closed"); return NULL; }
+    if (store_closed(rec)) { throw_error(env, SYNCSTORE_ERR_STATE, "the store is closed"); return NULL; }
     char *soup = NULL, *spec = NULL, *out = NULL;
     int64_t page = 0;
     if (arg_string(env, argv[1], &soup, "argument 1") && arg_string(env, argv[2], &spec, "argument 2") &&
