@@ -17,6 +17,7 @@ class Handle:
 
     def __init__(self, ptr: int, label: str) -> None:
         self._ptr: Optional[int] = ptr
+        self._arg: Optional[ctypes.c_void_p] = ctypes.c_void_p(ptr)
         self.label = label
         self._lock = threading.Lock()
         self._listeners: Set[int] = set()
@@ -33,6 +34,14 @@ class Handle:
             raise StateError(f"the store {self.label} is closed")
         return ptr
 
+    def arg(self) -> ctypes.c_void_p:
+        """The C pointer as a call's argument (one object, made once); raises
+        :class:`StateError` when the store is closed."""
+        arg = self._arg
+        if arg is None:
+            raise StateError(f"the store {self.label} is closed")
+        return arg
+
     def track(self, key: int) -> None:
         """Remembers a listener to drop when this handle closes."""
         with self._lock:
@@ -47,7 +56,7 @@ class Handle:
         if _callbacks.in_worker_thread():
             raise StateError("a store cannot be closed from inside one of its sync callbacks")
         with self._lock:
-            ptr, self._ptr = self._ptr, None
+            ptr, self._ptr, self._arg = self._ptr, None, None
         if ptr is not None:
             self._close_ptr(ptr)
 
@@ -63,7 +72,7 @@ class Handle:
         """Finalizer form of :meth:`close`: never raises; from a callback thread it hands the close
         to a helper thread (so a store collected there still closes, after the callback returns)."""
         with self._lock:
-            ptr, self._ptr = self._ptr, None
+            ptr, self._ptr, self._arg = self._ptr, None, None
         if ptr is None:
             return
         if _callbacks.in_worker_thread():

@@ -189,10 +189,11 @@ def _unserializable(value: Any) -> Any:
 
 
 # The same encoder made once: JSONEncoder.encode makes it again on every call, which was half of
-# a small query spec's encoding. None where the interpreter has no C encoder.
+# a small query spec's encoding (Store.find calls it directly for a dict). None where the
+# interpreter has no C encoder.
 _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_c_encode = (_c_make_encoder(None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, False)
-             if _c_make_encoder is not None else None)
+c_encode = (_c_make_encoder(None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+            if _c_make_encoder is not None else None)
 
 
 def dump(value: Any) -> bytes:
@@ -201,8 +202,8 @@ def dump(value: Any) -> bytes:
         return value
     if isinstance(value, str):
         return value.encode("utf-8")
-    if _c_encode is not None and type(value) in (dict, list):
-        return "".join(_c_encode(value, 0)).encode("utf-8")
+    if c_encode is not None and type(value) in (dict, list):
+        return "".join(c_encode(value, 0)).encode("utf-8")
     return _encoder.encode(value).encode("utf-8")
 
 
@@ -216,11 +217,50 @@ _char_p = ctypes.c_char_p
 
 def load(ptr: int) -> Any:
     """The JSON value of a ``char *`` the library wrote (not freed here)."""
-    text = _char_p(ptr).value.decode("utf-8")  # type: ignore[union-attr]
+    return parse(_char_p(ptr).value)  # type: ignore[arg-type]
+
+
+def parse(raw: bytes) -> Any:
+    """The JSON value of UTF-8 JSON text the library wrote."""
+    text = raw.decode("utf-8")
     try:
         return _scan_once(text, 0)[0]
     except StopIteration:
         return json.loads(text)
+
+
+class OutSlots:
+    """A ``char **`` out argument and a ``syncstore_error``, made once and reused by the lookup
+    path (see :func:`lookup_functions`), with the pointer also readable as a C string."""
+
+    __slots__ = ("out", "text", "err", "out_ref", "err_ref")
+
+    def __init__(self) -> None:
+        self.out = ctypes.c_void_p()
+        self.text = ctypes.c_char_p.from_buffer(self.out)  # the same pointer, read as a C string
+        self.err = Error()
+        self.out_ref = ctypes.byref(self.out)
+        self.err_ref = ctypes.byref(self.err)
+
+
+#: Idle :class:`OutSlots`: a call pops one (or makes one) and puts it back once read, so
+#: threads, and a lookup made from a finalizer or a signal handler amid another, never share one.
+out_slots: List[OutSlots] = []
+
+_lookup: Optional[Tuple[Any, Any]] = None
+
+
+def lookup_functions() -> Tuple[Any, Any]:
+    """``syncstore_query_page`` and ``syncstore_free`` as function objects of their own with no
+    argtypes: the lookup path passes values of the C types already (a ``c_void_p`` handle,
+    bytes, a ``c_int64``, byref slots), and converting its six arguments cost a tenth of a
+    lookup."""
+    global _lookup
+    if _lookup is None:
+        query_page, free = lib()["syncstore_query_page"], lib()["syncstore_free"]
+        query_page.restype, free.restype = ctypes.c_int, None
+        _lookup = (query_page, free)
+    return _lookup
 
 
 def take_string(ptr: Optional[int]) -> Optional[str]:

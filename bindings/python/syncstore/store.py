@@ -29,6 +29,20 @@ SyncRef = Union[int, str, SyncRun]
 _soup_names: Dict[Optional[str], Optional[bytes]] = {}
 
 
+_out_slots = _lib.out_slots
+_encode_dict = _lib.c_encode
+_PAGE_0 = ctypes.c_int64(0)
+
+
+def _page_arg(page_index: Any) -> ctypes.c_int64:
+    """A page index as the C call takes it; one out of int64's range is an ArgumentError (ctypes
+    would wrap it)."""
+    page = int(page_index)
+    if not -(1 << 63) <= page < (1 << 63):
+        raise ArgumentError(f"page_index must be 0 or more and fit in 64 bits (got {page})")
+    return ctypes.c_int64(page)
+
+
 def _soup_name(soup: Optional[str]) -> Optional[bytes]:
     name = _lib.enc(soup)
     if len(_soup_names) < 4096:
@@ -154,7 +168,7 @@ class Store:
             watch.close()
 
     def _p(self) -> ctypes.c_void_p:
-        return ctypes.c_void_p(self._handle.get())
+        return self._handle.arg()
 
     # -- store --
 
@@ -283,21 +297,25 @@ class Store:
         """One page (default the first) of a query's results, without a cursor or a count: the
         fastest lookup. Takes smart specs too (``soup`` may then be None). A page past the last
         is ``[]``."""
-        # call_json inlined: a lookup is the call a host makes most, and each Python frame and
-        # ctypes object is a tenth of it.
-        lib, out, err = _lib.lib(), _c_void_p(), _lib.Error()
-        status = lib.syncstore_query_page(self._handle.get(), _soup_names.get(soup) or _soup_name(soup),
-                                          _object_json(query_spec, "the query spec"), int(page_index),
-                                          _byref(out), _byref(err))
-        if status != 0:
-            raise _lib.error_of(status, err)
-        ptr = out.value
-        if not ptr:
-            return cast(List[Any], None)
+        # call_json inlined, with the C types made once (_lib.lookup_functions) and a dict spec
+        # encoded here: a lookup is the call a host makes most, and each Python frame and ctypes
+        # object is a twentieth of it.
+        query_page, free = _lib.lookup_functions()
         try:
-            return cast(List[Any], _lib.load(ptr))
-        finally:
-            lib.syncstore_free(ptr)
+            slots = _out_slots.pop()
+        except IndexError:
+            slots = _lib.OutSlots()
+        status = query_page(self._handle.arg(), _soup_names.get(soup) or _soup_name(soup),
+                            "".join(_encode_dict(query_spec, 0)).encode()
+                            if type(query_spec) is dict and _encode_dict else _object_json(query_spec, "the query spec"),
+                            _PAGE_0 if page_index == 0 else _page_arg(page_index), slots.out_ref, slots.err_ref)
+        if status != 0:
+            raise _lib.error_of(status, slots.err)
+        raw = slots.text.value
+        if raw is not None:
+            free(slots.out)
+        _out_slots.append(slots)
+        return None if raw is None else _lib.parse(raw)  # type: ignore[return-value]
 
     def move_cursor_to_page(self, cursor_id: int, page_index: int) -> Any:
         """The raw cursor JSON after moving cursor ``cursor_id`` (see :class:`Cursor` for the

@@ -50,6 +50,47 @@ def test_find_reads_one_page_without_a_cursor(store: syncstore.Store) -> None:
         store.find("n", spec, -1)
     with pytest.raises(syncstore.NotFoundError):
         store.find("nope", spec)
+    # Past int64 is refused, not wrapped to another page; the last int64 page is past every row.
+    for page in (1 << 63, -(1 << 63) - 1):
+        with pytest.raises(syncstore.ArgumentError, match="64 bits"):
+            store.find("n", spec, page)
+    assert store.find("n", spec, (1 << 63) - 1) == []
+    assert [e["n"] for e in store.find("n", spec, 1.0)] == list(range(10, 20))  # int(page), as before
+    # A failed lookup leaves nothing behind for the next one (out and error slots are reused).
+    assert [e["n"] for e in store.find("n", spec)] == list(range(10))
+
+
+def test_find_from_many_threads_reads_each_own_page(store: syncstore.Store) -> None:
+    # Each call takes its own out and error slots: threads never read another's page or error.
+    import threading
+    store.register_soup("n", [{"path": "n", "type": "integer"}])
+    store.upsert("n", [{"n": i} for i in range(200)], return_entries=False)
+    wrong: list[str] = []
+
+    def look(offset: int) -> None:
+        for k in range(300):
+            n = (offset * 37 + k) % 200
+            if k % 7 == 0:
+                try:
+                    store.find("nope", {"queryType": "exact", "indexPath": "n", "matchKey": n})
+                    wrong.append("no error for an unknown soup")
+                except syncstore.NotFoundError as e:
+                    if "nope" not in str(e):
+                        wrong.append(str(e))
+                continue
+            page = store.find("n", {"queryType": "exact", "indexPath": "n", "matchKey": n})
+            if [e["n"] for e in page] != [n]:
+                wrong.append(f"{n}: {page}")
+
+    threads = [threading.Thread(target=look, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+    store.close()
+    with pytest.raises(syncstore.StateError):
+        store.find("n", {"queryType": "exact", "indexPath": "n", "matchKey": 1})
 
 
 def test_cursor_iterates_every_page_and_closes(store: syncstore.Store) -> None:
