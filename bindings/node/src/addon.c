@@ -45,6 +45,10 @@ void throw_error(napi_env env, int status, const char *message) {
 }
 
 int arg_string(napi_env env, napi_value v, char **out, const char *what) {
+    return arg_string_in(env, v, NULL, 0, out, what);
+}
+
+int arg_string_in(napi_env env, napi_value v, char *buf, size_t cap, char **out, const char *what) {
     napi_valuetype t;
     *out = NULL;
     if (napi_typeof(env, v, &t) != napi_ok) return 0;
@@ -56,6 +60,11 @@ int arg_string(napi_env env, napi_value v, char **out, const char *what) {
         return 0;
     }
     size_t len;
+    if (cap > 1) {
+        /* One copy when it fits; a string that filled the buffer may have been cut short. */
+        napi_get_value_string_utf8(env, v, buf, cap, &len);
+        if (len < cap - 1) { *out = buf; return 1; }
+    }
     napi_get_value_string_utf8(env, v, NULL, 0, &len);
     *out = malloc(len + 1);
     if (!*out) { throw_error(env, SYNCSTORE_ERR_INTERNAL, "out of memory"); return 0; }

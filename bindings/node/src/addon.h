@@ -97,6 +97,9 @@ napi_value export_numbers(napi_env env, napi_value exports, const char *key, con
 /* Argument helpers: a JS string becomes a malloc'd C string; null/undefined become NULL.
  * Returns 0 and throws an ARGUMENT error for another type. */
 int arg_string(napi_env env, napi_value v, char **out, const char *what);
+/* arg_string into buf (cap bytes) when the string fits there (*out == buf then: not freed), else
+ * into malloc'd memory as arg_string does. */
+int arg_string_in(napi_env env, napi_value v, char *buf, size_t cap, char **out, const char *what);
 int arg_int64(napi_env env, napi_value v, int64_t *out, const char *what);
 store_rec *arg_store(napi_env env, napi_value v);
 

@@ -271,9 +271,12 @@ static napi_value js_query_page_sync(napi_env env, napi_callback_info info) {
     store_rec *rec = arg_store(env, argv[0]);
     if (!rec) return NULL;
     if (store_closed(rec)) { throw_error(env, SYNCSTORE_ERR_STATE, "the store is closed"); return NULL; }
+    /* A lookup's soup name and spec fit on the stack: no malloc for them. */
+    char soup_buf[128], spec_buf[512];
     char *soup = NULL, *spec = NULL, *out = NULL;
     int64_t page = 0;
-    if (arg_string(env, argv[1], &soup, "argument 1") && arg_string(env, argv[2], &spec, "argument 2") &&
+    if (arg_string_in(env, argv[1], soup_buf, sizeof soup_buf, &soup, "argument 1") &&
+        arg_string_in(env, argv[2], spec_buf, sizeof spec_buf, &spec, "argument 2") &&
         arg_int64(env, argv[3], &page, "number argument")) {
         syncstore_error err;
         int status = SS.syncstore_query_page(rec->store, soup, spec, page, &out, &err);
@@ -282,8 +285,8 @@ static napi_value js_query_page_sync(napi_env env, napi_callback_info info) {
         else napi_get_null(env, &result);
     }
     SS.syncstore_free(out);
-    free(soup);
-    free(spec);
+    if (soup != soup_buf) free(soup);
+    if (spec != spec_buf) free(spec);
     return result;
 }
 

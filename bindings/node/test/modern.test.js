@@ -45,6 +45,18 @@ test('openStore, entries and queries', { timeout: 60000 }, async (t) => {
     assert.deepEqual(store.findSync(soup, spec, page), await store.find(soup, spec, page));
   }
   assert.deepEqual(store.findSync('notes', sync.buildExactQuerySpec('title', 'ü\u00e9')), []);
+  // Specs around the size the addon copies on its stack (512 bytes), ASCII and two-byte
+  // characters: each finds its own entry, never a spec cut short.
+  const base = JSON.stringify(sync.buildExactQuerySpec('title', '')).length;
+  const titles = [];
+  for (let size = 500; size <= 520; size++) {
+    titles.push('t'.repeat(size - base), `${(size - base) % 2 ? 't' : ''}${'ü'.repeat(Math.floor((size - base) / 2))}`);
+  }
+  const long = await store.upsert('notes', titles.map((title) => ({ title, body: 'long' })));
+  for (const entry of long) {
+    assert.deepEqual(store.findSync('notes', sync.buildExactQuerySpec('title', entry.title)).map((e) => e._soupEntryId), [entry._soupEntryId]);
+  }
+  await store.remove('notes', long.map((e) => e._soupEntryId));
   assert.throws(() => store.findSync('notes', sync.buildAllQuerySpec('title'), -1), { code: 'SYNCSTORE_ERR_ARGUMENT' });
   assert.throws(() => store.findSync('nope', sync.buildAllQuerySpec('title')), { code: 'SYNCSTORE_ERR_NOT_FOUND', status: 2 });
   assert.throws(() => store.findSync('notes', '{"queryType":'), { code: 'SYNCSTORE_ERR_ARGUMENT', message: /Malformed query spec/ });
