@@ -66,6 +66,21 @@ final class LookupPathTests: StoreTestCase {
         }
     }
 
+    func testMatchKeysAreQualifiedWithTheirColumn() throws {
+        // A match lookup's key binds as "column : (key)" for its indexPath, cached or not.
+        try register("texts", #"[{"path":"title","type":"full_text"},{"path":"body","type":"full_text"}]"#)
+        try upsert("texts", #"[{"title":"blue whale","body":"sea"},{"title":"sea lion","body":"blue"}]"#)
+        for (path, key, titles) in [("title", "blue", ["blue whale"]), ("body", "blue", ["sea lion"]),
+                                    ("title", "sea", ["sea lion"]), ("body", "sea", ["blue whale"])] {
+            let spec = #"{"queryType":"match","indexPath":"\#(path)","matchKey":"\#(key)","orderPath":"title"}"#
+            for _ in 0..<2 {
+                let page = try Array(spec.utf8).withUnsafeBufferPointer { try store.queryPage(soup: "texts", specUTF8: $0, page: 0) }
+                let found = try JSONDocument.parse(try XCTUnwrap(page).string, what: "page").root.elements.map { $0["title"]?.string }
+                XCTAssertEqual(found, titles.map { Optional($0) }, spec)
+            }
+        }
+    }
+
     func testKeyTypesAreNotConfused() throws {
         // One text but for the key's JSON type: each type is read as jansson reads it.
         for key in [#""3""#, "3", "3.0", "true", #""true""#, "null", "false"] {

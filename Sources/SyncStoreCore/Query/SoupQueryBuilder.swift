@@ -2,8 +2,8 @@ import Glibc
 import SyncStoreSupport
 
 /// SQL for one page of a query spec, plus the SQL that counts all its rows.
-package struct QueryPlan {
-    package enum Rows {
+package final class QueryPlan {
+    package enum Rows: Sendable {
         /// Whole entries: the single column is the stored JSON text.
         case entries
         /// One JSON array per row built from the columns (selectPaths and Smart SQL).
@@ -16,9 +16,21 @@ package struct QueryPlan {
     /// Smart SQL is checked against the authorizer when prepared.
     package let isSmart: Bool
     /// The soup table a non-smart plan reads, to tell a cursor whose soup is gone.
-    package var soupTable: String? = nil
+    package let soupTable: String?
     /// Smart SQL: how long the count or one page may run (QuerySpec.timeoutMs).
-    package var timeLimitMs: Int64? = nil
+    package let timeLimitMs: Int64?
+
+    // A class: a lookup's cached plan is passed down with one retain, not one per string.
+    package init(pageSQL: String, countSQL: String, bindings: [SQLValue], rows: Rows, isSmart: Bool,
+                 soupTable: String? = nil, timeLimitMs: Int64? = nil) {
+        self.pageSQL = pageSQL
+        self.countSQL = countSQL
+        self.bindings = bindings
+        self.rows = rows
+        self.isSmart = isSmart
+        self.soupTable = soupTable
+        self.timeLimitMs = timeLimitMs
+    }
 
     /// Runs `body` on `db` within the plan's time limit, if it has one.
     package func limited<T>(on db: Connection, _ body: () throws -> T) throws -> T {
@@ -99,13 +111,61 @@ package enum PlanCache {
 package final class CachedLookup: @unchecked Sendable {
     package let spec: QuerySpec
     package let plan: QueryPlan
+    package let binding: KeyBinding
     /// Whether the spec filters or orders on an entry date (whose index each lookup makes sure of).
     package let readsDates: Bool
 
-    package init(spec: QuerySpec, plan: QueryPlan) {
+    package init(spec: QuerySpec, plan: QueryPlan, soup: SoupInfo) throws {
         self.spec = spec
         self.plan = plan
+        binding = try KeyBinding(spec, soup: soup)
         readsDates = spec.filterAndOrderPaths.contains { $0.flatMap(SoupCatalog.dateColumn) != nil }
+    }
+}
+
+/// How a spec's key values bind to its condition on one soup: what depends on the spec's shape
+/// and the soup (the index's type, a match query's column) is worked out once, so a cached
+/// lookup binds new keys without another look at either.
+package struct KeyBinding {
+    private let queryType: QuerySpec.QueryType
+    private let nullMatchKeyMatchesNothing: Bool
+    /// Whether the index path's column holds text (booleans bind as "true"/"false" there).
+    private let textual: Bool
+    /// A match query's full_text column, when it names one.
+    private let matchColumn: String?
+
+    package init(_ spec: QuerySpec, soup: SoupInfo) throws {
+        queryType = spec.queryType
+        nullMatchKeyMatchesNothing = spec.nullMatchKeyMatchesNothing
+        textual = soup.index(for: spec.indexPath ?? SoupPath.entryId).map { $0.type == .string || $0.type == .fullText } ?? false
+        matchColumn = spec.queryType == .match ? try SoupQueryBuilder.requireFullText(spec, soup: soup) : nil
+    }
+
+    package func values(match: QuerySpec.SQLKey?, begin: QuerySpec.SQLKey?, end: QuerySpec.SQLKey?,
+                        like: QuerySpec.SQLKey?) throws -> [SQLValue] {
+        switch queryType {
+        case .exact:
+            guard let match else {
+                // `= NULL` is never true: the plugins' answer to a null matchKey, no entry.
+                if nullMatchKeyMatchesNothing { return [.null] }
+                throw StoreError.argument("An exact query needs a non-null \"matchKey\"")
+            }
+            return [match.sql(textual: textual)]
+        case .like:
+            guard let like else { throw StoreError.argument("A like query needs a non-null \"likeKey\"") }
+            return [like.sql(textual: textual)]
+        case .range:
+            return [begin, end].compactMap { $0?.sql(textual: textual) }
+        case .match:
+            guard var key = match?.text else { throw StoreError.argument("A match query needs a non-null \"matchKey\"") }
+            if let matchColumn {
+                // Qualify every term of the expression with the column, keeping AND/OR/NOT.
+                key = "\(matchColumn) : (\(key))"
+            }
+            return [.text(key)]
+        case .smart:
+            throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
+        }
     }
 }
 
@@ -125,8 +185,9 @@ package enum SoupQueryBuilder {
     }
 
     /// What a cached lookup's plan binds for the keys of `template` (a spec with its template).
-    package static func bindings(_ lookup: CachedLookup, keys template: SpecTemplate, soup: SoupInfo) throws -> [SQLValue] {
-        try whereBindings(template.keys(of: lookup.spec), soup: soup)
+    package static func bindings(_ lookup: CachedLookup, keys template: SpecTemplate) throws -> [SQLValue] {
+        try lookup.binding.values(match: template.matchKey, begin: template.beginKey, end: template.endKey,
+                                  like: template.likeKey)
     }
 
     private static func planText(_ spec: QuerySpec, soup: SoupInfo) throws -> PlanCache.Text {
@@ -181,39 +242,13 @@ package enum SoupQueryBuilder {
 
     /// The values bound to the condition's placeholders, in order.
     private static func whereBindings(_ spec: QuerySpec, soup: SoupInfo) throws -> [SQLValue] {
-        func textual() -> Bool {
-            soup.index(for: spec.indexPath ?? SoupPath.entryId).map { $0.type == .string || $0.type == .fullText } ?? false
-        }
-        switch spec.queryType {
-        case .exact:
-            guard let key = spec.matchKey else {
-                // `= NULL` is never true: the plugins' answer to a null matchKey, no entry.
-                if spec.nullMatchKeyMatchesNothing { return [.null] }
-                throw StoreError.argument("An exact query needs a non-null \"matchKey\"")
-            }
-            return [key.sql(textual: textual())]
-        case .like:
-            guard let key = spec.likeKey else { throw StoreError.argument("A like query needs a non-null \"likeKey\"") }
-            return [key.sql(textual: textual())]
-        case .range:
-            let textual = textual()
-            return [spec.beginKey, spec.endKey].compactMap { $0?.sql(textual: textual) }
-        case .match:
-            guard var key = spec.matchKey?.text else { throw StoreError.argument("A match query needs a non-null \"matchKey\"") }
-            if let column = try requireFullText(spec, soup: soup) {
-                // Qualify every term of the expression with the column, keeping AND/OR/NOT.
-                key = "\(column) : (\(key))"
-            }
-            return [.text(key)]
-        case .smart:
-            throw StoreError.argument("querySoup does not take smart query specs; use runSmartQuery")
-        }
+        try KeyBinding(spec, soup: soup).values(match: spec.matchKey, begin: spec.beginKey, end: spec.endKey, like: spec.likeKey)
     }
 
     /// A match query needs a full_text index, and its indexPath (if any) must be one; returns
     /// that index's column.
     @discardableResult
-    private static func requireFullText(_ spec: QuerySpec, soup: SoupInfo) throws -> String? {
+    fileprivate static func requireFullText(_ spec: QuerySpec, soup: SoupInfo) throws -> String? {
         guard !soup.fullTextIndexes.isEmpty else {
             throw StoreError.argument("Soup '\(soup.name)' has no full_text index; a match query needs one")
         }

@@ -67,16 +67,16 @@ extension SmartStore {
         return try SpecTemplate.read(utf8) { template in
             try reading(name) { info -> TextBuffer? in
                 let lookup: CachedLookup
-                if let known = info.lookups.value(isLast: { $0.elementsEqual(template.text) }, key: { Array(template.text) }) {
+                if let known = info.lookups.value(isLast: { template.isText($0) }, key: { Array(template.text) }) {
                     lookup = known
                     if lookup.readsDates { indexDates(lookup.spec.filterAndOrderPaths, of: info) }
                 } else {
                     guard let spec = try QuerySpec.parse(flat: utf8), spec.queryType != .smart else { return nil }
-                    lookup = CachedLookup(spec: spec, plan: try planIndexingDates(spec, soup: info))
+                    lookup = try CachedLookup(spec: spec, plan: try planIndexingDates(spec, soup: info), soup: info)
                     info.lookups.store(lookup, for: Array(template.text))
                 }
                 if let empty = pastEveryRow(page, pageSize: lookup.spec.pageSize) { return empty }
-                let bindings = try SoupQueryBuilder.bindings(lookup, keys: template, soup: info)
+                let bindings = try SoupQueryBuilder.bindings(lookup, keys: template)
                 return try readers.withReader { db in
                     try readPage(lookup.plan, bindings: bindings, pageSize: lookup.spec.pageSize, page: page, on: db)
                 }
