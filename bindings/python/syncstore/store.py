@@ -18,7 +18,6 @@ from .types import (Entry, IndexSpec, LiveSyncCallback, LiveSyncState, PathLike,
                     SoupCallback, SoupNotice, StoreConfig, SyncCallback, SyncState)
 from .watch import Watch, _interval
 
-_byref, _c_void_p = ctypes.byref, ctypes.c_void_p
 
 __all__ = ["Store", "list_stores", "remove_store", "remove_all_stores", "store_config_json"]
 
