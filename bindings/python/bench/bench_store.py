@@ -49,6 +49,28 @@ def contact(i: int) -> Dict[str, Any]:
             "LastModifiedDate": "2026-01-21T23:51:33.000+0000"}
 
 
+def lookup_keys(entries: int, queries: int) -> List[str]:
+    return [f"003{(q * 7) % entries:015d}" for q in range(queries)]
+
+
+def package_finds(store: syncstore.Store, keys: List[str]) -> float:
+    """Seconds for store.find of each key (one page, no cursor)."""
+    t0 = time.perf_counter()
+    for key in keys:
+        spec = {"queryType": "exact", "indexPath": "Id", "matchKey": key, "pageSize": 10}
+        assert len(store.find("contacts", spec)) == 1
+    return time.perf_counter() - t0
+
+
+def stdlib_finds(db: sqlite3.Connection, keys: List[str]) -> float:
+    """Seconds for the hand-written lookup of each key: one SELECT, json.loads of each row."""
+    t0 = time.perf_counter()
+    for key in keys:
+        rows = [json.loads(doc) for (doc,) in db.execute("SELECT doc FROM contacts WHERE c_id = ? LIMIT 10", (key,))]
+        assert len(rows) == 1
+    return time.perf_counter() - t0
+
+
 def python_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entries: int,
                  queries: int, returned: bool) -> Tuple[float, float, float]:
     with syncstore.Store(root, name) as store:
@@ -57,17 +79,14 @@ def python_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entr
         for batch in batches:
             store.upsert("contacts", batch, return_entries=returned)
         upsert_s = time.perf_counter() - t0
+        keys = lookup_keys(entries, queries)
         t0 = time.perf_counter()
-        for q in range(queries):
-            spec = {"queryType": "exact", "indexPath": "Id", "matchKey": f"003{(q * 7) % entries:015d}", "pageSize": 10}
+        for key in keys:
+            spec = {"queryType": "exact", "indexPath": "Id", "matchKey": key, "pageSize": 10}
             with store.query_soup("contacts", spec) as cursor:
                 assert len(cursor.entries) == 1
         exact_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for q in range(queries):
-            spec = {"queryType": "exact", "indexPath": "Id", "matchKey": f"003{(q * 7) % entries:015d}", "pageSize": 10}
-            assert len(store.find("contacts", spec)) == 1
-        find_s = time.perf_counter() - t0
+        find_s = package_finds(store, keys)
     return upsert_s, exact_s, find_s
 
 
@@ -86,12 +105,7 @@ def stdlib_round(root: str, name: str, batches: List[List[Dict[str, Any]]], entr
                        [(json.dumps(c), c["Id"], c["LastName"], c["Email"]) for c in batch])
         db.execute("COMMIT")
     upsert_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for q in range(queries):
-        rows = [json.loads(doc) for (doc,) in db.execute("SELECT doc FROM contacts WHERE c_id = ? LIMIT 10",
-                                                          (f"003{(q * 7) % entries:015d}",))]
-        assert len(rows) == 1
-    find_s = time.perf_counter() - t0
+    find_s = stdlib_finds(db, lookup_keys(entries, queries))
     db.close()
     return upsert_s, find_s
 
@@ -101,30 +115,15 @@ def paired_find(root: str, py_name: str, stdlib_name: str, entries: int, queries
     """package/stdlib time of the same lookups on a round's two stores, reopened: `blocks`
     pairs of `queries` lookups, which side goes first alternating. A pair's two blocks run
     within a second of each other, so a noisy machine moves both."""
-    keys = [f"003{(q * 7) % entries:015d}" for q in range(queries)]
+    keys = lookup_keys(entries, queries)
     ratios = []
     db = sqlite3.connect(f"{root}/{stdlib_name}.db", isolation_level=None)
     with syncstore.Store(root, py_name) as store:
-        def package() -> float:
-            t0 = time.perf_counter()
-            for key in keys:
-                spec = {"queryType": "exact", "indexPath": "Id", "matchKey": key, "pageSize": 10}
-                assert len(store.find("contacts", spec)) == 1
-            return time.perf_counter() - t0
-
-        def stdlib() -> float:
-            t0 = time.perf_counter()
-            for key in keys:
-                rows = [json.loads(doc) for (doc,) in db.execute("SELECT doc FROM contacts WHERE c_id = ? LIMIT 10",
-                                                                  (key,))]
-                assert len(rows) == 1
-            return time.perf_counter() - t0
-
         for b in range(blocks):
             if b % 2 == 0:
-                p, h = package(), stdlib()
+                p, h = package_finds(store, keys), stdlib_finds(db, keys)
             else:
-                h, p = stdlib(), package()
+                h, p = stdlib_finds(db, keys), package_finds(store, keys)
             ratios.append(p / h)
     db.close()
     return ratios

@@ -27,13 +27,6 @@ class Handle:
         """True once the handle is closed (or closing)."""
         return self._ptr is None
 
-    def get(self) -> int:
-        """The C pointer; raises :class:`StateError` when the store is closed."""
-        ptr = self._ptr
-        if ptr is None:
-            raise StateError(f"the store {self.label} is closed")
-        return ptr
-
     def arg(self) -> ctypes.c_void_p:
         """The C pointer as a call's argument (one object, made once); raises
         :class:`StateError` when the store is closed."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 from types import TracebackType
 from typing import Any, Dict, Iterator, List, Optional, Type
 
@@ -16,7 +15,7 @@ def _close(handle: Handle, cursor_id: int) -> None:
     if handle.closed:
         return  # closing the store closed its cursors
     try:
-        _lib.call(_lib.lib().syncstore_cursor_close, ctypes.c_void_p(handle.get()), cursor_id)
+        _lib.call(_lib.lib().syncstore_cursor_close, handle.arg(), cursor_id)
     except Exception:  # noqa: BLE001 - a finalizer must not raise; the store may be closing
         pass
 
@@ -61,7 +60,7 @@ class Cursor(Iterator[Any]):
 
     def move_to_page(self, page_index: int) -> List[Any]:
         """Moves to a page (clamped to the existing pages); returns its entries."""
-        payload = _lib.call_json(_lib.lib().syncstore_cursor_move_to_page, ctypes.c_void_p(self._handle.get()),
+        payload = _lib.call_json(_lib.lib().syncstore_cursor_move_to_page, self._handle.arg(),
                                  self.cursor_id, int(page_index))
         self._apply(payload)
         self._position = 0

@@ -309,7 +309,9 @@ class Store:
                             if type(query_spec) is dict and _encode_dict else _object_json(query_spec, "the query spec"),
                             _PAGE_0 if page_index == 0 else _page_arg(page_index), slots.out_ref, slots.err_ref)
         if status != 0:
-            raise _lib.error_of(status, slots.err)
+            error = _lib.error_of(status, slots.err)  # read before the slots go back
+            _out_slots.append(slots)
+            raise error
         raw = slots.text.value
         if raw is not None:
             free(slots.out)
@@ -453,7 +455,7 @@ class Store:
         return token.value
 
     def _reopen_args(self) -> Tuple[bytes, Optional[bytes], str]:
-        self._handle.get()  # StateError once closed
+        self._handle.arg()  # StateError once closed
         return self._reopen[0], self._reopen[1], self._handle.label
 
     def _forget_watch(self, watch: Watch[Any]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import threading
 import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Generator, List, Optional, Tuple, cast
@@ -28,7 +27,7 @@ class WaitTimeout(BusyError, TimeoutError):
 def _wait_slice(handle: Handle, sync_id: int, timeout_ms: int) -> Optional[SyncState]:
     """One ``syncstore_wait_sync`` call: the state, or None when it timed out (BUSY)."""
     try:
-        state = _lib.call_json(_lib.lib().syncstore_wait_sync, ctypes.c_void_p(handle.get()), sync_id, timeout_ms)
+        state = _lib.call_json(_lib.lib().syncstore_wait_sync, handle.arg(), sync_id, timeout_ms)
     except BusyError:
         return None
     return cast(SyncState, state)
@@ -127,7 +126,7 @@ class SyncRun(_callbacks.Listener):
         if self.kind == "cleanResyncGhosts" or not self.sync_id:
             return None
         return cast(Optional[SyncState], _lib.call_json(_lib.lib().syncstore_get_sync_status,
-                                                        ctypes.c_void_p(self._handle.get()), self.sync_id))
+                                                        self._handle.arg(), self.sync_id))
 
     @property
     def error(self) -> Optional[SyncStoreError]:
@@ -183,7 +182,7 @@ class SyncRun(_callbacks.Listener):
         The C library stops syncs per store (``syncstore_stop_syncs``): every queued or running
         sync of the store ends STOPPED; new runs are accepted again afterwards (the other stopped
         syncs can be re-run with :meth:`Store.restart_syncs`)."""
-        ptr = ctypes.c_void_p(self._handle.get())
+        ptr = self._handle.arg()
         _lib.call(_lib.lib().syncstore_stop_syncs, ptr)
         try:
             state = wait_sync(self._handle, self.sync_id, timeout)

@@ -118,7 +118,7 @@ class Watch(Generic[N]):
         return watch
 
     def _p(self) -> ctypes.c_void_p:
-        return ctypes.c_void_p(self._handle.get())
+        return self._handle.arg()
 
     def __repr__(self) -> str:
         return f"<Watch {self._handle.label}{' closed' if self._closed else ''}>"

@@ -56,8 +56,15 @@ def test_find_reads_one_page_without_a_cursor(store: syncstore.Store) -> None:
             store.find("n", spec, page)
     assert store.find("n", spec, (1 << 63) - 1) == []
     assert [e["n"] for e in store.find("n", spec, 1.0)] == list(range(10, 20))  # int(page), as before
-    # A failed lookup leaves nothing behind for the next one (out and error slots are reused).
+    # A failed lookup leaves nothing behind for the next one (out and error slots are reused),
+    # and gives its slots back: failing lookups do not make new ones.
     assert [e["n"] for e in store.find("n", spec)] == list(range(10))
+    from syncstore import _lib
+    idle = len(_lib.out_slots)
+    for _ in range(20):
+        with pytest.raises(syncstore.NotFoundError):
+            store.find("nope", spec)
+    assert len(_lib.out_slots) == idle
 
 
 def test_find_from_many_threads_reads_each_own_page(store: syncstore.Store) -> None:
