@@ -391,7 +391,8 @@ package final class LiveSync: @unchecked Sendable {
             if failed == nil && !(change.fetch.isEmpty && change.remove.isEmpty) {
                 let (owner, callback) = lock.withLock { (self.owner, self.callback) }
                 failed = run(id) { [manager] in
-                    try manager.applyChanges(id: id, fetch: change.fetch.sorted(), remove: change.remove.sorted(), owner: owner) { text in
+                    try manager.applyChanges(id: id, fetch: change.fetch.sorted(), remove: change.remove.sorted(),
+                                             seenThrough: change.seenThrough, owner: owner) { text in
                         callback?("{\"event\":\"run\",\"sync\":" + text + "}")
                     }
                 }

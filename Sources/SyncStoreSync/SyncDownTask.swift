@@ -105,7 +105,9 @@ package struct SyncDownTask: SyncRun {
             let now = Clock.nowMillis()
             for page in pages { try write(page, db: db, now: now, members: members, maxTimeStamp: &seen,
                                           lostCreates: lostCreates, stillPending: &stillPending) }
-            if last || target.pagesInTimestampOrder { next.maxTimeStamp = max(next.maxTimeStamp, seen) }
+            if last || target.pagesInTimestampOrder {
+                next.maxTimeStamp = max(next.maxTimeStamp, min(seen, target.maxTimeStampCeiling))
+            }
             try states.save(next, db: db)
         }
         state = next

@@ -199,14 +199,16 @@ package final class SyncManager: @unchecked Sendable {
 
     /// Applies change events to SOQL sync down `id` as one run of it (docs/sync.md#change-events):
     /// the records `fetch` names are fetched by id and merged, those `remove` names removed, with
-    /// the sync's merge mode; its state, callbacks and maxTimeStamp move as a sync down's run's.
-    /// BUSY when the sync has a run already.
-    package func applyChanges(id: Int64, fetch: [String], remove: [String], owner: Int, callback: SyncCallback?) throws {
+    /// the sync's merge mode; its state and callbacks move as a sync down's run's, its
+    /// maxTimeStamp too but never past `seenThrough` (ChangedRecordsTarget). BUSY when the sync
+    /// has a run already.
+    package func applyChanges(id: Int64, fetch: [String], remove: [String], seenThrough: Int64?, owner: Int,
+                              callback: SyncCallback?) throws {
         let maker: TaskMaker = { [states] state, ctx, options, emit in
             guard case .down(.builtIn(let target as SoqlTarget))? = try? state.target.parsed.get() else {
                 throw StoreError.argument("Change events apply to SOQL sync downs only")
             }
-            let changed = ChangedRecordsTarget(base: target, fetch: fetch, remove: remove)
+            let changed = ChangedRecordsTarget(base: target, fetch: fetch, remove: remove, seenThrough: seenThrough)
             return SyncDownTask(ctx: ctx, target: changed, options: options, states: states, emit: emit)
         }
         try enqueue(id, owner: owner, saveRequested: true) { [self] cancel in

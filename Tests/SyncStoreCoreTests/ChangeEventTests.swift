@@ -219,12 +219,35 @@ final class ChangeEventTests: StoreTestCase {
         XCTAssertFalse(partial.cleanGhosts)
     }
 
+    func testMaxTimeStampStopsAtTheNewestEventTaken() throws {
+        var changes = RecordChanges()
+        XCTAssertNil(changes.seenThrough, "no event said when it was committed")
+        changes.seen(nil)
+        XCTAssertNil(changes.seenThrough)
+        changes.seen(2_000)
+        changes.seen(1_000)
+        XCTAssertEqual(changes.seenThrough, 2_000, "the newest commit time taken")
+        var newer = RecordChanges()
+        newer.seen(1_500)
+        newer.putBack(changes)
+        XCTAssertEqual(newer.seenThrough, 2_000, "put back, the older changes' events were taken too")
+        newer.needCatchUp(ghosts: true)
+        XCTAssertEqual(newer.seenThrough, 2_000)
+        // The target of those changes: a record fetched now may carry a newer change than the
+        // events taken; without a commit time maxTimeStamp does not move at all.
+        let base = try SoqlTarget(JSONDocument.parse(#"{"type":"soql","query":"SELECT Id, LastModifiedDate FROM Contact"}"#).root)
+        XCTAssertEqual(ChangedRecordsTarget(base: base, fetch: ["a"], remove: [], seenThrough: 2_000).maxTimeStampCeiling, 2_000)
+        XCTAssertEqual(ChangedRecordsTarget(base: base, fetch: ["a"], remove: [], seenThrough: nil).maxTimeStampCeiling, Int64.min)
+        XCTAssertEqual(base.maxTimeStampCeiling, Int64.max, "a query's own pages move it as far as they go")
+    }
+
     func testEventsAreReadOrRefusedWithAReason() throws {
         func data(_ text: String) throws -> JSONDocument { try JSONDocument.parse(text) }
         let good = try data(#"{"event":{"replayId":7},"payload":{"ChangeEventHeader":{"entityName":"Widget__c","changeType":"GAP_DELETE","recordIds":["a0X000000000001AAA"],"changeOrigin":"x;client=me"}}}"#)
         let event = try ChangeEvent.parse(channel: "/data/Widget__ChangeEvent", data: good.root)
         XCTAssertEqual(event.kind, .gapDelete)
         XCTAssertEqual(event.replayId, 7)
+        XCTAssertNil(event.commitTimestamp)
         XCTAssertTrue(event.idsAreExact)
         XCTAssertEqual(ChangeEvent.channel(of: "Widget__c"), "/data/Widget__ChangeEvent")
         XCTAssertEqual(ChangeEvent.channel(of: "Contact"), "/data/ContactChangeEvent")
@@ -237,6 +260,8 @@ final class ChangeEventTests: StoreTestCase {
         }
         let wildcard = try data(#"{"event":{"replayId":1},"payload":{"ChangeEventHeader":{"entityName":"Contact","changeType":"UPDATE","recordIds":["003*"]}}}"#)
         XCTAssertFalse(try ChangeEvent.parse(channel: "/data/ContactChangeEvent", data: wildcard.root).idsAreExact)
+        let stamped = try data(#"{"event":{"replayId":2},"payload":{"ChangeEventHeader":{"entityName":"Contact","changeType":"UPDATE","recordIds":["003000000000001AAA"],"commitTimestamp":1767225600000}}}"#)
+        XCTAssertEqual(try ChangeEvent.parse(channel: "/data/ContactChangeEvent", data: stamped.root).commitTimestamp, 1_767_225_600_000)
     }
 
 

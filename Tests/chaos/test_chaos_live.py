@@ -993,3 +993,39 @@ def test_live_delete_while_create_settles(tmp_path):
     finally:
         store.close()
         server.stop()
+
+
+def test_live_catch_up_after_a_fetch_ran_ahead(tmp_path):
+    """A record fetched by id for an event comes back with its newest modification date, which
+    can be later than another record's change whose event is still on its way. If that event is
+    then lost (the session forgotten, the replay mark purged), a catch-up's incremental reSync
+    from a maxTimeStamp moved to the fetched record's date never sees the other change. Seen in
+    the chaos run: two server records never reached a client restarted with a replay id too
+    old. maxTimeStamp must stop at the commit time of the newest event taken."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
+    a_id = _create(server, "a")
+    b_id = _create(server, "b")
+    client = _LiveStore(tmp_path / "c", server)
+    try:
+        client.start()
+        assert _wait(lambda: {"a", "b"} <= set(client.keys()))
+        # The fetch of A's next change is held 5 s.
+        server.set_faults("POST /services/data/v6*/composite/sobjects/* latency=5000 times=1;"
+                          "GET /services/data/v6*/query* latency=5000 times=1")
+        _server_write(server, "PATCH", f"sobjects/Chaos__c/{a_id}", {"V3__c": "a-1"})
+        time.sleep(0.6)                     # its event is taken, its fetch is held
+        server.set_faults("POST /cometd/* unknown-client")   # the next events never come
+        assert _wait(lambda: not _sessions(server), 4), _sessions(server)
+        _server_write(server, "PATCH", f"sobjects/Chaos__c/{b_id}", {"V3__c": "b-1"})
+        time.sleep(0.05)
+        _server_write(server, "PATCH", f"sobjects/Chaos__c/{a_id}", {"V3__c": "a-2"})
+        assert _wait(lambda: client.keys()["a"].get("V3__c") == "a-2", 8), client.keys()["a"]
+        server.request("POST", "/__devserver/events/purge")
+        server.clear_faults()               # the stream comes back with a replay id too old
+        ok = _wait(lambda: client.keys()["b"].get("V3__c") == "b-1", 8)
+        assert ok, (f"a server update whose event was lost never reached the soup after the catch-up "
+                    f"(V3__c {client.keys()['b'].get('V3__c')!r}); live state {json.dumps(client.store.live_sync_state())}")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()

@@ -15,6 +15,8 @@ package struct ChangeEvent {
     package let kind: Kind
     package let recordIds: [String]
     package let changeOrigin: String
+    /// When the change was committed (epoch ms, the server's clock); nil when the event does not say.
+    package let commitTimestamp: Int64?
 
     /// Reads an event; a message that is not one says what is wrong with it.
     package static func parse(channel: String, data: JSON) throws -> ChangeEvent {
@@ -29,7 +31,7 @@ package struct ChangeEvent {
         let ids = list.elements.compactMap(\.string)
         guard ids.count == list.elements.count else { throw bad("has recordIds that are not strings") }
         return ChangeEvent(channel: channel, replayId: replayId, entityName: entity, kind: kind, recordIds: ids,
-                           changeOrigin: header["changeOrigin"]?.string ?? "")
+                           changeOrigin: header["changeOrigin"]?.string ?? "", commitTimestamp: header["commitTimestamp"]?.int64)
     }
 
     /// Whether each id names one record (15 or 18 letters and digits). Salesforce may send a

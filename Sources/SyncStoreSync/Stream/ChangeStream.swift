@@ -325,6 +325,7 @@ package final class ChangeStream: @unchecked Sendable {
                     // A gap event names its records but not their values: they are fetched as
                     // any other; an overflow names none.
                     let known = route.byId && event.idsAreExact
+                    changes.seen(event.commitTimestamp)
                     switch event.kind {
                     case .create, .update, .undelete, .gapCreate, .gapUpdate, .gapUndelete:
                         if known && route.judgesAlone { changes.changed(event.recordIds) } else { changes.needCatchUp(ghosts: false) }

@@ -11,6 +11,10 @@ package struct RecordChanges {
     package private(set) var reSync = false
     /// A ghost cleaning follows the reSync (it finds every deletion).
     package private(set) var cleanGhosts = false
+    /// The commit time of the newest event of the sync's object taken (nil: no event said):
+    /// every change committed before it has had its event. A record fetched by id may carry a
+    /// later change whose event has not come yet, so the sync's maxTimeStamp never passes this.
+    package private(set) var seenThrough: Int64?
 
     package init() {}
 
@@ -33,6 +37,11 @@ package struct RecordChanges {
         bound()
     }
 
+    /// An event of the sync's object committed at `commitTimestamp` was received.
+    package mutating func seen(_ commitTimestamp: Int64?) {
+        if let commitTimestamp { seenThrough = max(seenThrough ?? commitTimestamp, commitTimestamp) }
+    }
+
     /// The changed records are not known one by one: the sync reSyncs; `ghosts`: deletions may
     /// be among them, a ghost cleaning follows.
     package mutating func needCatchUp(ghosts: Bool) {
@@ -49,6 +58,7 @@ package struct RecordChanges {
         if older.reSync { needCatchUp(ghosts: older.cleanGhosts) }
         if !reSync { fetch.formUnion(older.fetch.subtracting(remove)) }
         if !cleanGhosts { remove.formUnion(older.remove.subtracting(fetch)) }
+        seen(older.seenThrough)
         bound()
     }
 

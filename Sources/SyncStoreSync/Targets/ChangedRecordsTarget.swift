@@ -11,6 +11,11 @@ package struct ChangedRecordsTarget: CommonKeysTarget {
     package let base: SoqlTarget
     package let fetch: [String]
     package let remove: [String]
+    /// The commit time of the newest event taken for these changes (nil: unknown). A record
+    /// fetched now carries its newest change, maybe one whose event is still on its way (or
+    /// lost with the stream's position): maxTimeStamp stops here so a catch-up's reSync still
+    /// finds the changes made before that one. Unknown, it does not move.
+    package let seenThrough: Int64?
     /// The object for Collections retrieve, nil when the query must be run.
     private let collectionObject: String?
     private let chunks: [ArraySlice<String>]
@@ -18,10 +23,11 @@ package struct ChangedRecordsTarget: CommonKeysTarget {
     package static let idsPerRetrieve = 2000
     package static let idsPerQuery = 200
 
-    package init(base: SoqlTarget, fetch: [String], remove: [String]) {
+    package init(base: SoqlTarget, fetch: [String], remove: [String], seenThrough: Int64?) {
         self.base = base
         self.fetch = fetch
         self.remove = remove
+        self.seenThrough = seenThrough
         let plain = base.rewriter.fields.allSatisfy { field in
             field.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 95 }
         }
@@ -31,6 +37,8 @@ package struct ChangedRecordsTarget: CommonKeysTarget {
     }
 
     package var common: TargetCommon { base.common }
+
+    package var maxTimeStampCeiling: Int64 { seenThrough ?? Int64.min }
 
     package func firstPage(_ ctx: SyncContext, since: Int64?) throws -> DownPage {
         var page = chunks.isEmpty ? DownPage(owner: [], groups: [], totalSize: 0, next: nil) : try chunk(0, ctx)

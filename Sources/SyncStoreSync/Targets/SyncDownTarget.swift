@@ -19,10 +19,14 @@ package protocol SyncDownTarget {
     /// Otherwise it advances only when a run completes (an interrupted run must not skip the
     /// older records of the pages it did not reach).
     var pagesInTimestampOrder: Bool { get }
+    /// The highest maxTimeStamp a run may set, whatever dates its records carry: a target whose
+    /// records may hold changes newer than some it has not fetched says so here.
+    var maxTimeStampCeiling: Int64 { get }
 }
 
 extension SyncDownTarget {
     package var pagesInTimestampOrder: Bool { false }
+    package var maxTimeStampCeiling: Int64 { Int64.max }
 
     package func visitRemoteIds(_ ctx: SyncContext, _ visit: (String, [String]) throws -> Void) throws -> Bool {
         guard let all = try remoteIds(ctx) else { return false }
