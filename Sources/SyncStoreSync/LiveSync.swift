@@ -280,6 +280,7 @@ package final class LiveSync: @unchecked Sendable {
             for _ in 0..<50 where !isStopping {
                 if stream.waitFirstSubscription(ms: 100) { break }
             }
+            stream.firstCatchUpStarts()
         }
         var catchingUp = true
         var attempt = 0

@@ -1029,3 +1029,27 @@ def test_live_catch_up_after_a_fetch_ran_ahead(tmp_path):
         client.stop()
         client.close()
         server.stop()
+
+
+def test_live_first_subscription_after_the_first_catch_up(tmp_path):
+    """Live sync's first start catches up once its stream has subscribed, or once the stream's
+    first attempt failed (or 5 s passed): then the catch-up runs first and the subscription comes
+    later, from new events only. A change committed between the two must still reach the soup."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
+    _create(server, "before")
+    client = _LiveStore(tmp_path / "c", server)
+    try:
+        server.set_faults("POST /cometd/* status=503 times=4")   # the stream's first attempts fail
+        client.start(wait=False)
+        assert _wait(lambda: "before" in client.keys()), "the first catch-up did not run"
+        _create(server, "between")          # after the catch-up, before the subscription
+        assert _wait(lambda: client.stream().get("state") == "live", 15), client.store.live_sync_state()
+        _create(server, "after")            # an event of the new subscription
+        assert _wait(lambda: "after" in client.keys()), client.store.live_sync_state()
+        ok = _wait(lambda: "between" in client.keys(), 3)
+        assert ok, (f"a server create made after the first catch-up and before the stream's first subscription never "
+                    f"reached the soup; live state {json.dumps(client.store.live_sync_state())}; faults {server.faults()}")
+    finally:
+        client.stop()
+        client.close()
+        server.stop()

@@ -47,6 +47,8 @@ package final class ChangeStream: @unchecked Sendable {
     private var refusedAt: Int64?
     /// The first handshake and subscriptions were made, or failed.
     private var firstAttemptDone = false
+    /// Live sync's first catch-up has started (`firstCatchUpStarts`).
+    private var firstCatchUpStarted = false
     private var phase = Phase.connecting
     private var lastError: String?
     private var nextRetryAt: Int64?
@@ -97,6 +99,11 @@ package final class ChangeStream: @unchecked Sendable {
             return firstAttemptDone || stopping
         }
     }
+
+    /// Live sync's first catch-up starts now. A channel first subscribed after this (the
+    /// stream's first attempt failed, or was slow) catches up again once subscribed: a change
+    /// committed between that catch-up's queries and the subscription is in neither.
+    package func firstCatchUpStarts() { lock.withLock { firstCatchUpStarted = true } }
 
     /// The changes to apply and the replay marks to save once they are applied.
     package func take() -> (changes: [Int64: RecordChanges], marks: [String: Int64]) {
@@ -249,8 +256,9 @@ package final class ChangeStream: @unchecked Sendable {
                     // A channel streamed before whose position was lost (-1): what changed since,
                     // deletions included, is found by catching up, once subscribed, so that every
                     // change is before the catch-up or after this. One never streamed is caught
-                    // up by live sync's own catch-up, which waits for this first subscription.
-                    if from == -1 && known != nil { catchUp(channel) }
+                    // up by live sync's own first catch-up, which waits for this subscription,
+                    // or, when that catch-up did not wait for it, by one more.
+                    if from == -1 && (known != nil || firstCatchUpStarted) { catchUp(channel) }
                 }
                 // From now on the channel has been streamed: a restart before its first event
                 // knows it lost its position.
