@@ -96,8 +96,13 @@ package struct ParentChildrenUpTask: SyncRun {
         let temporaryId = parentItems[0].entry.root[parentTask.target.idFieldName]?.string
         var parentOutcomes: [SyncUpTask.Outcome] = [.untouched]
         // Lost answers of earlier runs: adopt what they made; mark what is about to be created.
+        // A parent given its record's id at once (edited since sent) takes its children along
+        // in that transaction: a run failing after it must not leave them naming an id no entry
+        // holds, where no later run would find them.
         if parentDirty && (parentItems[0].action == .create || parentItems[0].action == .localDelete) {
-            try parentTask.prepare(&parentItems, &parentOutcomes, info: parentInfo)
+            try parentTask.prepare(&parentItems, &parentOutcomes, info: parentInfo, renamed: { db, old, new in
+                if let old, old != new { try relink(db, childInfo, from: old, to: new) }
+            })
         }
         var parent = parentItems[0]
         var parentOutcome = parentOutcomes[0]

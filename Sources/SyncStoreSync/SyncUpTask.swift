@@ -143,9 +143,12 @@ package struct SyncUpTask: SyncRun {
     /// "sent" mark so a retry after a lost answer can find the record (other targets). Creates
     /// sent earlier without an answer are reconciled here, a whole batch with one query per type.
     /// `createFields` gives what a create of an item sends, when that is not just the target's
-    /// fields of the entry (parent_children: the parent's server id).
+    /// fields of the entry (parent_children: the parent's server id). `renamed` is called in the
+    /// transaction that gives an entry the id of the record it adopted, with the entry's id before
+    /// (its temporary one, if any) and the record's (parent_children: its children follow).
     package func prepare(_ items: inout [Item], _ outcomes: inout [Outcome], info: SoupInfo,
-                 createFields: ((Item) -> [(String, JSON)])? = nil) throws {
+                 createFields: ((Item) -> [(String, JSON)])? = nil,
+                 renamed: ((Connection, String?, String) throws -> Void)? = nil) throws {
         for i in items.indices where items[i].type.isEmpty && items[i].action != .localDelete && target.custom == nil {
             outcomes[i] = .failed(errorJSON("NO_SOBJECT_TYPE", "The record has no attributes.type and the target no sobjectType"))
         }
@@ -175,7 +178,7 @@ package struct SyncUpTask: SyncRun {
             found = try finder.find(sent, fields: createFields ?? { sentFields($0) }, info: info)
         }
         adopt(found, &items, &outcomes)
-        try persistAdoptions(&items, outcomes, info: info)
+        try persistAdoptions(&items, outcomes, info: info, renamed: renamed)
         if let ext {
             // Upserts are repeatable, but a sync down before the retry must still tell the
             // record it brings from a second one: the "sent" mark lets it adopt the record.
@@ -258,17 +261,20 @@ package struct SyncUpTask: SyncRun {
     /// committed transaction. The record stops holding what the create sent once the update
     /// lands, so it can never be found again: an adoption lost to a crash after that update made
     /// the record twice (and brought the first one down as a second entry).
-    private func persistAdoptions(_ items: inout [Item], _ outcomes: [Outcome], info: SoupInfo) throws {
+    private func persistAdoptions(_ items: inout [Item], _ outcomes: [Outcome], info: SoupInfo,
+                                  renamed: ((Connection, String?, String) throws -> Void)?) throws {
         let adopted = items.indices.filter { items[$0].adopted != nil && pending(outcomes, $0) }
         guard !adopted.isEmpty else { return }
         let stored: [Int: JSONDocument] = try ctx.store.write { db in
             var stored: [Int: JSONDocument] = [:]
             var removals: [Int64] = []
+            var renames: [(String?, String)] = []
             try ctx.store.withEntryWriter(db, soup: info, externalIdPath: nil) { writer in
                 var sink: TextBuffer? = nil
                 let now = Clock.nowMillis()
                 for i in adopted {
                     guard let id = items[i].adopted, let current = try self.current(items[i].entryId, db: db, info: info) else { continue }
+                    renames.append((current.root[target.idFieldName]?.string, id))
                     current.root.set(target.idFieldName, owned: JSONMake.string(id))
                     current.root.set(LocalFlags.created, owned: JSONMake.bool(false))
                     current.root.set(LocalFlags.updated, owned: JSONMake.bool(true))
@@ -279,6 +285,7 @@ package struct SyncUpTask: SyncRun {
                 }
             }
             try ctx.store.deleteRows(db, info, ids: removals)
+            if let renamed { for (old, new) in renames { try renamed(db, old, new) } }
             return stored
         }
         // What is stored now is what later edits are told from.

@@ -168,6 +168,44 @@ def test_parent_children_lost_answer_is_not_duplicated(server, clients):
     assert len(server.records("ChaosParent__c")) == 1 and len(server.records("ChaosChild__c")) == 3
 
 
+def test_parent_children_adopted_parent_keeps_its_children(server, clients):
+    """A parent and child sent in one request whose answer was lost; the parent is edited
+    before the next run, which adopts the record the lost request made (the parent takes its
+    server id at once, as an update of it) and then fails. The child must not be left naming the
+    parent's temporary id, which no entry holds any more: no later run would find it (seen in
+    the fault rounds: a child dirty for good, its record on the server)."""
+    host = clients(server)
+    store = host.store
+    store.register_soup("parents", [{"path": "Id", "type": "string"}, {"path": "__local__", "type": "string"}])
+    store.register_soup("children", [{"path": "Id", "type": "string"}, {"path": "Parent__c", "type": "string"},
+                                     {"path": "__local__", "type": "string"}])
+    dirty = {"__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
+    store.upsert("parents", [{"attributes": {"type": "ChaosParent__c"}, "Id": "local-p1", "Name": "P1", "Key__c": "p1",
+                              "V__c": "v1", **dirty}])
+    store.upsert("children", [{"attributes": {"type": "ChaosChild__c"}, "Name": "C1", "Key__c": "c1", "V__c": "c-v1",
+                               "Parent__c": "local-p1", **dirty}])
+    server.set_faults("POST */composite drop=after times=1")
+    sid = store.sync_up("parents", parent_children_target(), {"mergeMode": "OVERWRITE"}, "pc-up")
+    assert store.wait_sync(sid, 60_000)["status"] == "FAILED"
+    parent = entries(store, "parents")[0]
+    parent["V__c"] = "v2"                   # edited since sent: the adoption is an update
+    store.upsert("parents", [parent])
+    server.set_faults("POST */composite status=500 times=1")
+    store.resync(sid)
+    assert store.wait_sync(sid, 60_000)["status"] == "FAILED"
+    server.clear_faults()
+    store.resync(sid)
+    assert store.wait_sync(sid, 60_000)["status"] == "DONE"
+    parent_id = server.records("ChaosParent__c")[0]["Id"]
+    child = entries(store, "children")[0]
+    assert child.get("Parent__c") == parent_id and not flag(child.get("__local__")), (
+        f"the child after the parent's adoption: {json.dumps({k: v for k, v in child.items() if not k.startswith('_soup')})}; "
+        f"the parent's record {parent_id}")
+    assert server.records("ChaosParent__c")[0].get("V__c") == "v2"
+    assert_no_duplicates(server, "ChaosParent__c")
+    assert_no_duplicates(server, "ChaosChild__c")
+
+
 # ---- no local edit is lost ------------------------------------------------------------------
 
 
