@@ -46,6 +46,14 @@ DOWN_QUERY = ("SELECT Id, Name, Key__c, Ext__c, Owner__c, Shared__c, V0__c, V1__
               "Email__c, LastModifiedDate FROM Chaos__c")
 SOUP_INDEXES = [{"path": "Id", "type": "string"}, {"path": "Key__c", "type": "string"},
                 {"path": "__local__", "type": "string"}]
+# A local create's flags, as the host sets them.
+DIRTY_NEW = {"__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
+# Parents (ChaosParent__c) and their children (ChaosChild__c, Parent__c), pushed in composite requests.
+PC_TARGET = {"type": "parent_children",
+             "parent": {"sobjectType": "ChaosParent__c", "soupName": "parents", "idFieldName": "Id"},
+             "children": {"sobjectType": "ChaosChild__c", "soupName": "children", "parentIdFieldName": "Parent__c"},
+             "parentCreateFieldlist": ["Name", "Key__c", "V__c"], "parentUpdateFieldlist": ["V__c"],
+             "childrenCreateFieldlist": ["Name", "Key__c", "V__c"], "childrenUpdateFieldlist": ["V__c"]}
 
 SCHEMA = {"sobjects": [
     {"name": "Chaos__c", "label": "Chaos", "labelPlural": "Chaos", "keyPrefix": "a0C", "custom": True, "fields": [
@@ -207,6 +215,15 @@ def value_seq(value):
 # The store side
 
 
+def register_parent_children(store):
+    """The soups of PC_TARGET: parents and children, each by Id, Key__c and __local__ (children by
+    Parent__c too)."""
+    store.register_soup("parents", [{"path": "Id", "type": "string"}, {"path": "Key__c", "type": "string"},
+                                    {"path": "__local__", "type": "string"}])
+    store.register_soup("children", [{"path": "Id", "type": "string"}, {"path": "Key__c", "type": "string"},
+                                     {"path": "Parent__c", "type": "string"}, {"path": "__local__", "type": "string"}])
+
+
 def open_store(root, config=None):
     """The chaos store under `root`; `config` adds to the store config (an encrypted run's "key"
     and "kdfIter")."""
@@ -328,8 +345,7 @@ class Host:
         key = uuid.UUID(int=self.rng.getrandbits(128), version=4).hex
         name = f"n-{key[:12]}" + (f"-{self.canary}" if self.canary else "")
         entry = {"attributes": {"type": TYPE}, "Name": name, "Key__c": key, "Owner__c": self.owner,
-                 "Shared__c": bool(shared), self.field: value,
-                 "__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
+                 "Shared__c": bool(shared), self.field: value, **DIRTY_NEW}
         self.log({"op": "create", "client": self.client, "seq": seq, "key": key, "field": self.field, "value": value,
                   "shared": bool(shared), "t": time.time()})
         self.store.upsert(SOUP, [entry])

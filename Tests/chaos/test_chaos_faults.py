@@ -27,8 +27,9 @@ import time
 import traceback
 
 import chaos_lib
-from chaos_lib import (DevServer, Host, ServerOrder, Summary, SyncTimeout, compare_converged, duplicates,
-                       entries, env_int, env_seed, flag, fmt_problems, newly_marked, open_store, up_state_problems)
+from chaos_lib import (DIRTY_NEW, PC_TARGET, DevServer, Host, ServerOrder, Summary, SyncTimeout, compare_converged,
+                       duplicates, entries, env_int, env_seed, flag, fmt_problems, newly_marked, open_store,
+                       register_parent_children, up_state_problems)
 
 WRITE_ROUTES = [
     "POST */composite/sobjects",                 # collection creates
@@ -49,12 +50,6 @@ OTHER_FAULTS = [
     "GET */query* repeat-locator times=2",
     "latency=0-25",
 ]
-PC_TARGET = {"type": "parent_children",
-             "parent": {"sobjectType": "ChaosParent__c", "soupName": "parents", "idFieldName": "Id"},
-             "children": {"sobjectType": "ChaosChild__c", "soupName": "children", "parentIdFieldName": "Parent__c"},
-             "parentCreateFieldlist": ["Name", "Key__c", "V__c"], "parentUpdateFieldlist": ["V__c"],
-             "childrenCreateFieldlist": ["Name", "Key__c", "V__c"], "childrenUpdateFieldlist": ["V__c"]}
-DIRTY_NEW = {"__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
 SYNC_TIMEOUT_S = 60
 
 
@@ -88,10 +83,7 @@ class Client:
         self.host.setup(server.url, **remote)
         self.pc = idx == 0
         if self.pc:
-            self.store.register_soup("parents", [{"path": "Id", "type": "string"}, {"path": "Key__c", "type": "string"},
-                                                 {"path": "__local__", "type": "string"}])
-            self.store.register_soup("children", [{"path": "Id", "type": "string"}, {"path": "Key__c", "type": "string"},
-                                                  {"path": "Parent__c", "type": "string"}, {"path": "__local__", "type": "string"}])
+            register_parent_children(self.store)
         self.problems = []
         self.liveness = 0
         self.partial_checked = 0

@@ -38,6 +38,7 @@ version 6<2+N>.0, so with CHAOS_VERBOSE the dev server's log (<tmp>/server/devse
 shows each client's Streaming API exchanges (/cometd/6<2+N>.0). After the chaos run, one
 deterministic test per way a server change was seen to get lost.
 """
+import contextlib
 import json
 import os
 import queue
@@ -776,6 +777,22 @@ class _LiveStore:
         self.store.close()
 
 
+@contextlib.contextmanager
+def _live_client(tmp_path, cometd_timeout_ms, up=False):
+    """A dev server (Streaming API long polls held `cometd_timeout_ms`) and one _LiveStore on it;
+    live sync stopped, the store closed and the server stopped at the end."""
+    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", str(cometd_timeout_ms))
+    try:
+        client = _LiveStore(tmp_path / "c", server, up=up)
+        try:
+            yield server, client
+        finally:
+            client.stop()
+            client.close()
+    finally:
+        server.stop()
+
+
 def _server_write(server, method, path, body=None):
     status, payload = server.request(method, server.url + TEST_API + "/" + path, body)
     assert 200 <= status < 300, (method, path, status, payload)
@@ -795,9 +812,7 @@ def test_live_lost_connect_answer(tmp_path):
     takes its events with it; the server has delivered them to that session, so the client must
     start a new session and replay from the last replay id it processed. Today the stream
     retries the connect on the same session and the events are never applied."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "3000")
-    client = _LiveStore(tmp_path / "c", server)
-    try:
+    with _live_client(tmp_path, 3000) as (server, client):
         client.start()
         _create(server, "first")
         assert _wait(lambda: "first" in client.keys()), "the stream does not work at all"
@@ -816,10 +831,6 @@ def test_live_lost_connect_answer(tmp_path):
         assert not missing, (f"records created on the server never reached the soup: {missing} (their events were in the "
                              f"connect answer that was lost; the stream went on with the same session). Live state: "
                              f"{json.dumps(client.store.live_sync_state())}")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()
 
 
 @pytest.mark.parametrize("fault", ["status=503", "drop=before"])
@@ -827,9 +838,7 @@ def test_live_failed_subscribe(tmp_path, fault):
     """A subscribe that fails (a 503, or lost before the server saw it) right after a good
     handshake: the stream must subscribe again. Today it keeps the session and goes on with
     connects that carry nothing: live, subscribed to no channel, no event ever."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
-    client = _LiveStore(tmp_path / "c", server)
-    try:
+    with _live_client(tmp_path, 2000) as (server, client):
         server.set_faults(f"POST /cometd/* {fault} after=1 times=1")   # request 1, the handshake, passes
         client.start()
         time.sleep(1.0)
@@ -837,10 +846,6 @@ def test_live_failed_subscribe(tmp_path, fault):
         arrived = _wait(lambda: "x" in client.keys(), 8)
         assert arrived, (f"a server create never reached the soup; the dev server's sessions: {json.dumps(_sessions(server))}; "
                          f"live state: {json.dumps(client.store.live_sync_state())}; faults: {server.faults()}")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()
 
 
 @pytest.mark.parametrize("start", ["first-start", "after-too-old"])
@@ -852,11 +857,9 @@ def test_live_restart_without_replay_position(tmp_path, start):
     mark saved is -1). Either way the next start subscribes with -1 (new events only) and its
     catch-up is an incremental reSync, which sees creates and updates but not deletes: the
     deleted record stays in the soup for good."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
-    gone_id = _create(server, "to-delete")
-    _create(server, "kept")
-    client = _LiveStore(tmp_path / "c", server)
-    try:
+    with _live_client(tmp_path, 2000) as (server, client):
+        gone_id = _create(server, "to-delete")
+        _create(server, "kept")
         client.start()
         assert _wait(lambda: {"to-delete", "kept"} <= set(client.keys())), client.keys().keys()
         if start == "after-too-old":
@@ -878,10 +881,6 @@ def test_live_restart_without_replay_position(tmp_path, start):
         assert "to-delete" not in client.keys(), (
             f"a record deleted on the server while live sync was stopped is still in the soup after it started "
             f"again; live state {json.dumps(client.store.live_sync_state())}")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()
 
 
 @pytest.mark.parametrize("echo", ["received", "missed"])
@@ -893,9 +892,7 @@ def test_live_catch_up_removes_own_creates(tmp_path, echo):
     own entries, and it stays in the soup for good. `missed`: the create is pushed while the
     stream has no session (its change event is never delivered to this store: purged before the
     stream is back), so nothing that reads the echo can make the entry the sync's."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
-    client = _LiveStore(tmp_path / "c", server, up=True)
-    try:
+    with _live_client(tmp_path, 2000, up=True) as (server, client):
         client.start()
         _create(server, "other")            # an event that is not ours: its replay id is saved
         assert _wait(lambda: "other" in client.keys())
@@ -920,10 +917,6 @@ def test_live_catch_up_removes_own_creates(tmp_path, echo):
         ok = _wait(lambda: "mine" not in client.keys(), 5)
         assert ok, (f"the record deleted on the server is still in the soup after the catch-up: "
                     f"{ {k: v for k, v in client.keys()['mine'].items() if not k.startswith('_soup')} }")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()
 
 
 def test_live_catch_up_after_resubscribing(tmp_path):
@@ -932,10 +925,8 @@ def test_live_catch_up_after_resubscribing(tmp_path):
     queries or after the subscription. Today the catch-up is started before the new subscribe is
     sent: a change committed between the two (here the subscribe answered 1.5 s late) is in
     neither and never reaches the soup."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
-    rec_id = _create(server, "edited")
-    client = _LiveStore(tmp_path / "c", server)
-    try:
+    with _live_client(tmp_path, 2000) as (server, client):
+        rec_id = _create(server, "edited")
         client.start()
         assert _wait(lambda: "edited" in client.keys())
         _create(server, "event")
@@ -953,10 +944,6 @@ def test_live_catch_up_after_resubscribing(tmp_path):
         ok = _wait(lambda: client.keys()["edited"].get("V3__c") == "s-late", 6)
         assert ok, (f"an update committed while the stream subscribed again never reached the soup "
                     f"(V3__c {client.keys()['edited'].get('V3__c')!r}); faults: {server.faults()}")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()
 
 
 def test_live_delete_while_create_settles(tmp_path):
@@ -1002,11 +989,9 @@ def test_live_catch_up_after_a_fetch_ran_ahead(tmp_path):
     from a maxTimeStamp moved to the fetched record's date never sees the other change. Seen in
     the chaos run: two server records never reached a client restarted with a replay id too
     old. maxTimeStamp must stop at the commit time of the newest event taken."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
-    a_id = _create(server, "a")
-    b_id = _create(server, "b")
-    client = _LiveStore(tmp_path / "c", server)
-    try:
+    with _live_client(tmp_path, 2000) as (server, client):
+        a_id = _create(server, "a")
+        b_id = _create(server, "b")
         client.start()
         assert _wait(lambda: {"a", "b"} <= set(client.keys()))
         # The fetch of A's next change is held 5 s.
@@ -1025,20 +1010,14 @@ def test_live_catch_up_after_a_fetch_ran_ahead(tmp_path):
         ok = _wait(lambda: client.keys()["b"].get("V3__c") == "b-1", 8)
         assert ok, (f"a server update whose event was lost never reached the soup after the catch-up "
                     f"(V3__c {client.keys()['b'].get('V3__c')!r}); live state {json.dumps(client.store.live_sync_state())}")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()
 
 
 def test_live_first_subscription_after_the_first_catch_up(tmp_path):
     """Live sync's first start catches up once its stream has subscribed, or once the stream's
     first attempt failed (or 5 s passed): then the catch-up runs first and the subscription comes
     later, from new events only. A change committed between the two must still reach the soup."""
-    server = DevServer(tmp_path / "server", "--cometd-timeout-ms", "2000")
-    _create(server, "before")
-    client = _LiveStore(tmp_path / "c", server)
-    try:
+    with _live_client(tmp_path, 2000) as (server, client):
+        _create(server, "before")
         server.set_faults("POST /cometd/* status=503 times=4")   # the stream's first attempts fail
         client.start(wait=False)
         assert _wait(lambda: "before" in client.keys()), "the first catch-up did not run"
@@ -1049,7 +1028,3 @@ def test_live_first_subscription_after_the_first_catch_up(tmp_path):
         ok = _wait(lambda: "between" in client.keys(), 3)
         assert ok, (f"a server create made after the first catch-up and before the stream's first subscription never "
                     f"reached the soup; live state {json.dumps(client.store.live_sync_state())}; faults {server.faults()}")
-    finally:
-        client.stop()
-        client.close()
-        server.stop()

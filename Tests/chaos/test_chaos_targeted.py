@@ -17,8 +17,8 @@ import time
 import pytest
 
 import chaos_lib
-from chaos_lib import (DevServer, Host, SOUP, TYPE, duplicates, entries, flag, open_store, raw_sync_states,
-                       up_state_problems, write_matches)
+from chaos_lib import (DIRTY_NEW, PC_TARGET, DevServer, Host, SOUP, TYPE, duplicates, entries, flag, open_store,
+                       raw_sync_states, register_parent_children, up_state_problems, write_matches)
 
 STATE_LIMIT = 64 * 1024
 
@@ -139,26 +139,15 @@ def test_lost_create_is_adopted_whatever_the_server_clock(tmp_path, clients, off
         server.stop()
 
 
-def parent_children_target():
-    return {"type": "parent_children",
-            "parent": {"sobjectType": "ChaosParent__c", "soupName": "parents", "idFieldName": "Id"},
-            "children": {"sobjectType": "ChaosChild__c", "soupName": "children", "parentIdFieldName": "Parent__c"},
-            "parentCreateFieldlist": ["Name", "Key__c", "V__c"], "parentUpdateFieldlist": ["V__c"],
-            "childrenCreateFieldlist": ["Name", "Key__c", "V__c"], "childrenUpdateFieldlist": ["V__c"]}
-
-
 def test_parent_children_lost_answer_is_not_duplicated(server, clients):
     host = clients(server)
     store = host.store
-    store.register_soup("parents", [{"path": "Id", "type": "string"}, {"path": "__local__", "type": "string"}])
-    store.register_soup("children", [{"path": "Id", "type": "string"}, {"path": "Parent__c", "type": "string"},
-                                     {"path": "__local__", "type": "string"}])
-    dirty = {"__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
-    store.upsert("parents", [{"attributes": {"type": "ChaosParent__c"}, "Id": "local-p1", "Name": "P1", "Key__c": "p1", **dirty}])
+    register_parent_children(store)
+    store.upsert("parents", [{"attributes": {"type": "ChaosParent__c"}, "Id": "local-p1", "Name": "P1", "Key__c": "p1", **DIRTY_NEW}])
     store.upsert("children", [{"attributes": {"type": "ChaosChild__c"}, "Name": f"C{i}", "Key__c": f"c{i}",
-                               "Parent__c": "local-p1", **dirty} for i in range(3)])
+                               "Parent__c": "local-p1", **DIRTY_NEW} for i in range(3)])
     server.set_faults("POST */composite drop=after times=1")
-    sid = store.sync_up("parents", parent_children_target(), {"mergeMode": "OVERWRITE"}, "pc-up")
+    sid = store.sync_up("parents", PC_TARGET, {"mergeMode": "OVERWRITE"}, "pc-up")
     assert store.wait_sync(sid, 60_000)["status"] == "FAILED"
     server.clear_faults()
     store.resync(sid)
@@ -176,16 +165,13 @@ def test_parent_children_adopted_parent_keeps_its_children(server, clients):
     the fault rounds: a child dirty for good, its record on the server)."""
     host = clients(server)
     store = host.store
-    store.register_soup("parents", [{"path": "Id", "type": "string"}, {"path": "__local__", "type": "string"}])
-    store.register_soup("children", [{"path": "Id", "type": "string"}, {"path": "Parent__c", "type": "string"},
-                                     {"path": "__local__", "type": "string"}])
-    dirty = {"__local__": True, "__locally_created__": True, "__locally_updated__": False, "__locally_deleted__": False}
+    register_parent_children(store)
     store.upsert("parents", [{"attributes": {"type": "ChaosParent__c"}, "Id": "local-p1", "Name": "P1", "Key__c": "p1",
-                              "V__c": "v1", **dirty}])
+                              "V__c": "v1", **DIRTY_NEW}])
     store.upsert("children", [{"attributes": {"type": "ChaosChild__c"}, "Name": "C1", "Key__c": "c1", "V__c": "c-v1",
-                               "Parent__c": "local-p1", **dirty}])
+                               "Parent__c": "local-p1", **DIRTY_NEW}])
     server.set_faults("POST */composite drop=after times=1")
-    sid = store.sync_up("parents", parent_children_target(), {"mergeMode": "OVERWRITE"}, "pc-up")
+    sid = store.sync_up("parents", PC_TARGET, {"mergeMode": "OVERWRITE"}, "pc-up")
     assert store.wait_sync(sid, 60_000)["status"] == "FAILED"
     parent = entries(store, "parents")[0]
     parent["V__c"] = "v2"                   # edited since sent: the adoption is an update
